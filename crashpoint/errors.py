@@ -1,0 +1,54 @@
+"""The exception hierarchy: one root, builtin-compatible subclasses.
+
+Every error crashpoint raises on purpose derives from :class:`CrashpointError`.
+Errors about input files carry the file, the line (1-based) and the field path
+so that a message can be acted on without opening a debugger (after
+Hypothesis' ``errors.py`` and attrs' validators).
+"""
+
+from __future__ import annotations
+
+
+class CrashpointError(Exception):
+    """Root of every error crashpoint raises on purpose."""
+
+
+class UsageError(CrashpointError, ValueError):
+    """The command line or an API was used wrongly (exit code 2)."""
+
+
+class CaseError(CrashpointError, ValueError):
+    """A case, pack, workflow or trace file is malformed.
+
+    Args:
+        message: what is wrong, in one sentence, with the fix when known.
+        file: path of the offending file (``str``), or ``None``.
+        line: 1-based line number in ``file``, or ``None`` when unknown.
+        field: dotted path of the offending field (``"events[1].type"``), or ``None``.
+
+    ``str(err)`` is ``"FILE:LINE: field FIELD: MESSAGE"``, the form editors and
+    CI annotations understand.
+    """
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
+                 field: str | None = None) -> None:
+        self.message = message
+        self.file = file
+        self.line = line
+        self.field = field
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = self.file or "<input>"
+        if self.line is not None:
+            where += f":{self.line}"
+        what = f" field {self.field}:" if self.field else ""
+        return f"{where}:{what} {self.message}"
+
+
+class EngineCrashed(CrashpointError, RuntimeError):
+    """An engine worker process died in a way the harness did not cause."""
+
+
+class WorkerTimeout(CrashpointError, TimeoutError):
+    """An engine worker neither finished nor crashed within its timeout (seconds)."""

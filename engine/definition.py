@@ -1,0 +1,188 @@
+"""Workflow definitions as data: a workflow is phases, a phase is tasks.
+
+Source: the long-horizon-workflows seed (``WorkflowPhase``/``WorkflowTask``: checkpoint,
+humanGate, timeout, onError; retries, critical) extended with the durable-workflows
+seed's side-effect fields (idempotent side effects, compensation, irreversible actions
+behind an approval).
+
+A definition is versioned: ``(name, version)`` identifies it, and a run keeps the
+version it started with for its whole life.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from crashpoint.errors import CrashpointError
+
+ON_ERROR = ("retry", "skip", "abort", "escalate")
+ON_TIMEOUT = ("escalate", "compensate", "fail")
+ON_DENY = ("compensate", "fail")
+
+#: The tool the engine calls to ask a human for an approval (a side effect with its own key).
+APPROVAL_TOOL = "approvals.request"
+
+
+class DefinitionError(CrashpointError, ValueError):
+    """A workflow definition is inconsistent (unknown field values, irreversible task without a gate...)."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """One step that calls one tool.
+
+    Attributes:
+        id: unique within the workflow.
+        tool: the tool name passed to :class:`~crashpoint.protocols.ToolPort`.
+        args: arguments; string values ``$input.k`` and ``$result.task.k`` are resolved at run time.
+        retries: extra attempts after the first (count).
+        backoff_s: base of the exponential backoff, seconds: attempt ``n`` waits ``backoff_s * 2**(n-1)``.
+        critical: a failure of a non-critical task is skipped, not fatal.
+        side_effect: the call changes the world; it gets an idempotency key and an audit record.
+        irreversible: may only run after a granted human gate earlier in the workflow.
+        compensation: tool that undoes this task's effect (saga), or ``None``.
+        checkpoint: name of the checkpoint written after this task.
+    """
+
+    id: str
+    tool: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+    retries: int = 0
+    backoff_s: float = 1.0
+    critical: bool = True
+    side_effect: bool = False
+    irreversible: bool = False
+    compensation: str | None = None
+    checkpoint: str = ""
+
+
+@dataclass(frozen=True)
+class HumanGate:
+    """An approval asked for after a phase's tasks (seed: "Human gates pause execution").
+
+    Attributes:
+        approval_id: the approval's name, stable across restarts.
+        checkpoint: name of the checkpoint written once the request is made.
+        timeout_s: seconds (virtual) the workflow waits for a decision.
+        on_timeout: ``escalate`` | ``compensate`` | ``fail``.
+        on_deny: ``compensate`` | ``fail``.
+    """
+
+    approval_id: str
+    timeout_s: float
+    checkpoint: str = "approval_request"
+    on_timeout: str = "escalate"
+    on_deny: str = "compensate"
+
+
+@dataclass(frozen=True)
+class Phase:
+    """A group of tasks with one error policy, an optional timeout (seconds) and an optional gate."""
+
+    id: str
+    tasks: tuple[Task, ...]
+    checkpoint: bool = True
+    timeout_s: float | None = None
+    on_error: str = "abort"
+    human_gate: HumanGate | None = None
+
+
+@dataclass(frozen=True)
+class WorkflowDefinition:
+    """A versioned workflow: ``name``, ``version`` (int) and ordered ``phases``."""
+
+    name: str
+    version: int
+    phases: tuple[Phase, ...]
+    description: str = ""
+
+    @property
+    def tasks(self) -> list[tuple[int, int, Task]]:
+        """Every task as ``(phase_index, task_index, task)`` in execution order."""
+        return [(p, t, task) for p, phase in enumerate(self.phases) for t, task in enumerate(phase.tasks)]
+
+    def locate(self, task_id: str) -> tuple[int, int]:
+        """``(phase_index, task_index)`` of ``task_id``; raises :class:`DefinitionError`."""
+        for p, t, task in self.tasks:
+            if task.id == task_id:
+                return p, t
+        raise DefinitionError(f"workflow {self.name!r} v{self.version} has no task {task_id!r}")
+
+    def task(self, task_id: str) -> Task:
+        """The task named ``task_id``; raises :class:`DefinitionError`."""
+        p, t = self.locate(task_id)
+        return self.phases[p].tasks[t]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "WorkflowDefinition":
+        """Build and check a definition from its data form (the workflow YAML, parsed).
+
+        Raises:
+            DefinitionError: a missing or wrong field, a duplicate id, an irreversible task
+                with no human gate before it, a compensation on a task without a side effect.
+        """
+        try:
+            phases = []
+            for pd in data["phases"]:
+                gate = pd.get("human_gate") or None
+                tasks = tuple(
+                    Task(id=td["id"], tool=td["tool"], args=dict(td.get("args") or {}),
+                         retries=int(td.get("retries", 0)), backoff_s=float(td.get("backoff_s", 1.0)),
+                         critical=bool(td.get("critical", True)), side_effect=bool(td.get("side_effect", False)),
+                         irreversible=bool(td.get("irreversible", False)), compensation=td.get("compensation"),
+                         checkpoint=td.get("checkpoint") or td["id"])
+                    for td in pd["tasks"])
+                phases.append(Phase(
+                    id=pd["id"], tasks=tasks, checkpoint=bool(pd.get("checkpoint", True)),
+                    timeout_s=pd.get("timeout_s"), on_error=pd.get("on_error", "abort"),
+                    human_gate=HumanGate(approval_id=gate["approval_id"], timeout_s=float(gate["timeout_s"]),
+                                         checkpoint=gate.get("checkpoint", "approval_request"),
+                                         on_timeout=gate.get("on_timeout", "escalate"),
+                                         on_deny=gate.get("on_deny", "compensate")) if gate else None))
+            definition = cls(name=data["workflow"], version=int(data["version"]), phases=tuple(phases),
+                             description=data.get("description", ""))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DefinitionError(f"malformed workflow definition: {exc!r}") from exc
+        definition.check()
+        return definition
+
+    def check(self) -> None:
+        """Raise :class:`DefinitionError` if the definition cannot run safely."""
+        ids = [task.id for _, _, task in self.tasks] + [phase.id for phase in self.phases]
+        dup = {i for i in ids if ids.count(i) > 1}
+        if dup:
+            raise DefinitionError(f"duplicate phase/task ids in {self.name!r}: {sorted(dup)}")
+        gated = False
+        for phase in self.phases:
+            if phase.on_error not in ON_ERROR:
+                raise DefinitionError(f"phase {phase.id!r}: on_error must be one of {ON_ERROR}")
+            for task in phase.tasks:
+                if task.irreversible and not gated:
+                    raise DefinitionError(f"task {task.id!r} is irreversible but no human gate precedes it")
+                if task.compensation and not task.side_effect:
+                    raise DefinitionError(f"task {task.id!r} has a compensation but no side effect")
+                if task.retries < 0 or task.backoff_s < 0:
+                    raise DefinitionError(f"task {task.id!r}: retries and backoff_s must be >= 0")
+            if phase.human_gate:
+                g = phase.human_gate
+                if g.on_timeout not in ON_TIMEOUT or g.on_deny not in ON_DENY or g.timeout_s <= 0:
+                    raise DefinitionError(f"phase {phase.id!r}: bad human_gate {g}")
+                gated = True
+
+    def to_dict(self) -> dict[str, Any]:
+        """The data form, as accepted by :meth:`from_dict` (stored in the engine database)."""
+        return {
+            "workflow": self.name, "version": self.version, "description": self.description,
+            "phases": [{
+                "id": p.id, "checkpoint": p.checkpoint, "timeout_s": p.timeout_s, "on_error": p.on_error,
+                "human_gate": (None if p.human_gate is None else {
+                    "approval_id": p.human_gate.approval_id, "timeout_s": p.human_gate.timeout_s,
+                    "checkpoint": p.human_gate.checkpoint, "on_timeout": p.human_gate.on_timeout,
+                    "on_deny": p.human_gate.on_deny}),
+                "tasks": [{"id": t.id, "tool": t.tool, "args": dict(t.args), "retries": t.retries,
+                           "backoff_s": t.backoff_s, "critical": t.critical, "side_effect": t.side_effect,
+                           "irreversible": t.irreversible, "compensation": t.compensation,
+                           "checkpoint": t.checkpoint} for t in p.tasks],
+            } for p in self.phases],
+        }

@@ -1,0 +1,154 @@
+"""The side-effect ledger: an SQLite file that outlives every engine process.
+
+It answers "how many times did this logical effect happen", which is what the
+side-effect oracle reads. Tables:
+
+    calls(seq, tool, args, idempotency_key, outcome, retryable, result, error, at)
+        outcome: applied | duplicate | failed
+    script(seq, tool, outcome, message, consumed)    outcomes queued for a tool's next calls
+    decisions(seq, approval_id, granted, by, at)     what the human answered, in order
+    clock(id, now)                                   virtual time, seconds
+    state(key, value)                                 the fake services' own records
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+#: Virtual time at which every world starts: 2026-01-01T00:00:00Z, in seconds.
+EPOCH_S = 1_767_225_600.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, tool TEXT NOT NULL, args TEXT NOT NULL,
+    idempotency_key TEXT, outcome TEXT NOT NULL, retryable INTEGER, result TEXT, error TEXT, at REAL NOT NULL,
+    gseq INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS calls_key ON calls (tool, idempotency_key);
+CREATE TABLE IF NOT EXISTS script (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, tool TEXT NOT NULL, outcome TEXT NOT NULL,
+    message TEXT, consumed INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS decisions (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, approval_id TEXT NOT NULL, granted INTEGER NOT NULL,
+    by TEXT NOT NULL, at REAL NOT NULL, gseq INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS clock (id INTEGER PRIMARY KEY CHECK (id = 1), now REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+SCRIPT_OUTCOMES = ("success", "retryable", "fatal")
+
+
+@dataclass(frozen=True)
+class Call:
+    """One recorded tool call.
+
+    Attributes:
+        seq: global order in the ledger (1-based).
+        tool: tool name; ``args`` its arguments; ``idempotency_key`` as given (``None`` if absent).
+        outcome: ``applied`` (the effect happened), ``duplicate`` (same key as an earlier call,
+            not applied again) or ``failed``.
+        retryable: for failures, whether the error was retryable.
+        at: virtual time of the call, seconds.
+        gseq: position in the order shared with human decisions.
+    """
+
+    seq: int
+    tool: str
+    args: dict[str, Any]
+    idempotency_key: str | None
+    outcome: str
+    retryable: bool | None
+    result: Any
+    error: str | None
+    at: float
+    gseq: int
+
+
+def next_gseq(conn: sqlite3.Connection) -> int:
+    """The next value of the order shared by calls and decisions (call inside a transaction)."""
+    return conn.execute("SELECT COALESCE(MAX(g), 0) + 1 FROM (SELECT MAX(gseq) AS g FROM calls "
+                        "UNION ALL SELECT MAX(gseq) FROM decisions)").fetchone()[0]
+
+
+class Ledger:
+    """Open (or create) a ledger file.
+
+    Args:
+        path: the SQLite file.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.executescript(_SCHEMA)
+        self.db.execute("INSERT OR IGNORE INTO clock VALUES (1, ?)", (EPOCH_S,))
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """``BEGIN IMMEDIATE`` ... ``COMMIT``."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    # -- set-up by the harness -----------------------------------------------
+    def script(self, tool: str, outcome: str, message: str = "", times: int = 1) -> None:
+        """Queue ``times`` outcomes (success | retryable | fatal) for ``tool``'s next calls.
+
+        Raises:
+            ValueError: unknown outcome or ``times < 1``.
+        """
+        if outcome not in SCRIPT_OUTCOMES or times < 1:
+            raise ValueError(f"script outcome must be one of {SCRIPT_OUTCOMES} and times >= 1")
+        with self.transaction() as conn:
+            conn.executemany("INSERT INTO script (tool, outcome, message) VALUES (?, ?, ?)",
+                             [(tool, outcome, message)] * times)
+
+    def record_decision(self, approval_id: str, granted: bool, by: str, at: float) -> None:
+        """Record what the (fake) human answered, before it is delivered to the engine."""
+        with self.transaction() as conn:
+            conn.execute("INSERT INTO decisions (approval_id, granted, by, at, gseq) VALUES (?, ?, ?, ?, ?)",
+                         (approval_id, int(granted), by, at, next_gseq(conn)))
+
+    # -- reads by the oracles ------------------------------------------------
+    def calls(self, tool: str | None = None) -> list[Call]:
+        """Every recorded call (of ``tool`` only, when given), in order."""
+        sql, params = "SELECT * FROM calls", ()
+        if tool is not None:
+            sql, params = sql + " WHERE tool=?", (tool,)
+        return [Call(r["seq"], r["tool"], json.loads(r["args"]), r["idempotency_key"], r["outcome"],
+                     None if r["retryable"] is None else bool(r["retryable"]),
+                     None if r["result"] is None else json.loads(r["result"]), r["error"], r["at"], r["gseq"])
+                for r in self.db.execute(sql + " ORDER BY seq", params)]
+
+    def applied(self, tool: str) -> list[Call]:
+        """Calls of ``tool`` whose effect happened (duplicates and failures excluded)."""
+        return [c for c in self.calls(tool) if c.outcome == "applied"]
+
+    def decisions(self) -> list[dict[str, Any]]:
+        """Human decisions in order: ``[{"seq", "approval_id", "granted", "by", "at", "gseq"}]``."""
+        return [dict(r) | {"granted": bool(r["granted"])} for r in
+                self.db.execute("SELECT * FROM decisions ORDER BY seq")]
+
+    def sequence(self) -> list[tuple[str, Any]]:
+        """Calls and decisions in the order they happened: ``[("call", Call) | ("decision", dict)]``."""
+        items = [(c.gseq, "call", c) for c in self.calls()] + [(d["gseq"], "decision", d) for d in self.decisions()]
+        return [(kind, item) for _, kind, item in sorted(items, key=lambda x: x[0])]
+
+    def unconsumed_script(self) -> list[dict[str, Any]]:
+        """Scripted outcomes that no call used (a vacuity signal)."""
+        return [dict(r) for r in self.db.execute("SELECT * FROM script WHERE consumed=0 ORDER BY seq")]

@@ -1,0 +1,165 @@
+"""Fake tools: the refund service, the customer notifier and the approval request.
+
+Every call goes to the :class:`~crashpoint.fakes.ledger.Ledger`. Idempotency follows the
+common contract of payment APIs (e.g. Stripe's ``Idempotency-Key``): a call repeated with
+the key of an applied call is recorded as a ``duplicate`` and returns the first result
+without applying the effect again; a key whose call failed fatally fails the same way
+again; a new key (or no key) is a new effect.
+
+Each call passes two crash points, ``before_effect:TOOL`` and ``after_effect:TOOL``,
+through the probe: after the second one the effect is durable in the ledger but the
+caller has not seen the response yet.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Callable, Mapping
+
+from crashpoint.fakes.clock import VirtualClock
+from crashpoint.fakes.ledger import Ledger, next_gseq
+from crashpoint.protocols import Probe, ToolError, no_probe
+
+Handler = Callable[["Toolbox", Mapping[str, Any], str], dict[str, Any]]
+
+
+def _ref(prefix: str, key: str | None, seq: int) -> str:
+    basis = key if key else f"nokey-{seq}"
+    return f"{prefix}_{hashlib.sha1(basis.encode()).hexdigest()[:10]}"
+
+
+class Toolbox:
+    """The fake tools behind :class:`crashpoint.protocols.ToolPort`.
+
+    Args:
+        ledger: where calls, scripts and service state live.
+        clock: virtual time for call timestamps (default: the ledger's clock).
+        probe: crash-point hook (``before_effect:TOOL`` / ``after_effect:TOOL``).
+
+    Tools: ``refunds.draftRefundRequest``, ``refunds.issueRefund``,
+    ``refunds.cancelRefundDraft``, ``notify.sendCustomerEmail``, ``approvals.request``.
+    """
+
+    def __init__(self, ledger: Ledger, clock: VirtualClock | None = None, probe: Probe = no_probe) -> None:
+        self.ledger = ledger
+        self.clock = clock or VirtualClock(ledger)
+        self.probe = probe
+        self.handlers: dict[str, Handler] = dict(HANDLERS)
+
+    def call(self, tool: str, args: Mapping[str, Any], idempotency_key: str) -> dict[str, Any]:
+        """Call ``tool``; see the module docstring for the idempotency contract.
+
+        Raises:
+            ToolError: scripted failure, a fatal failure replayed for its key, a service
+                refusal (e.g. issuing a cancelled draft), or an unknown tool (fatal).
+        """
+        handler = self.handlers.get(tool)
+        if handler is None:
+            raise ToolError(f"unknown tool {tool!r}", retryable=False)
+        key = idempotency_key or None
+        at = self.clock.now()
+        args_json = json.dumps(dict(args), sort_keys=True, default=str)
+        db = self.ledger.db
+        if key is not None:
+            prior = db.execute(
+                "SELECT * FROM calls WHERE tool=? AND idempotency_key=? AND "
+                "(outcome='applied' OR (outcome='failed' AND retryable=0)) ORDER BY seq LIMIT 1",
+                (tool, key)).fetchone()
+            if prior is not None:
+                with self.ledger.transaction() as conn:
+                    conn.execute("INSERT INTO calls (tool, args, idempotency_key, outcome, retryable, result, error, at,"
+                                 " gseq) VALUES (?, ?, ?, 'duplicate', ?, ?, ?, ?, ?)",
+                                 (tool, args_json, key, prior["retryable"], prior["result"], prior["error"], at,
+                                  next_gseq(conn)))
+                if prior["outcome"] == "failed":
+                    raise ToolError(prior["error"], retryable=False)
+                return json.loads(prior["result"])
+        self.probe(f"before_effect:{tool}")
+        error: ToolError | None = None
+        with self.ledger.transaction() as conn:
+            scripted = conn.execute("SELECT seq, outcome, message FROM script WHERE tool=? AND consumed=0 "
+                                    "ORDER BY seq LIMIT 1", (tool,)).fetchone()
+            if scripted is not None:
+                conn.execute("UPDATE script SET consumed=1 WHERE seq=?", (scripted["seq"],))
+            seq = conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM calls").fetchone()[0]
+            gseq = next_gseq(conn)
+            if scripted is not None and scripted["outcome"] != "success":
+                retryable = scripted["outcome"] == "retryable"
+                error = ToolError(scripted["message"] or f"{tool}: scripted {scripted['outcome']} failure",
+                                  retryable=retryable)
+            else:
+                try:
+                    result = handler(self, dict(args), _ref("x", key, seq))
+                except ToolError as exc:
+                    error = exc
+            if error is not None:
+                conn.execute("INSERT INTO calls (tool, args, idempotency_key, outcome, retryable, error, at, gseq) "
+                             "VALUES (?, ?, ?, 'failed', ?, ?, ?, ?)",
+                             (tool, args_json, key, int(error.retryable), str(error), at, gseq))
+            else:
+                conn.execute("INSERT INTO calls (tool, args, idempotency_key, outcome, result, at, gseq) "
+                             "VALUES (?, ?, ?, 'applied', ?, ?, ?)",
+                             (tool, args_json, key, json.dumps(result), at, gseq))
+        self.probe(f"after_effect:{tool}")
+        if error is not None:
+            raise error
+        return result
+
+    # -- the fake services' own records (inside the call's transaction) -------
+    def _get(self, name: str) -> Any:
+        row = self.ledger.db.execute("SELECT value FROM state WHERE key=?", (name,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def _put(self, name: str, value: Any) -> None:
+        self.ledger.db.execute("INSERT INTO state VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                               (name, json.dumps(value)))
+
+
+def _draft(box: Toolbox, args: Mapping[str, Any], ref: str) -> dict[str, Any]:
+    if not args.get("order_id") or not isinstance(args.get("amount_cents"), int) or args["amount_cents"] <= 0:
+        raise ToolError(f"refunds.draftRefundRequest: invalid order_id/amount_cents in {dict(args)}", retryable=False)
+    draft_id = "dr" + ref[1:]
+    box._put(f"draft:{draft_id}", {"status": "drafted", "order_id": args["order_id"],
+                                   "amount_cents": args["amount_cents"]})
+    return {"draft_id": draft_id, "status": "drafted"}
+
+
+def _issue(box: Toolbox, args: Mapping[str, Any], ref: str) -> dict[str, Any]:
+    draft = box._get(f"draft:{args.get('draft_id')}")
+    if draft is None or draft["status"] != "drafted":
+        raise ToolError(f"refunds.issueRefund: draft {args.get('draft_id')!r} is "
+                        f"{'missing' if draft is None else draft['status']}", retryable=False)
+    draft["status"] = "issued"
+    box._put(f"draft:{args['draft_id']}", draft)
+    return {"refund_id": "rf" + ref[1:], "status": "issued", "amount_cents": draft["amount_cents"]}
+
+
+def _cancel_draft(box: Toolbox, args: Mapping[str, Any], ref: str) -> dict[str, Any]:
+    result = args.get("result") or {}
+    draft_id = result.get("draft_id") if isinstance(result, dict) else None
+    draft = box._get(f"draft:{draft_id}")
+    if draft is None:
+        raise ToolError(f"refunds.cancelRefundDraft: no draft {draft_id!r}", retryable=False)
+    if draft["status"] == "issued":
+        raise ToolError(f"refunds.cancelRefundDraft: draft {draft_id} was already issued", retryable=False)
+    draft["status"] = "cancelled"
+    box._put(f"draft:{draft_id}", draft)
+    return {"draft_id": draft_id, "status": "cancelled"}
+
+
+def _notify(box: Toolbox, args: Mapping[str, Any], ref: str) -> dict[str, Any]:
+    return {"message_id": "msg" + ref[1:], "to": args.get("to"), "template": args.get("template")}
+
+
+def _approval_request(box: Toolbox, args: Mapping[str, Any], ref: str) -> dict[str, Any]:
+    return {"request_id": "apr" + ref[1:], "approval_id": args.get("approval_id"), "status": "sent"}
+
+
+HANDLERS: dict[str, Handler] = {
+    "refunds.draftRefundRequest": _draft,
+    "refunds.issueRefund": _issue,
+    "refunds.cancelRefundDraft": _cancel_draft,
+    "notify.sendCustomerEmail": _notify,
+    "approvals.request": _approval_request,
+}

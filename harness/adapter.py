@@ -1,0 +1,93 @@
+"""The adapter protocol: the one class a team writes to put its engine under crashpoint.
+
+The harness owns the processes, the fake world and the oracles; the adapter only
+translates. Every method gets the :class:`RunContext` of one run (its own folder), so
+one adapter instance serves many runs in parallel.
+
+The trace an adapter returns is a list of dicts with at least ``kind``; the oracles read
+these kinds and fields (others are kept and shown, not judged):
+
+=====================  =====================================================
+kind                   fields
+=====================  =====================================================
+``transition``         ``from``, ``to`` (status names of the state table)
+``checkpoint``         ``name``
+``step_started``       ``task``
+``tool_call``          ``tool``, ``idempotency_key``, ``side_effect``
+``tool_result``        ``tool``, ``ok``
+``approval_requested`` ``approval_id``
+``approval_granted`` / ``approval_denied`` / ``approval_timeout``  ``approval_id``
+``retry_scheduled``    ``task``, ``attempt``
+``compensation_result`` ``task``, ``ok``
+``workflow_finished``  ``status``, ``stop_reason``
+=====================  =====================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """One run's folder and the fake world's factory.
+
+    Attributes:
+        run_dir: the run's private folder (engine files, ledger, crash log).
+        world: ``MODULE:FACTORY`` that a worker calls as ``factory(run_dir, probe) -> (tools, clock)``.
+        env: extra environment variables for worker processes.
+    """
+
+    run_dir: Path
+    world: str = "crashpoint.fakes.world:build"
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+@runtime_checkable
+class EngineAdapter(Protocol):
+    """What the harness needs from an engine. All methods may raise; the harness turns an
+    exception into an ``error`` verdict naming the adapter and the method."""
+
+    #: Short engine name for reports (``"reference"``, ``"dbos"``...).
+    name: str
+
+    def version(self) -> str:
+        """The engine's version string, recorded with every result."""
+        ...
+
+    def prepare(self, run: RunContext, workflows: Mapping[str, Mapping[str, Any]]) -> None:
+        """Create the engine's durable files in ``run.run_dir`` and deploy ``workflows``
+        (name -> workflow definition data, the pack's workflow YAML parsed)."""
+        ...
+
+    def start(self, run: RunContext, workflow_id: str, workflow: str, input: Mapping[str, Any], *,
+              initial_step: str | None, idempotency_key: str) -> bool:
+        """Submit a start request; ``False`` if the engine recognised it as a duplicate."""
+        ...
+
+    def worker_command(self, run: RunContext, probe_spec: str, probe_arg: str) -> list[str]:
+        """argv of one worker process that resumes every unfinished workflow of the run and
+        exits 0 once each is terminal or waiting for a human. The worker must call the probe
+        (``probe_spec`` = ``MODULE:FACTORY``, built with ``probe_arg``) at its crash points and
+        hand it to the world factory ``run.world`` so that tool crash points fire too."""
+        ...
+
+    def send_approval(self, run: RunContext, workflow_id: str, approval_id: str, *, granted: bool, by: str,
+                      idempotency_key: str) -> bool:
+        """Deliver a human decision; ``False`` if recognised as a duplicate."""
+        ...
+
+    def cancel(self, run: RunContext, workflow_id: str, *, reason: str, idempotency_key: str) -> bool:
+        """Request cancellation; ``False`` if recognised as a duplicate."""
+        ...
+
+    def status(self, run: RunContext, workflow_id: str) -> dict[str, Any]:
+        """``{"status", "stop_reason", "pending_approval": {"approval_id", "deadline"} | None,
+        "progress": {...}}``; ``status`` uses the names of the state table."""
+        ...
+
+    def trace(self, run: RunContext, workflow_id: str) -> list[dict[str, Any]]:
+        """The workflow's trace, oldest first, in the shape described in the module docstring."""
+        ...

@@ -1,0 +1,222 @@
+"""Drive one case on one engine, fault-free (the golden run) or with a SIGKILL at one crash point.
+
+A run happens in its own folder. The driver sets up the fake world from the case's tool
+events (scripted outcomes), deploys the pack's workflows through the adapter, submits
+the start request, and then alternates worker processes with the case's external events
+(approvals, timeouts, cancellations, restarts, clock moves): each event is delivered
+only once the previous worker has exited, so a run is deterministic. When a worker is
+killed at the target crash point, a **new** worker process is started on the same files
+and the run goes on; the new process gets no other input than those files.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+import zlib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from crashpoint.errors import EngineCrashed, WorkerTimeout
+from crashpoint.fakes.clock import VirtualClock
+from crashpoint.fakes.data import generated_input
+from crashpoint.fakes.ledger import Ledger
+from crashpoint.fakes.world import LEDGER_FILE
+from crashpoint.harness import crashpoints
+from crashpoint.harness.adapter import EngineAdapter, RunContext
+from crashpoint.harness.loader import Case, Pack
+
+PROBE_SPEC = "crashpoint.harness.crashpoints:probe"
+#: Worker processes one run may start before the harness gives up (a crash loop), count.
+MAX_WORKERS_PER_RUN = 40
+TOOL_EVENTS = {"tool_success": "success", "tool_failure": None}
+
+
+@dataclass
+class RunOutcome:
+    """What one run left behind, read back from the engine (through the adapter) and the ledger.
+
+    Attributes:
+        case_id: the case; ``crash_point`` the targeted crash point id or ``None`` (golden).
+        workflow_id: the run's workflow id.
+        status / stop_reason / pending_approval: the engine's final view of the workflow.
+        trace: the workflow's trace (adapter shape).
+        calls: ledger calls as dicts; ``decisions`` the human decisions; ``sequence`` both, in order.
+        crash_points: crash point ids passed, in order (all worker processes of the run).
+        crash_fired: the target crash point killed a worker.
+        workers: worker processes started (count); ``kills`` SIGKILLs the harness caused.
+        deliveries: ``{"duplicates_sent": int, "duplicates_recognised": int}`` for events sent more than once.
+        notes: facts worth showing (events that had nothing to act on, unused tool scripts).
+        wall_s: wall time of the run, seconds.
+    """
+
+    case_id: str
+    crash_point: str | None
+    workflow_id: str
+    run_dir: Path
+    status: str | None = None
+    stop_reason: str | None = None
+    pending_approval: dict[str, Any] | None = None
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+    sequence: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    crash_points: list[str] = field(default_factory=list)
+    crash_fired: bool = False
+    workers: int = 0
+    kills: int = 0
+    deliveries: dict[str, int] = field(default_factory=lambda: {"duplicates_sent": 0, "duplicates_recognised": 0})
+    notes: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+
+
+class Driver:
+    """Runs cases on one adapter.
+
+    Args:
+        adapter: the engine under test.
+        pack: the case's pack (workflows, effect vocabulary).
+        worker_timeout_s: wall seconds one worker process may take before it is killed and
+            the run is judged ``unknown``.
+    """
+
+    def __init__(self, adapter: EngineAdapter, pack: Pack, worker_timeout_s: float = 60.0) -> None:
+        self.adapter = adapter
+        self.pack = pack
+        self.worker_timeout_s = worker_timeout_s
+
+    def run(self, case: Case, run_dir: Path, crash_point: str | None = None) -> RunOutcome:
+        """Run ``case`` in the empty folder ``run_dir``.
+
+        Raises:
+            EngineCrashed: a worker exited non-zero without being killed by the harness.
+            WorkerTimeout: a worker did not exit within ``worker_timeout_s``.
+            Exception: whatever the adapter raises (the caller names it in the verdict).
+        """
+        began = time.perf_counter()
+        run_dir.mkdir(parents=True, exist_ok=False)
+        ctx = RunContext(run_dir=run_dir)
+        workflow_id = f"wf-{case.case_id}"
+        out = RunOutcome(case.case_id, crash_point, workflow_id, run_dir)
+        ledger = Ledger(run_dir / LEDGER_FILE)
+        try:
+            clock = VirtualClock(ledger)
+            for ev in case.events:
+                if ev["type"] == "tool_success":
+                    ledger.script(ev["tool"], "success", times=ev.get("times", 1))
+                elif ev["type"] == "tool_failure":
+                    ledger.script(ev["tool"], "retryable" if ev.get("retryable", True) else "fatal",
+                                  ev.get("message", ""), times=ev.get("times", 1))
+            self.adapter.prepare(ctx, {case.workflow: self.pack.workflows[case.workflow]})
+            external = [ev for ev in case.events if ev["type"] not in TOOL_EVENTS]
+            starts = external.pop(0)["deliveries"] if external and external[0]["type"] == "start" else 1
+            workflow_input = case.input or generated_input(case.workflow, seed=zlib.crc32(case.case_id.encode()))
+            for n in range(starts):
+                accepted = self.adapter.start(ctx, workflow_id, case.workflow, workflow_input,
+                                              initial_step=case.initial_step,
+                                              idempotency_key=f"start:{workflow_id}")
+                self._count_delivery(out, n, accepted)
+            self._work(ctx, out, crash_point)
+            for index, ev in enumerate(external):
+                self._deliver(ctx, out, ledger, clock, ev, index)
+                self._work(ctx, out, crash_point)
+            status = self.adapter.status(ctx, workflow_id)
+            out.status, out.stop_reason = status["status"], status.get("stop_reason")
+            out.pending_approval = status.get("pending_approval")
+            out.trace = self.adapter.trace(ctx, workflow_id)
+            out.calls = [asdict(c) for c in ledger.calls()]
+            out.decisions = ledger.decisions()
+            out.sequence = [(kind, asdict(item) if kind == "call" else item) for kind, item in ledger.sequence()]
+            out.notes += [f"tool script never used: {s['tool']} {s['outcome']}" for s in ledger.unconsumed_script()]
+        finally:
+            ledger.close()
+            out.crash_points = crashpoints.passed(run_dir)
+            out.crash_fired = crashpoints.fired(run_dir)
+            out.wall_s = time.perf_counter() - began
+        return out
+
+    @staticmethod
+    def _count_delivery(out: RunOutcome, n: int, accepted: bool) -> None:
+        if n > 0:
+            out.deliveries["duplicates_sent"] += 1
+            out.deliveries["duplicates_recognised"] += int(not accepted)
+
+    def _deliver(self, ctx: RunContext, out: RunOutcome, ledger: Ledger, clock: VirtualClock,
+                 ev: dict[str, Any], index: int) -> None:
+        kind, wid = ev["type"], out.workflow_id
+        if kind in ("approval_granted", "approval_denied"):
+            pending = self.adapter.status(ctx, wid).get("pending_approval")
+            approval_id = pending["approval_id"] if pending else ev["approval_id"]
+            if not pending:
+                out.notes.append(f"event {index} {kind}: no approval was pending when it arrived")
+            granted = kind == "approval_granted"
+            by = ev.get("by", "case-human")
+            ledger.record_decision(approval_id, granted, by, clock.now())
+            for n in range(ev.get("deliveries", 1)):
+                accepted = self.adapter.send_approval(ctx, wid, approval_id, granted=granted, by=by,
+                                                      idempotency_key=f"{kind}:{ev['approval_id']}:{index}")
+                self._count_delivery(out, n, accepted)
+        elif kind == "approval_timeout":
+            pending = self.adapter.status(ctx, wid).get("pending_approval")
+            if pending:
+                clock.set(float(pending["deadline"]) + 1.0)
+            else:
+                out.notes.append(f"event {index} approval_timeout: no approval was pending")
+        elif kind == "cancel":
+            for n in range(ev.get("deliveries", 1)):
+                accepted = self.adapter.cancel(ctx, wid, reason=ev.get("reason", "cancelled by the case"),
+                                               idempotency_key=f"cancel:{index}")
+                self._count_delivery(out, n, accepted)
+        elif kind == "advance_clock":
+            clock.advance(float(ev["seconds"]))
+        elif kind == "restart":
+            pass  # the next worker is a new process on the same files, like every worker
+        else:  # the loader rejects unknown types; this guards programmatic callers
+            raise ValueError(f"event {index}: unknown event type {kind!r}")
+
+    def _work(self, ctx: RunContext, out: RunOutcome, crash_point: str | None) -> None:
+        """Run worker processes until one exits cleanly; restart after the harness's SIGKILL."""
+        while True:
+            if out.workers >= MAX_WORKERS_PER_RUN:
+                raise EngineCrashed(f"{out.workers} worker processes started without reaching a quiescent state")
+            fired_before = crashpoints.fired(ctx.run_dir)
+            argv = self.adapter.worker_command(ctx, PROBE_SPEC, crashpoints.probe_arg(ctx.run_dir, crash_point))
+            out.workers += 1
+            rc, stderr = run_process(argv, self.worker_timeout_s, dict(ctx.env))
+            if rc == 0:
+                return
+            if rc == -signal.SIGKILL and not fired_before and crashpoints.fired(ctx.run_dir):
+                out.kills += 1
+                continue
+            raise EngineCrashed(f"worker exited with {rc} (not a harness kill): {stderr[-2000:].strip()}")
+
+
+def run_process(argv: list[str], timeout_s: float, env: dict[str, str] | None = None) -> tuple[int, str]:
+    """Run ``argv`` in its own process group; return ``(returncode, stderr)``.
+
+    Whatever the process leaves behind in its group is killed when it ends.
+
+    Raises:
+        WorkerTimeout: it ran longer than ``timeout_s`` wall seconds (it is killed first).
+    """
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                            start_new_session=True, env={**os.environ, **(env or {})})
+    try:
+        _, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc.pid)
+        proc.communicate()
+        raise WorkerTimeout(f"worker {argv[:3]}... did not exit within {timeout_s} s") from None
+    finally:
+        _kill_group(proc.pid)
+    return proc.returncode, err.decode(errors="replace")
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

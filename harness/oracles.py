@@ -1,0 +1,212 @@
+"""Oracles: each reads a finished run and says what, if anything, is wrong with it.
+
+* ``final_status``: the case's expected status and stop reason.
+* ``side_effects``: from the ledger, the external world's own record: at most once per
+  effect, exactly once when the workflow succeeded, never without the approval that
+  gates it, compensated when the workflow failed or was cancelled after it, never
+  without an idempotency key; the case's ``must_not_*``, ``effects`` and ``compensated``.
+* ``trace``: required events and checkpoints present, every transition legal in
+  :data:`crashpoint.engine.states.TRANSITIONS` and chained, every side effect audited with
+  its key, a checkpoint after every side effect and approval request, a stop reason on
+  every terminal state.
+* ``differential``: a crashed-and-resumed run ends in the golden run's state with the
+  golden run's effects (after the differential testing of McKeeman, 1998, and the
+  crash-consistency checkers of ALICE, OSDI 2014).
+
+Each oracle returns a list of :class:`Failure`; an empty list is a pass.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from crashpoint.engine.states import TERMINAL, Status, is_legal
+from crashpoint.harness.driver import RunOutcome
+from crashpoint.harness.loader import Case, Pack
+
+STATUS_ALIASES = {"waiting_or_escalated": {"waiting_approval", "escalated"}}
+TERMINAL_NAMES = {s.value for s in TERMINAL}
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One oracle finding.
+
+    Attributes:
+        oracle: ``final_status`` | ``side_effects`` | ``trace`` | ``differential``.
+        message: what was expected and what was seen.
+        evidence: the trace or ledger lines that show it (at most a few).
+    """
+
+    oracle: str
+    message: str
+    evidence: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: ``{"oracle", "message", "evidence"}``."""
+        return {"oracle": self.oracle, "message": self.message, "evidence": list(self.evidence)}
+
+
+def trace_line(event: dict[str, Any]) -> str:
+    """One trace event as a compact line: ``#12 checkpoint name=refund_draft``."""
+    fields = " ".join(f"{k}={json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v}"
+                      for k, v in event.items() if k not in ("seq", "kind", "at", "side_effects", "args", "result"))
+    return f"#{event.get('seq', '?')} {event.get('kind')} {fields}".rstrip()
+
+
+def call_line(call: dict[str, Any]) -> str:
+    """One ledger call as a line: ``ledger#3 refunds.issueRefund key=... applied``."""
+    return f"ledger#{call['seq']} {call['tool']} key={call['idempotency_key']} {call['outcome']}"
+
+
+def final_status(case: Case, out: RunOutcome) -> list[Failure]:
+    """The run's status and stop reason against ``expected.final_status`` / ``expected.stop_reason``."""
+    failures = []
+    expected = case.expected.get("final_status")
+    if expected and out.status not in STATUS_ALIASES.get(expected, {expected}):
+        failures.append(Failure("final_status", f"expected final status {expected}, got {out.status} "
+                                                f"(stop reason: {out.stop_reason})"))
+    reason = case.expected.get("stop_reason")
+    if reason and reason not in (out.stop_reason or ""):
+        failures.append(Failure("final_status", f"expected a stop reason containing {reason!r}, "
+                                                f"got {out.stop_reason!r}"))
+    return failures
+
+
+def side_effects(case: Case, pack: Pack, out: RunOutcome) -> list[Failure]:
+    """Side-effect safety, read from the ledger (see the module docstring)."""
+    failures: list[Failure] = []
+    applied = [c for c in out.calls if c["outcome"] == "applied"]
+    for call in applied:
+        if not call["idempotency_key"]:
+            failures.append(Failure("side_effects", f"{call['tool']} was applied without an idempotency key",
+                                    [call_line(call)]))
+    for name, info in pack.effects.items():
+        done = [c for c in applied if c["tool"] == info["tool"]]
+        lines = [call_line(c) for c in out.calls if c["tool"] == info["tool"]]
+        if len(done) > 1:
+            failures.append(Failure("side_effects", f"effect {name} ({info['tool']}) applied {len(done)} times; "
+                                                    "at most once is allowed", lines))
+        if out.status == "succeeded" and info.get("required_on_success", True) and len(done) != 1:
+            failures.append(Failure("side_effects", f"workflow succeeded but effect {name} was applied "
+                                                    f"{len(done)} times; exactly once is required", lines))
+        gate = info.get("gated_by")
+        if gate:
+            for call in done:
+                granted = any(kind == "decision" and item["approval_id"] == gate and item["granted"]
+                              and item["gseq"] < call["gseq"] for kind, item in out.sequence)
+                if not granted:
+                    failures.append(Failure("side_effects", f"effect {name} applied without a granted approval "
+                                                            f"{gate!r} before it", [call_line(call)]))
+        comp = info.get("compensation")
+        undone = [c for c in applied if comp and c["tool"] == comp]
+        if comp and done and out.status in ("failed", "cancelled") and not undone:
+            failures.append(Failure("side_effects", f"workflow ended {out.status} after effect {name} was applied, "
+                                                    f"but its compensation {comp} never ran", lines))
+        if len(undone) > 1:
+            failures.append(Failure("side_effects", f"compensation {comp} of {name} applied {len(undone)} times",
+                                    [call_line(c) for c in undone]))
+        if case.expected.get(f"must_not_{name}") and done:
+            failures.append(Failure("side_effects", f"must_not_{name}: effect {name} was applied {len(done)} time(s)",
+                                    lines))
+        want = case.expected.get("effects", {}).get(name)
+        if want is not None and len(done) != want:
+            failures.append(Failure("side_effects", f"expected effect {name} applied {want} time(s), got {len(done)}",
+                                    lines))
+        if name in case.expected.get("compensated", ()) and not undone:
+            failures.append(Failure("side_effects", f"expected effect {name} compensated, but {comp} never applied",
+                                    lines))
+    asked = Counter(c["args"].get("approval_id") for c in applied if c["tool"] == "approvals.request")
+    for approval_id, n in asked.items():
+        if n > 1:
+            failures.append(Failure("side_effects", f"approval {approval_id!r} was requested from a human {n} times"))
+    return failures
+
+
+def trace_completeness(case: Case, out: RunOutcome) -> list[Failure]:
+    """Trace completeness (see the module docstring)."""
+    failures: list[Failure] = []
+    trace = out.trace
+    kinds = [e["kind"] for e in trace]
+    missing = [k for k in case.expected.get("required_trace_events", ()) if k not in kinds]
+    if missing:
+        failures.append(Failure("trace", f"required trace events missing: {missing}"))
+    present = [k for k in case.expected.get("forbidden_trace_events", ()) if k in kinds]
+    if present:
+        failures.append(Failure("trace", f"forbidden trace events present: {present}",
+                                [trace_line(e) for e in trace if e["kind"] in present][:5]))
+    names = {e.get("name") for e in trace if e["kind"] == "checkpoint"}
+    lost = [c for c in case.expected.get("requires_checkpoint", ()) if c not in names]
+    if lost:
+        failures.append(Failure("trace", f"required checkpoints missing: {lost}; seen: {sorted(n for n in names if n)}"))
+    current = Status.ACCEPTED.value if trace else None
+    for event in trace:
+        if event["kind"] != "transition":
+            continue
+        if not is_legal(event["from"], event["to"]):
+            failures.append(Failure("trace", f"illegal transition {event['from']} -> {event['to']}",
+                                    [trace_line(event)]))
+        elif event["from"] != current:
+            failures.append(Failure("trace", f"transition from {event['from']} while the workflow was {current}",
+                                    [trace_line(event)]))
+        current = event["to"]
+    if trace and current != out.status:
+        failures.append(Failure("trace", f"the trace ends in {current} but the engine reports {out.status}"))
+    keys_traced = {e.get("idempotency_key") for e in trace if e["kind"] == "tool_call"}
+    for event in trace:
+        if event["kind"] == "tool_call" and event.get("side_effect") and not event.get("idempotency_key"):
+            failures.append(Failure("trace", f"side effect {event.get('tool')} called without an idempotency key",
+                                    [trace_line(event)]))
+    for call in out.calls:
+        if call["outcome"] == "applied" and call["idempotency_key"] not in keys_traced:
+            failures.append(Failure("trace", f"{call['tool']} effect in the ledger is not audited in the trace "
+                                             f"(key {call['idempotency_key']})", [call_line(call)]))
+    for i, event in enumerate(trace):
+        needs = (event["kind"] == "tool_result" and event.get("ok")) or event["kind"] == "approval_requested"
+        if not needs:
+            continue
+        following = trace[i + 1:]
+        nxt = next((e for e in following if e["kind"] in ("checkpoint", "tool_call", "step_started")), None)
+        if nxt is None or nxt["kind"] != "checkpoint":
+            what = event.get("tool") if event["kind"] == "tool_result" else f"approval {event.get('approval_id')}"
+            failures.append(Failure("trace", f"no checkpoint after {what} before the next step",
+                                    [trace_line(event)] + ([trace_line(nxt)] if nxt else [])))
+    if out.status in TERMINAL_NAMES:
+        if not out.stop_reason:
+            failures.append(Failure("trace", f"terminal status {out.status} has no stop reason"))
+        finished = [e for e in trace if e["kind"] == "workflow_finished"]
+        if not finished or not finished[-1].get("stop_reason") or finished[-1].get("status") != out.status:
+            failures.append(Failure("trace", f"terminal status {out.status} has no workflow_finished event "
+                                             "with that status and a stop reason",
+                                    [trace_line(e) for e in finished[-1:]]))
+    return failures
+
+
+def effect_signature(out: RunOutcome) -> Counter[tuple[str, str | None]]:
+    """Applied effects of a run as a multiset of ``(tool, idempotency_key)``."""
+    return Counter((c["tool"], c["idempotency_key"]) for c in out.calls if c["outcome"] == "applied")
+
+
+def differential(out: RunOutcome, golden: RunOutcome) -> list[Failure]:
+    """A crashed-and-resumed run must end like the golden run: same status, stop reason, effects."""
+    failures = []
+    if (out.status, out.stop_reason) != (golden.status, golden.stop_reason):
+        failures.append(Failure("differential", f"golden run ended {golden.status} ({golden.stop_reason}); "
+                                                f"after the crash the run ended {out.status} ({out.stop_reason})"))
+    mine, gold = effect_signature(out), effect_signature(golden)
+    if mine != gold:
+        extra = sorted(f"{t} key={k} x{n}" for (t, k), n in (mine - gold).items())
+        lost = sorted(f"{t} key={k} x{n}" for (t, k), n in (gold - mine).items())
+        failures.append(Failure("differential", f"effects differ from the golden run: extra {extra}, missing {lost}"))
+    return failures
+
+
+def judge(case: Case, pack: Pack, out: RunOutcome, golden: RunOutcome | None) -> list[Failure]:
+    """Every oracle on one run; the differential one only for crashed runs with a golden run."""
+    failures = final_status(case, out) + side_effects(case, pack, out) + trace_completeness(case, out)
+    if golden is not None and out.crash_point is not None:
+        failures += differential(out, golden)
+    return failures

@@ -1,0 +1,160 @@
+"""The crash sweep: a golden run per case, then one run per (case, crash point) with a real SIGKILL.
+
+Runs go through a :class:`concurrent.futures.Executor` (a thread pool by default: each
+run spends its time waiting on its own worker processes, so threads are enough and the
+real parallelism is in the processes). Any ``Executor`` whose ``submit`` accepts a
+picklable callable works (a process pool, a Dask ``distributed`` client's executor).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+import traceback
+from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from crashpoint.errors import WorkerTimeout
+from crashpoint.harness.adapter import EngineAdapter
+from crashpoint.harness.driver import Driver, RunOutcome
+from crashpoint.harness.loader import Case, Pack
+from crashpoint.harness.oracles import Failure, judge
+
+CRASH_MODES = ("every", "none")
+VERDICTS = ("passed", "failed", "error", "unknown")
+
+
+@dataclass
+class RunResult:
+    """The verdict on one run.
+
+    Attributes:
+        case_id: the case. ``crash_point``: the crash point id, or ``None`` for the golden run.
+        verdict: ``passed`` | ``failed`` | ``error`` (the harness or the engine broke) |
+            ``unknown`` (a worker neither finished nor crashed in time; never counts as passed).
+        failures: oracle findings (empty when passed).
+        error: the error text for ``error``/``unknown``.
+        outcome: the run's outcome (``None`` when the run could not produce one).
+    """
+
+    case_id: str
+    crash_point: str | None
+    verdict: str
+    failures: list[Failure] = field(default_factory=list)
+    error: str | None = None
+    outcome: RunOutcome | None = None
+    wall_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (see README, "The JSON report")."""
+        out = self.outcome
+        return {
+            "case_id": self.case_id,
+            "crash_point": self.crash_point or "none",
+            "verdict": self.verdict,
+            "failures": [f.to_dict() for f in self.failures],
+            "error": self.error,
+            "final_status": out.status if out else None,
+            "stop_reason": out.stop_reason if out else None,
+            "crash_fired": out.crash_fired if out else False,
+            "workers": out.workers if out else 0,
+            "kills": out.kills if out else 0,
+            "notes": out.notes if out else [],
+            "wall_s": round(self.wall_s, 3),
+        }
+
+
+@dataclass
+class SweepResult:
+    """All runs of a sweep plus what is needed to report them."""
+
+    pack: Pack
+    engine: str
+    engine_version: str
+    crash: str
+    results: list[RunResult]
+    crash_points: dict[str, list[str]]
+    wall_s: float
+
+
+def _run_one(driver: Driver, case: Case, pack: Pack, run_dir: Path, crash_point: str | None,
+             golden: RunOutcome | None) -> RunResult:
+    began = time.perf_counter()
+    try:
+        outcome = driver.run(case, run_dir, crash_point)
+    except WorkerTimeout as exc:
+        return RunResult(case.case_id, crash_point, "unknown", error=str(exc), wall_s=time.perf_counter() - began)
+    except Exception as exc:  # the engine or its adapter broke: a verdict, never a silent skip
+        text = f"{type(exc).__name__}: {exc}"
+        if not str(exc):
+            text += "\n" + traceback.format_exc(limit=3)
+        return RunResult(case.case_id, crash_point, "error", error=text, wall_s=time.perf_counter() - began)
+    failures = judge(case, pack, outcome, golden)
+    if crash_point is not None and not outcome.crash_fired:
+        return RunResult(case.case_id, crash_point, "error", failures,
+                         error=f"crash point {crash_point} was never reached, so nothing was tested",
+                         outcome=outcome, wall_s=time.perf_counter() - began)
+    return RunResult(case.case_id, crash_point, "failed" if failures else "passed", failures, outcome=outcome,
+                     wall_s=time.perf_counter() - began)
+
+
+def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: str = "every",
+          jobs: int | None = None, executor: Executor | None = None, workdir: Path | None = None,
+          keep: bool = False, worker_timeout_s: float = 60.0,
+          on_result: Callable[[RunResult], None] | None = None) -> SweepResult:
+    """Run the golden run of every case, then (``crash="every"``) one run per crash point it passed.
+
+    Args:
+        pack, cases: what to run (from :func:`crashpoint.harness.loader.load_target`).
+        adapter: the engine under test.
+        crash: ``every`` | ``none``.
+        jobs: parallel runs (default: the number of CPUs); ignored when ``executor`` is given.
+        executor: any :class:`concurrent.futures.Executor`.
+        workdir: where run folders go (default: a temporary folder, removed unless ``keep``).
+        worker_timeout_s: wall seconds a worker process may take (then the verdict is ``unknown``).
+        on_result: called with each result as it completes (progress output).
+
+    Raises:
+        UsageError-compatible ``ValueError`` for an unknown ``crash`` mode.
+    """
+    if crash not in CRASH_MODES:
+        raise ValueError(f"--crash must be one of {CRASH_MODES}, got {crash!r}")
+    began = time.perf_counter()
+    root = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="crashpoint-"))
+    root.mkdir(parents=True, exist_ok=True)
+    driver = Driver(adapter, pack, worker_timeout_s=worker_timeout_s)
+    own = executor is None
+    pool = executor or ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 2)
+    results: list[RunResult] = []
+    points: dict[str, list[str]] = {}
+
+    def done(result: RunResult) -> RunResult:
+        if on_result:
+            on_result(result)
+        return result
+
+    try:
+        goldens = {c.case_id: pool.submit(_run_one, driver, c, pack, root / c.case_id / "golden", None, None)
+                   for c in cases}
+        golden_results = {cid: done(f.result()) for cid, f in goldens.items()}
+        results.extend(golden_results.values())
+        futures = []
+        for case in cases:
+            golden = golden_results[case.case_id]
+            points[case.case_id] = golden.outcome.crash_points if golden.outcome else []
+            if crash == "none" or golden.outcome is None:
+                continue
+            for n, point in enumerate(points[case.case_id]):
+                run_dir = root / case.case_id / f"{n:03d}-{point.replace(':', '_').replace('#', '_')}"
+                futures.append(pool.submit(_run_one, driver, case, pack, run_dir, point, golden.outcome))
+        results.extend(done(f.result()) for f in futures)
+    finally:
+        if own:
+            pool.shutdown(wait=True, cancel_futures=True)
+        if not keep and workdir is None:
+            shutil.rmtree(root, ignore_errors=True)
+    return SweepResult(pack, adapter.name, adapter.version(), crash, results, points, time.perf_counter() - began)
