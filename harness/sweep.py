@@ -104,7 +104,7 @@ def _run_one(driver: Driver, case: Case, pack: Pack, run_dir: Path, crash_point:
 
 def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: str = "every",
           jobs: int | None = None, executor: Executor | None = None, workdir: Path | None = None,
-          keep: bool = False, worker_timeout_s: float = 60.0,
+          keep: bool = False, worker_timeout_s: float = 60.0, only: Sequence[str] = (),
           on_result: Callable[[RunResult], None] | None = None) -> SweepResult:
     """Run the golden run of every case, then (``crash="every"``) one run per crash point it passed.
 
@@ -116,6 +116,8 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
         executor: any :class:`concurrent.futures.Executor`.
         workdir: where run folders go (default: a temporary folder, removed unless ``keep``).
         worker_timeout_s: wall seconds a worker process may take (then the verdict is ``unknown``).
+        only: crash point ids to run (default: all the golden runs passed); an id no golden run
+            passed gives an ``error`` result for that case, never a silent skip.
         on_result: called with each result as it completes (progress output).
 
     Raises:
@@ -148,7 +150,8 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
             points[case.case_id] = golden.outcome.crash_points if golden.outcome else []
             if crash == "none" or golden.outcome is None:
                 continue
-            for n, point in enumerate(points[case.case_id]):
+            wanted = list(only) if only else points[case.case_id]
+            for n, point in enumerate(wanted):
                 run_dir = root / case.case_id / f"{n:03d}-{point.replace(':', '_').replace('#', '_')}"
                 futures.append(pool.submit(_run_one, driver, case, pack, run_dir, point, golden.outcome))
         results.extend(done(f.result()) for f in futures)

@@ -1,0 +1,173 @@
+"""The ``crashpoint`` command line.
+
+Commands:
+    crashpoint run PATH [--crash every|none] [--crash-point ID ...] [--json FILE] [--jobs N]
+                        [--engine MODULE:CLASS] [--workdir DIR] [--worker-timeout S] [-q]
+    crashpoint validate PATH
+
+PATH is a pack folder, a case file inside a pack, or the name of a built-in pack
+(``refunds``). Exit codes are :class:`ExitCode`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from enum import IntEnum
+from pathlib import Path
+from typing import Sequence
+
+from crashpoint.errors import CaseError, CrashpointError, UsageError
+
+
+class ExitCode(IntEnum):
+    """Process exit codes (documented in README)."""
+
+    OK = 0  #: every run passed (or every file is valid)
+    FAILED = 1  #: at least one run failed, errored, or could not be decided (unknown)
+    USAGE = 2  #: bad input or usage: nothing was run and no result was written
+
+
+def resolve_path(raw: str) -> Path:
+    """A path as given, or the folder of the built-in pack of that name.
+
+    Raises:
+        UsageError: neither exists.
+    """
+    path = Path(raw)
+    if path.exists():
+        return path
+    from crashpoint.scenarios import builtin_pack
+
+    if "/" not in raw and not raw.endswith((".yaml", ".yml", ".json")):
+        return builtin_pack(raw)
+    raise UsageError(f"{raw}: no such file or folder")
+
+
+def repro_command(case_path: Path, crash_point: str | None, engine: str | None = None) -> str:
+    """The one-line command that re-runs one case at one crash point."""
+    cmd = f"crashpoint run {case_path}"
+    if crash_point:
+        cmd += f" --crash-point '{crash_point}'"
+    else:
+        cmd += " --crash none"
+    if engine:
+        cmd += f" --engine {engine}"
+    return cmd
+
+
+def _adapter(spec: str | None):
+    from crashpoint.harness.adapters.reference import ReferenceAdapter
+
+    if not spec:
+        return ReferenceAdapter()
+    if ":" not in spec:
+        raise UsageError(f"--engine expects MODULE:CLASS, got {spec!r}")
+    return ReferenceAdapter(engine=spec, name=spec.rsplit(":", 1)[1])
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from crashpoint.harness.loader import load_target
+
+    pack, cases = load_target(resolve_path(args.path))
+    print(f"ok: pack {pack.name} {pack.version}: {len(pack.workflows)} workflow(s), {len(cases)} case(s) valid")
+    return ExitCode.OK
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from crashpoint.harness.loader import load_target
+
+    pack, cases = load_target(resolve_path(args.path))
+    adapter = _adapter(args.engine)
+    if args.crash_point and args.crash == "none":
+        raise UsageError("--crash-point needs --crash every")
+    if args.json and not Path(args.json).resolve().parent.is_dir():
+        raise UsageError(f"--json {args.json}: folder {Path(args.json).resolve().parent} does not exist")
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
+    from crashpoint.harness.results import sweep_data
+    from crashpoint.harness.sweep import sweep
+    from crashpoint.reports import json_report, text
+
+    def progress(result) -> None:
+        if not args.quiet:
+            sys.stderr.write("." if result.verdict == "passed" else "F")
+            sys.stderr.flush()
+
+    began = time.perf_counter()
+    print(f"crashpoint: sweeping pack {pack.name} {pack.version} ({len(cases)} case(s)) on engine "
+          f"{adapter.name} {adapter.version()}, crash={args.crash}", flush=True)
+    result = sweep(pack, cases, adapter, crash=args.crash, jobs=args.jobs, workdir=args.workdir,
+                   keep=bool(args.workdir), worker_timeout_s=args.worker_timeout, only=args.crash_point or (),
+                   on_result=progress)
+    if not args.quiet:
+        sys.stderr.write("\n")
+    data = sweep_data(result)
+    if not args.quiet:
+        print(text.case_tables(data))
+        print()
+    bad = text.failures(data)
+    if bad:
+        print(bad)
+        for r in data["results"]:
+            if r["verdict"] != "passed":
+                case = next(c for c in cases if c.case_id == r["case_id"])
+                point = None if r["crash_point"] == "none" else r["crash_point"]
+                print(f"reproduce: {repro_command(case.path, point, args.engine)}")
+        print()
+    print(text.summary(data))
+    if args.json:
+        json_report.write(args.json, data)
+        print(f"results written to {args.json}")
+    s = data["summary"]
+    print(f"{s['passed']} passed, {s['failed']} failed, {s['errors']} errors, {s['unknown']} unknown "
+          f"in {time.perf_counter() - began:.1f} s")
+    return ExitCode.OK if s["passed"] == s["runs"] else ExitCode.FAILED
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for documentation and tests)."""
+    parser = argparse.ArgumentParser(prog="crashpoint", description="Chaos and eval harness for durable workflows.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="sweep a pack or a case: a golden run, then a SIGKILL at every crash point")
+    run.add_argument("path", help="pack folder, case file, or built-in pack name (refunds)")
+    run.add_argument("--crash", choices=("every", "none"), default="every",
+                     help="every: kill at each crash point of the golden run; none: golden runs only")
+    run.add_argument("--crash-point", action="append", metavar="ID",
+                     help="only this crash point (repeatable), e.g. after_checkpoint:refund_draft")
+    run.add_argument("--json", metavar="FILE", help="write the result document here (atomically)")
+    run.add_argument("--jobs", type=int, default=None, help="parallel runs (default: CPU count)")
+    run.add_argument("--engine", metavar="MODULE:CLASS", help="engine class for the reference adapter")
+    run.add_argument("--workdir", type=Path, help="keep run folders (databases, ledgers, crash logs) here")
+    run.add_argument("--worker-timeout", type=float, default=60.0, metavar="S",
+                     help="wall seconds a worker may take before the run is judged unknown (default 60)")
+    run.add_argument("-q", "--quiet", action="store_true", help="only the summary and the failures")
+    run.set_defaults(func=_cmd_run)
+    val = sub.add_parser("validate", help="check a pack or case files against their schemas without running")
+    val.add_argument("path")
+    val.set_defaults(func=_cmd_validate)
+    return parser
+
+
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``crashpoint`` console script; returns an :class:`ExitCode`."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+        return int(exc.code or 0)
+    try:
+        return int(args.func(args))
+    except CaseError as exc:
+        print(f"crashpoint: error: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    except (UsageError, CrashpointError) as exc:
+        print(f"crashpoint: error: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

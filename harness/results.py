@@ -1,0 +1,57 @@
+"""The result data of a sweep: the one JSON-able document every report renders.
+
+Shape (stable; README "The JSON report")::
+
+    {"format": "crashpoint.results/1", "crashpoint_version", "created_at" (ISO 8601 UTC),
+     "engine": {"name", "version"}, "pack": {"name", "version", "path"}, "crash": "every"|"none",
+     "wall_s",
+     "summary": {"cases", "runs", "passed", "failed", "errors", "unknown", "crash_points",
+                 "metrics": {metric: ratio|null}},
+     "per_case": {case_id: {"runs", "passed", "failed", "errors", "unknown", "crash_points",
+                            "metrics": {...}}},
+     "results": [{"case_id", "crash_point", "verdict", "failures": [{"oracle", "message",
+                  "evidence"}], "error", "final_status", "stop_reason", "crash_fired",
+                  "workers", "kills", "notes", "wall_s"}]}
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime, timezone
+from typing import Any
+
+from crashpoint import __version__
+from crashpoint.harness.metrics import aggregate
+from crashpoint.harness.sweep import SweepResult
+
+FORMAT = "crashpoint.results/1"
+
+
+def _counts(verdicts: Counter[str]) -> dict[str, int]:
+    return {"runs": sum(verdicts.values()), "passed": verdicts["passed"], "failed": verdicts["failed"],
+            "errors": verdicts["error"], "unknown": verdicts["unknown"]}
+
+
+def sweep_data(result: SweepResult) -> dict[str, Any]:
+    """Build the result document of a sweep (see the module docstring)."""
+    metrics = aggregate(result.results)
+    per_case: dict[str, Any] = {}
+    for case_id, points in result.crash_points.items():
+        verdicts = Counter(r.verdict for r in result.results if r.case_id == case_id)
+        per_case[case_id] = _counts(verdicts) | {"crash_points": len(points),
+                                                 "metrics": metrics["per_case"].get(case_id, {})}
+    verdicts = Counter(r.verdict for r in result.results)
+    return {
+        "format": FORMAT,
+        "crashpoint_version": __version__,
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "engine": {"name": result.engine, "version": result.engine_version},
+        "pack": {"name": result.pack.name, "version": result.pack.version, "path": str(result.pack.root)},
+        "crash": result.crash,
+        "wall_s": round(result.wall_s, 3),
+        "summary": {"cases": len(result.crash_points)} | _counts(verdicts) | {
+            "crash_points": sum(len(p) for p in result.crash_points.values()),
+            "metrics": metrics["overall"]},
+        "per_case": per_case,
+        "results": [r.to_dict() for r in result.results],
+    }

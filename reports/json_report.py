@@ -1,0 +1,35 @@
+"""The JSON report: the result document, written atomically."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def render(data: dict[str, Any]) -> str:
+    """The document as indented JSON text (keys in insertion order, UTF-8 safe)."""
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename, so a reader (or a
+    crash) never sees half a report. Raises ``OSError`` if the folder is not writable."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent if str(path.parent) else ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write(path: str | Path, data: dict[str, Any]) -> None:
+    """Render ``data`` and write it atomically to ``path``."""
+    write_atomic(path, render(data))

@@ -1,0 +1,164 @@
+"""Deliberately broken engines: each subclass of the reference engine has exactly one bug.
+
+They exist so that ``tests/test_quality.py`` can show that the harness's oracles catch real
+bugs (the ``quality/`` idea of Hypothesis's test tree). Each docstring says what the bug is,
+which failure mode of the durable-workflows seed ("Modos de falla") it models, and which
+oracle is expected to catch it. Worker processes import them as ``variants.engines:NAME``
+(``tests/`` is put on ``PYTHONPATH`` by ``tests/conftest.py``).
+
+Test code only: never use these engines for anything else.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from typing import Any
+
+from crashpoint.engine.definition import WorkflowDefinition
+from crashpoint.engine.engine import Engine
+from crashpoint.engine.states import TERMINAL, Status
+
+S = Status
+
+
+class EffectBeforeCheckpointNoKey(Engine):
+    """Bug: every tool call gets a fresh idempotency key (``<wid>/<task>@<uuid4>``).
+
+    The key is still planned and traced, but it is minted anew on every attempt instead of
+    being reused from the durable state, so a worker killed after the effect and before its
+    checkpoint repeats the effect on resume: the ledger sees a new key, i.e. a new effect.
+    A fault-free run looks perfect.
+
+    Seed failure mode: "side-effect steps are retried without idempotency".
+    Caught by: ``side_effects`` (effect applied twice) and ``differential`` (extra effects),
+    only in crashed runs.
+    """
+
+    def _run_step(self, wid: str, status: Status, st: dict[str, Any], definition: WorkflowDefinition) -> None:
+        phase = definition.phases[st["phase"]]
+        if st["stage"] != "gate":
+            st["keys"][phase.tasks[st["task"]].id] = f"{wid}/{phase.tasks[st['task']].id}@{uuid.uuid4().hex}"
+        super()._run_step(wid, status, st, definition)
+
+
+class ApprovalInMemory(Engine):
+    """Bug: a human's approval decision lives only in this process's memory.
+
+    The decision is consumed from the inbox and the workflow moves on, but it is dropped from
+    the durable ``st["approvals"]`` and kept in ``self._granted``; the irreversible-task check
+    reads that dict. In one process everything works; after a kill between the decision
+    and the irreversible step, the resumed worker has no grant and refuses to issue the refund.
+
+    Seed failure mode: "approval state is kept only in the chat history and disappears after
+    a restart".
+    Caught by: ``differential`` and ``final_status`` (golden succeeded, the crashed run
+    fails), only in crashed runs.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._granted: dict[tuple[str, str], bool] = {}  # (trace id, approval id) -> granted
+        self._deciding = False
+
+    def _check_approval(self, wid: str, st: dict[str, Any], definition: WorkflowDefinition) -> bool:
+        self._deciding = True
+        try:
+            return super()._check_approval(wid, st, definition)
+        finally:
+            self._deciding = False
+
+    def _commit(self, name: str, wid: str, st: dict[str, Any], moves: list[Status], **kwargs: Any) -> None:
+        if self._deciding:
+            for approval_id, decision in st["approvals"].items():
+                self._granted[(st["trace_id"], approval_id)] = bool(decision["granted"])
+            st["approvals"] = {}  # the bug: the decision never reaches the durable state
+        super()._commit(name, wid, st, moves, **kwargs)
+
+    def _gate_granted(self, st: dict[str, Any], definition: WorkflowDefinition) -> bool:
+        gates = [p.human_gate.approval_id for p in definition.phases[:st["phase"]] if p.human_gate]
+        return bool(gates) and all(self._granted.get((st["trace_id"], g)) for g in gates)
+
+
+class NoCompensationOnCancel(Engine):
+    """Bug: cancellation goes straight to ``cancelled`` without compensating executed effects.
+
+    A cancel while waiting for approval leaves the refund draft open in the refund service.
+
+    Seed failure mode: "compensation is missing for partially completed external actions"
+    (and "cancellation stops the UI but not the underlying tool").
+    Caught by: ``side_effects`` (cancelled after draft_refund, its compensation never ran),
+    already in the golden run.
+    """
+
+    def _cancel(self, wid: str, status: Status, st: dict[str, Any], definition: WorkflowDefinition) -> None:
+        messages = self.store.pending_inbox(wid, "cancel")
+        reason = json.loads(messages[0]["payload"])["reason"]
+        moves = [S.RETRYING, S.RUNNING] if status is S.RETRYING else [status]
+        st["pending_approval"] = None
+        self._commit("cancel", wid, st, moves + [S.CANCELLED],
+                     events=[("cancel_requested", {"reason": reason, "while": status.value})],
+                     consume=[m["seq"] for m in messages], stop_reason=f"cancelled: {reason}")
+
+
+class TerminalWithoutStopReason(Engine):
+    """Bug: terminal states are written with an empty stop reason.
+
+    ``_commit`` is reimplemented without the base class's guard, and every terminal move is
+    saved (and reported in ``workflow_finished``) with ``stop_reason=""``.
+
+    Seed failure mode: "traces show the final output but not ..." -- the seed's evaluation
+    item "every final result has a stop reason and a side-effect audit" fails.
+    Caught by: ``trace`` ("terminal status ... has no stop reason"), already in the golden run.
+    """
+
+    def _commit(self, name: str, wid: str, st: dict[str, Any], moves: list[Status], *,
+                events: list[tuple[str, dict[str, Any]]] = (), effect: tuple | None = None,
+                effect2: tuple | None = None, consume: list[int] = (), stop_reason: str | None = None) -> None:
+        now = self.clock.now()
+        final = moves[-1]
+        st["last_checkpoint"] = name
+        if final in TERMINAL:
+            stop_reason = ""  # the bug (and no guard to stop it)
+
+        def write(conn: sqlite3.Connection) -> None:
+            for kind, data in events:
+                self.store.append(conn, wid, now, kind, **data)
+            self._moves(conn, wid, now, moves)
+            for rec in (effect, effect2):
+                if rec is not None:
+                    key, task_id, tool, status, result = rec
+                    self.store.record_effect(conn, key, wid, task_id, tool, status, now, result)
+            for seq in consume:
+                conn.execute("UPDATE inbox SET consumed=1 WHERE seq=?", (seq,))
+            self.store.save_state(conn, wid, final.value, st, now, stop_reason)
+            if final in TERMINAL:
+                self.store.append(conn, wid, now, "workflow_finished", status=final.value, stop_reason=stop_reason,
+                                  side_effects=st["side_effects"])
+
+        self.store.checkpoint(name, wid, now, write)
+
+
+class IllegalTransition(Engine):
+    """Bug: a granted approval moves ``waiting_approval -> checkpointed -> running``.
+
+    ``_moves`` no longer checks the transition table, and the approval decision journals a
+    ``waiting_approval -> checkpointed`` move the table forbids (the seed's map has
+    ``WaitingApproval --> Running: approved``). The end state and the effects are right; only
+    the trace shows the state machine was not followed.
+
+    Seed failure mode: a violation of the seed's transition map ("use this map to check that
+    every transition has a durable checkpoint, a trace event and an owner").
+    Caught by: ``trace`` ("illegal transition waiting_approval -> checkpointed"), already in
+    the golden run.
+    """
+
+    def _commit(self, name: str, wid: str, st: dict[str, Any], moves: list[Status], **kwargs: Any) -> None:
+        if moves[:2] == [S.WAITING_APPROVAL, S.RUNNING]:
+            moves = [S.WAITING_APPROVAL, S.CHECKPOINTED, *moves[1:]]  # the bug
+        super()._commit(name, wid, st, moves, **kwargs)
+
+    def _moves(self, conn: sqlite3.Connection, wid: str, now: float, moves: list[Status]) -> None:
+        for src, dst in zip(moves, moves[1:]):  # no check_transition
+            self.store.append(conn, wid, now, "transition", **{"from": src.value, "to": dst.value})
