@@ -86,7 +86,10 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
             packs = parent.config.stash[_STASH_PACKS]
             if folder not in packs:
-                packs[folder] = load_pack(folder)
+                try:
+                    packs[folder] = load_pack(folder)
+                except Exception as exc:
+                    raise pytest.UsageError(f"crashpoint: {exc}") from None
             if file_path.parent.resolve() == packs[folder].cases_dir.resolve():
                 return CaseFile.from_parent(parent, path=file_path)
             return None
@@ -97,10 +100,14 @@ class CaseFile(pytest.File):
     """One case file; yields the golden item and, under chaos, one item per crash point."""
 
     def collect(self) -> Iterator[pytest.Item]:
+        from crashpoint.errors import CaseError
         from crashpoint.harness.loader import find_pack_dir, load_case
 
         pack = self.config.stash[_STASH_PACKS][find_pack_dir(self.path)]
-        case = load_case(self.path, pack)
+        try:
+            case = load_case(self.path, pack)
+        except CaseError as exc:  # shown as a collection error with the message, never skipped
+            raise self.CollectError(str(exc)) from None
         if not chaos_enabled(self.config):
             yield CaseItem.from_parent(self, name=case.case_id, case=case, pack=pack, crash_point=None)
             return

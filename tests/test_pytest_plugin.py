@@ -1,0 +1,75 @@
+"""The pytest plugin, exercised with pytester on a temporary project."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ("pytester",)
+
+ROOT = Path(__file__).resolve().parents[1]
+PACK = ROOT / "scenarios" / "refunds"
+SEED = "approval_timeout_after_refund_draft.json"
+
+
+@pytest.fixture()
+def project(pytester: pytest.Pytester) -> Path:
+    """A project holding a copy of the refunds pack with the seed case and the cancel case."""
+    dst = pytester.path / "refunds"
+    shutil.copytree(PACK, dst, ignore=shutil.ignore_patterns("cases"))
+    (dst / "cases").mkdir()
+    for name in (SEED, "cancel_while_waiting_compensates_draft.yaml"):
+        shutil.copy(PACK / "cases" / name, dst / "cases")
+    return dst
+
+
+def test_plain_run_is_one_golden_item_per_case(pytester: pytest.Pytester, project: Path) -> None:
+    result = pytester.runpytest(str(project), "-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*crashpoint: golden runs only*", "*::approval_timeout_after_refund_draft PASSED*"])
+
+
+def test_chaos_makes_one_item_per_crash_point_with_readable_ids(pytester: pytest.Pytester, project: Path) -> None:
+    result = pytester.runpytest(str(project / "cases" / SEED), "--chaos", "-v")
+    result.assert_outcomes(passed=14)  # the golden run + 13 crash points
+    result.stdout.fnmatch_lines([
+        "*crashpoint: chaos*",
+        "*approval_timeout_after_refund_draft[[]kill@after_checkpoint:refund_draft[]] PASSED*",
+    ])
+
+
+def test_chaos_option_clash_with_another_plugin_does_not_break_pytest(pytester: pytest.Pytester,
+                                                                      project: Path) -> None:
+    pytester.makepyfile(otherchaos="""
+        def pytest_addoption(parser):
+            parser.addoption("--chaos", action="store_true", help="another plugin's --chaos")
+    """)
+    pytester.syspathinsert()
+    result = pytester.runpytest("-p", "otherchaos", str(project / "cases" / SEED), "--crashpoint-chaos")
+    result.assert_outcomes(passed=14)
+    result.stdout.fnmatch_lines(["*--chaos belongs to another plugin*"])
+    result = pytester.runpytest("-p", "otherchaos", str(project / "cases" / SEED), "--chaos")
+    result.assert_outcomes(passed=1)  # their --chaos, not ours: golden run only
+
+
+def test_a_failure_shows_the_oracle_trace_lines_and_a_repro_command(pytester: pytest.Pytester,
+                                                                    project: Path) -> None:
+    result = pytester.runpytest(str(project / "cases" / "cancel_while_waiting_compensates_draft.yaml"),
+                                "--crashpoint-engine", "variants.engines:NoCompensationOnCancel")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*[[]side_effects[]] workflow ended cancelled after effect draft_refund was applied*",
+        "*last trace events:*",
+        "*reproduce: crashpoint run *cancel_while_waiting_compensates_draft.yaml --crash none"
+        " --engine variants.engines:NoCompensationOnCancel*",
+    ])
+
+
+def test_a_malformed_case_is_a_collection_error_not_a_skip(pytester: pytest.Pytester, project: Path) -> None:
+    (project / "cases" / "broken.yaml").write_text("case_id: broken\nevents: []\nexpected: {final_status: maybe}\n")
+    result = pytester.runpytest(str(project))
+    result.assert_outcomes(errors=1)  # pytest stops at a collection error: nothing runs half-checked
+    result.stdout.fnmatch_lines(["*broken.yaml:3: field expected.final_status: 'maybe' is not one of*"])
+    assert "Traceback" not in result.stdout.str()

@@ -1,0 +1,114 @@
+"""Quality: the harness catches deliberately broken engines (``tests/variants/engines.py``).
+
+Each variant has one bug. A crash sweep over a few refund cases (golden run plus a real
+SIGKILL at every crash point) must report at least one ``failed`` run whose failures name
+the expected oracle and message; the reference engine must pass the very same sweeps, so
+a catch is the bug's doing and not the case's. (After the ``quality/`` tests of Hypothesis,
+which check that bugs are actually found.)
+
+Every (case, crash point) run starts worker processes, so the module is marked ``slow``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from crashpoint.harness.adapters.reference import ReferenceAdapter
+from crashpoint.harness.loader import Case, Pack, load_target
+from crashpoint.harness.sweep import RunResult, SweepResult, sweep
+
+pytestmark = pytest.mark.slow
+
+PACK_DIR = Path(__file__).resolve().parents[1] / "scenarios" / "refunds"
+HAPPY = "refund_approved_happy_path"
+CANCEL = "cancel_while_waiting_compensates_draft"
+FATAL = "draft_fatal_failure"
+
+
+@lru_cache(maxsize=None)
+def _target() -> tuple[Pack, dict[str, Case]]:
+    pack, cases = load_target(PACK_DIR)
+    return pack, {c.case_id: c for c in cases}
+
+
+def run_sweep(engine: str, *case_ids: str) -> SweepResult:
+    """Golden run plus every crash point of ``case_ids`` on ``engine`` (``MODULE:CLASS``)."""
+    pack, cases = _target()
+    return sweep(pack, [cases[c] for c in case_ids], ReferenceAdapter(engine=engine, name=engine),
+                 crash="every", jobs=2)
+
+
+def describe(results: list[RunResult]) -> str:
+    """Readable summary of a sweep for assertion messages."""
+    lines = []
+    for r in results:
+        lines.append(f"{r.case_id} @ {r.crash_point or 'golden'}: {r.verdict} {r.error or ''}".rstrip())
+        lines += [f"    [{f.oracle}] {f.message}" for f in r.failures]
+    return "\n".join(lines)
+
+
+def caught(result: SweepResult, oracle: str, fragment: str) -> list[RunResult]:
+    """Failed runs with a failure from ``oracle`` whose message contains ``fragment``."""
+    return [r for r in result.results if r.verdict == "failed"
+            and any(f.oracle == oracle and fragment in f.message for f in r.failures)]
+
+
+def assert_caught(result: SweepResult, oracle: str, fragment: str) -> list[RunResult]:
+    hits = caught(result, oracle, fragment)
+    assert hits, f"no failed run with [{oracle}] ...{fragment}...:\n{describe(result.results)}"
+    broken = [r for r in result.results if r.verdict in ("error", "unknown")]
+    assert not broken, f"runs that could not be judged:\n{describe(broken)}"
+    return hits
+
+
+def golden(result: SweepResult, case_id: str) -> RunResult:
+    return next(r for r in result.results if r.case_id == case_id and r.crash_point is None)
+
+
+def test_reference_engine_passes_the_same_sweeps() -> None:
+    result = run_sweep("crashpoint.engine.engine:Engine", HAPPY, CANCEL, FATAL)
+    assert len(result.results) > 3 * 5, "expected a golden run plus several crash points per case"
+    assert all(r.crash_point is None or r.outcome.crash_fired for r in result.results)
+    assert {r.verdict for r in result.results} == {"passed"}, describe(result.results)
+
+
+def test_fresh_idempotency_key_duplicates_effects_after_a_crash() -> None:
+    result = run_sweep("variants.engines:EffectBeforeCheckpointNoKey", HAPPY)
+    assert golden(result, HAPPY).verdict == "passed", "a fault-free run cannot see this bug"
+    hits = assert_caught(result, "side_effects",
+                         "effect draft_refund (refunds.draftRefundRequest) applied 2 times; at most once is allowed")
+    assert "after_effect:refunds.draftRefundRequest" in {r.crash_point for r in hits}
+    assert_caught(result, "differential", "effects differ from the golden run: extra")
+
+
+def test_approval_kept_in_memory_is_lost_after_a_crash() -> None:
+    result = run_sweep("variants.engines:ApprovalInMemory", HAPPY)
+    assert golden(result, HAPPY).verdict == "passed", "a fault-free run cannot see this bug"
+    hits = assert_caught(result, "differential", "golden run ended succeeded")
+    assert "after_checkpoint:approval_decision" in {r.crash_point for r in hits}
+    assert_caught(result, "final_status", "expected final status succeeded, got failed")
+    assert any("refused: no granted approval" in (r.outcome.stop_reason or "") for r in hits)
+
+
+def test_cancel_without_compensation_is_caught() -> None:
+    result = run_sweep("variants.engines:NoCompensationOnCancel", CANCEL)
+    assert_caught(result, "side_effects", "workflow ended cancelled after effect draft_refund was applied, "
+                                          "but its compensation refunds.cancelRefundDraft never ran")
+    assert_caught(result, "side_effects", "expected effect draft_refund compensated")
+    assert golden(result, CANCEL).verdict == "failed"
+
+
+def test_terminal_state_without_stop_reason_is_caught() -> None:
+    result = run_sweep("variants.engines:TerminalWithoutStopReason", FATAL)
+    assert_caught(result, "trace", "terminal status failed has no stop reason")
+    assert_caught(result, "trace", "has no workflow_finished event with that status and a stop reason")
+    assert {r.verdict for r in result.results} == {"failed"}, describe(result.results)
+
+
+def test_illegal_transition_is_caught() -> None:
+    result = run_sweep("variants.engines:IllegalTransition", HAPPY)
+    hits = assert_caught(result, "trace", "illegal transition waiting_approval -> checkpointed")
+    assert golden(result, HAPPY) in hits
