@@ -20,13 +20,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from crashpoint.engine.decide import compensable, decide_task, next_position
 from crashpoint.engine.definition import APPROVAL_TOOL, DefinitionError, Phase, Task, WorkflowDefinition
 from crashpoint.engine.states import TERMINAL, Status, check_transition
 from crashpoint.engine.store import Store
+from crashpoint.engine.transitions import (Compensate, Complete, Continue, Fail, Retry, StepResult,
+                                           WaitForApproval)
 from crashpoint.errors import CrashpointError
 from crashpoint.protocols import Clock, Probe, ToolError, ToolPort, no_probe
 
 S = Status
+#: The seed's names of the typed transitions, as written in ``step_result`` trace events.
+TRANSITION_NAMES = {Continue: "continue", WaitForApproval: "wait_for_approval", Retry: "retry",
+                    Compensate: "compensate", Complete: "complete", Fail: "fail"}
 #: Attempts (count) at one compensation before the workflow fails with the effect left in place.
 COMPENSATION_ATTEMPTS = 3
 
@@ -286,74 +292,65 @@ class Engine:
             self._task_failed(wid, st, definition, phase, task, [S.RUNNING], f"{type(exc).__name__}: {exc}",
                               retryable=False, attempt=attempt, key=key)
             return
-        st["results"][task.id] = result
         if task.side_effect:
             st["side_effects"].append({"task": task.id, "tool": task.tool, "idempotency_key": key,
                                        "compensation": task.compensation, "status": "executed"})
         events = [("tool_result", {"task": task.id, "tool": task.tool, "ok": True, "result": result,
                                    "idempotency_key": key, "attempt": attempt})]
         effect = (key, task.id, task.tool, "executed", result) if task.side_effect else None
-        self._advance_cursor(wid, st, definition, task.checkpoint, events, effect, [S.RUNNING, S.CHECKPOINTED])
-
-    def _advance_cursor(self, wid: str, st: dict[str, Any], definition: WorkflowDefinition, checkpoint: str,
-                        events: list[tuple[str, dict[str, Any]]], effect: tuple | None,
-                        moves: list[Status]) -> None:
-        """Checkpoint the finished (or skipped) task and move to the next task, the phase's gate, or the end.
-
-        ``moves`` are the status moves up to ``checkpointed``; the next status is appended here.
-        """
-        phase = definition.phases[st["phase"]]
-        st.update(attempt=0, retry_at=None)
-        if st["task"] + 1 < len(phase.tasks):
-            st["task"] += 1
-        elif phase.human_gate and phase.human_gate.approval_id not in st["approvals"]:
-            st["stage"] = "gate"
-        else:
-            self._next_phase(st, definition)
-        if st["stage"] == "done":
-            reason = f"completed: {len(st['results'])} tasks done, {len(st['skipped'])} skipped"
-            self._commit(checkpoint, wid, st, moves + [S.SUCCEEDED], events=events, effect=effect,
-                         stop_reason=reason)
-        else:
-            self._commit(checkpoint, wid, st, moves + [S.RUNNING], events=events, effect=effect)
-
-    def _next_phase(self, st: dict[str, Any], definition: WorkflowDefinition) -> None:
-        if st["phase"] + 1 < len(definition.phases):
-            st.update(phase=st["phase"] + 1, task=0, stage="task", phase_started_at=self.clock.now())
-        else:
-            st["stage"] = "done"
+        outcome = decide_task(definition, st, phase, task, now=self.clock.now(), result=result)
+        self._apply(wid, st, task, outcome, events, [S.RUNNING, S.CHECKPOINTED], effect)
 
     def _task_failed(self, wid: str, st: dict[str, Any], definition: WorkflowDefinition, phase: Phase, task: Task,
                      moves: list[Status], error: str, *, retryable: bool, attempt: int | None = None,
                      key: str | None = None) -> None:
-        now = self.clock.now()
         events: list[tuple[str, dict[str, Any]]] = []
         if attempt is not None:
             events.append(("tool_result", {"task": task.id, "tool": task.tool, "ok": False, "error": error,
                                            "retryable": retryable, "idempotency_key": key, "attempt": attempt}))
-        moves = moves + [S.CHECKPOINTED]
-        if retryable and attempt is not None and attempt <= task.retries:
-            delay = task.backoff_s * 2 ** (attempt - 1)
-            st.update(attempt=attempt, retry_at=now + delay)
-            events.append(("retry_scheduled", {"task": task.id, "attempt": attempt, "next_attempt": attempt + 1,
-                                               "delay_s": delay, "retry_at": st["retry_at"], "error": error}))
-            self._commit(task.checkpoint, wid, st, moves + [S.RETRYING], events=events)
-            return
-        if not task.critical or phase.on_error == "skip":
-            st["skipped"].append(task.id)
-            events.append(("task_skipped", {"task": task.id, "error": error, "critical": task.critical}))
-            self._advance_cursor(wid, st, definition, task.checkpoint, events, None, moves)
-            return
-        reason = f"task {task.id!r} failed: {error}"
-        if phase.on_error == "escalate":
-            self._commit(task.checkpoint, wid, st, moves + [S.ESCALATED], events=events,
-                         stop_reason=f"escalated: {reason}")
-        elif self._compensable(st):
-            st["compensation"] = {"reason": reason, "then": S.FAILED.value, "skip": False}
-            events.append(("compensation_required", {"reason": reason}))
-            self._commit(task.checkpoint, wid, st, moves + [S.COMPENSATING], events=events)
-        else:
-            self._commit(task.checkpoint, wid, st, moves + [S.FAILED], events=events, stop_reason=reason)
+        outcome = decide_task(definition, st, phase, task, now=self.clock.now(), error=error, retryable=retryable,
+                              attempt=attempt)
+        self._apply(wid, st, task, outcome, events, moves + [S.CHECKPOINTED], None)
+
+    def _apply(self, wid: str, st: dict[str, Any], task: Task, outcome: StepResult,
+               events: list[tuple[str, dict[str, Any]]], moves: list[Status], effect: tuple | None) -> None:
+        """Apply a step's typed transition in one checkpoint transaction named after the task's checkpoint."""
+        now = self.clock.now()
+        events = events + [("step_result", {"task": task.id, "transition": TRANSITION_NAMES[type(outcome)]})]
+        if isinstance(outcome, (Continue, Complete)):
+            patch = dict(outcome.patch)
+            done, skipped = patch.pop("result", None), patch.pop("skip", None)
+            if done is not None:
+                st["results"][done[0]] = done[1]
+            if skipped is not None:
+                st["skipped"].append(skipped)
+                error = events[0][1].get("error") if events and events[0][0] == "tool_result" else None
+                events.insert(-1, ("task_skipped", {"task": skipped, "critical": task.critical, "error": error}))
+            st.update(patch)
+            if isinstance(outcome, Complete):
+                reason = f"completed: {len(st['results'])} tasks done, {len(st['skipped'])} skipped"
+                self._commit(task.checkpoint, wid, st, moves + [S.SUCCEEDED], events=events, effect=effect,
+                             stop_reason=reason)
+            else:
+                self._commit(task.checkpoint, wid, st, moves + [S.RUNNING], events=events, effect=effect)
+        elif isinstance(outcome, Retry):
+            st.update(attempt=outcome.attempt, retry_at=now + outcome.retry_after_s)
+            events.append(("retry_scheduled", {"task": task.id, "attempt": outcome.attempt,
+                                               "next_attempt": outcome.attempt + 1, "delay_s": outcome.retry_after_s,
+                                               "retry_at": st["retry_at"], "error": outcome.reason}))
+            self._commit(task.checkpoint, wid, st, moves + [S.RETRYING], events=events, effect=effect)
+        elif isinstance(outcome, Compensate):
+            st["compensation"] = {"reason": outcome.reason, "then": outcome.then, "skip": False}
+            events.append(("compensation_required", {"reason": outcome.reason}))
+            self._commit(task.checkpoint, wid, st, moves + [S.COMPENSATING], events=events, effect=effect)
+        elif isinstance(outcome, Fail):
+            self._commit(task.checkpoint, wid, st, moves + [Status(outcome.status)], events=events, effect=effect,
+                         stop_reason=outcome.reason)
+        else:  # WaitForApproval comes from the gate step, never from a task
+            raise CrashpointError(f"{wid}: task {task.id!r} returned {outcome!r}")
+
+    def _next_phase(self, st: dict[str, Any], definition: WorkflowDefinition) -> None:
+        st.update(next_position(definition, {**st, "stage": "gate"}, self.clock.now()))
 
     # ------------------------------------------------------------------ approvals
     def _request_approval(self, wid: str, st: dict[str, Any], phase: Phase) -> None:
@@ -378,12 +375,13 @@ class Engine:
                          stop_reason=f"escalated: approval {gate.approval_id!r} could not be requested: {exc}")
             return
         now = self.clock.now()
-        st["pending_approval"] = {"approval_id": gate.approval_id, "requested_at": now,
-                                  "deadline": now + gate.timeout_s}
+        wait = WaitForApproval(approval_id=gate.approval_id, deadline=now + gate.timeout_s)
+        st["pending_approval"] = {"approval_id": wait.approval_id, "requested_at": now, "deadline": wait.deadline}
         self._commit(gate.checkpoint, wid, st, [S.RUNNING, S.CHECKPOINTED, S.WAITING_APPROVAL],
                      events=[("tool_result", {"task": step, "tool": APPROVAL_TOOL, "ok": True, "result": result,
                                               "idempotency_key": key}),
-                             ("approval_requested", {"approval_id": gate.approval_id, "deadline": now + gate.timeout_s,
+                             ("step_result", {"task": step, "transition": TRANSITION_NAMES[WaitForApproval]}),
+                             ("approval_requested", {"approval_id": wait.approval_id, "deadline": wait.deadline,
                                                      "timeout_s": gate.timeout_s})],
                      effect=(key, step, APPROVAL_TOOL, "executed", result))
 
@@ -448,7 +446,7 @@ class Engine:
         events = [("cancel_requested", {"reason": reason, "while": status.value})]
         moves = [S.RETRYING, S.RUNNING] if status is S.RETRYING else [status]
         st["pending_approval"] = None
-        if status is not S.ACCEPTED and self._compensable(st):
+        if status is not S.ACCEPTED and compensable(st):
             st["compensation"] = {"reason": f"cancelled: {reason}", "then": S.CANCELLED.value, "skip": False}
             if moves[-1] is S.RUNNING:
                 moves.append(S.CHECKPOINTED)
@@ -456,9 +454,6 @@ class Engine:
         else:
             self._commit("cancel", wid, st, moves + [S.CANCELLED], events=events, consume=consumed,
                          stop_reason=f"cancelled: {reason}")
-
-    def _compensable(self, st: dict[str, Any]) -> bool:
-        return any(e["status"] == "executed" and e["compensation"] for e in st["side_effects"])
 
     def _compensate(self, wid: str, st: dict[str, Any], definition: WorkflowDefinition) -> None:
         """Undo executed effects in reverse order (saga), one checkpoint each, then stop."""

@@ -46,9 +46,10 @@ class Compensate:
 
 @dataclass(frozen=True)
 class Complete:
-    """The workflow is done; ``output`` maps task ids to results."""
+    """The workflow is done; ``output`` summarises it, ``patch`` is the last step's state change."""
 
     output: dict[str, Any]
+    patch: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

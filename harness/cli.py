@@ -128,7 +128,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation and tests)."""
+    from crashpoint import __version__
+
     parser = argparse.ArgumentParser(prog="crashpoint", description="Chaos and eval harness for durable workflows.")
+    parser.add_argument("--version", action="version", version=f"crashpoint {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="sweep a pack or a case: a golden run, then a SIGKILL at every crash point")
     run.add_argument("path", help="pack folder, case file, or built-in pack name (refunds)")

@@ -105,7 +105,7 @@ def side_effects(case: Case, pack: Pack, out: RunOutcome) -> list[Failure]:
         undone = [c for c in applied if comp and c["tool"] == comp]
         if comp and done and out.status in ("failed", "cancelled") and not undone:
             failures.append(Failure("side_effects", f"workflow ended {out.status} after effect {name} was applied, "
-                                                    f"but its compensation {comp} never ran", lines))
+                                                    f"but its compensation {comp} was never applied", lines))
         if len(undone) > 1:
             failures.append(Failure("side_effects", f"compensation {comp} of {name} applied {len(undone)} times",
                                     [call_line(c) for c in undone]))

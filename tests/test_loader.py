@@ -39,8 +39,12 @@ def write(path: Path, text: str) -> Path:
 
 @pytest.fixture()
 def pack_dir(tmp_path: Path) -> Path:
-    """A private copy of the built-in refunds pack (with its seed case)."""
-    return Path(shutil.copytree(builtin_pack("refunds"), tmp_path / "refunds"))
+    """A private copy of the built-in refunds pack with only its seed case."""
+    dst = Path(shutil.copytree(builtin_pack("refunds"), tmp_path / "refunds"))
+    for case in (dst / "cases").iterdir():
+        if case.name != SEED:
+            case.unlink()
+    return dst
 
 
 @pytest.fixture()

@@ -37,9 +37,9 @@ class EffectBeforeCheckpointNoKey(Engine):
     """
 
     def _run_step(self, wid: str, status: Status, st: dict[str, Any], definition: WorkflowDefinition) -> None:
-        phase = definition.phases[st["phase"]]
         if st["stage"] != "gate":
-            st["keys"][phase.tasks[st["task"]].id] = f"{wid}/{phase.tasks[st['task']].id}@{uuid.uuid4().hex}"
+            task = definition.phases[st["phase"]].tasks[st["task"]]
+            st["keys"][task.id] = f"{wid}/{task.id}@{uuid.uuid4().hex}"  # the bug: never reused
         super()._run_step(wid, status, st, definition)
 
 

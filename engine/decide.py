@@ -1,0 +1,82 @@
+"""The pure core: what a step's outcome means for the workflow, as a typed transition.
+
+No I/O, no clock: every input is passed in, the output is a
+:mod:`crashpoint.engine.transitions` value that the engine applies in one checkpoint
+transaction. Keeping this pure is what makes the engine's decisions replayable
+(after Temporal's deterministic workflow code, with the I/O in activities).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from crashpoint.engine.definition import Phase, Task, WorkflowDefinition
+from crashpoint.engine.transitions import Compensate, Complete, Continue, Fail, Retry, StepResult
+
+
+def next_position(definition: WorkflowDefinition, st: dict[str, Any], now: float) -> dict[str, Any]:
+    """The cursor patch after the current task: the next task, this phase's gate, the next phase, or done.
+
+    Returns a dict with some of ``phase``, ``task``, ``stage`` (``task`` | ``gate`` | ``done``) and
+    ``phase_started_at`` (seconds).
+    """
+    phase = definition.phases[st["phase"]]
+    if st["stage"] == "task" and st["task"] + 1 < len(phase.tasks):
+        return {"task": st["task"] + 1, "stage": "task"}
+    if st["stage"] == "task" and phase.human_gate and phase.human_gate.approval_id not in st["approvals"]:
+        return {"stage": "gate"}
+    if st["phase"] + 1 < len(definition.phases):
+        return {"phase": st["phase"] + 1, "task": 0, "stage": "task", "phase_started_at": now}
+    return {"stage": "done"}
+
+
+def step_name(definition: WorkflowDefinition, patch: dict[str, Any], st: dict[str, Any]) -> str | None:
+    """The id of the step a cursor patch points at (a task id or ``PHASE.human_gate``), or ``None`` when done."""
+    where = {**st, **patch}
+    if where["stage"] == "done":
+        return None
+    phase = definition.phases[where["phase"]]
+    return f"{phase.id}.human_gate" if where["stage"] == "gate" else phase.tasks[where["task"]].id
+
+
+def compensable(st: dict[str, Any]) -> bool:
+    """``True`` when some executed side effect has a compensation."""
+    return any(e["status"] == "executed" and e["compensation"] for e in st["side_effects"])
+
+
+def _done_or_continue(definition: WorkflowDefinition, st: dict[str, Any], now: float,
+                      patch: dict[str, Any]) -> StepResult:
+    patch = {**patch, **next_position(definition, st, now), "attempt": 0, "retry_at": None}
+    nxt = step_name(definition, patch, st)
+    if nxt is None:
+        done = len(st["results"]) + ("result" in patch)
+        skipped = len(st["skipped"]) + ("skip" in patch)
+        return Complete(output={"tasks_done": done, "skipped": skipped}, patch=patch)
+    return Continue(next_step=nxt, patch=patch)
+
+
+def decide_task(definition: WorkflowDefinition, st: dict[str, Any], phase: Phase, task: Task, *, now: float,
+                result: Any = None, error: str | None = None, retryable: bool = False,
+                attempt: int | None = None) -> StepResult:
+    """The transition after ``task`` returned ``result`` or failed with ``error``.
+
+    A ``Continue``/``Complete`` patch carries the cursor move plus ``result: (task_id, value)``
+    or ``skip: task_id``.
+
+    Rules: success continues (or completes); a retryable error within ``task.retries`` retries
+    after ``backoff_s * 2**(attempt-1)`` seconds; a non-critical task or an ``on_error: skip``
+    phase skips; ``on_error: escalate`` escalates; otherwise the executed effects are compensated
+    (saga) when there are any, and the workflow fails.
+    """
+    if error is None:
+        return _done_or_continue(definition, st, now, {"result": (task.id, result)})
+    if retryable and attempt is not None and attempt <= task.retries:
+        return Retry(reason=error, retry_after_s=task.backoff_s * 2 ** (attempt - 1), attempt=attempt)
+    if not task.critical or phase.on_error == "skip":
+        return _done_or_continue(definition, st, now, {"skip": task.id})
+    reason = f"task {task.id!r} failed: {error}"
+    if phase.on_error == "escalate":
+        return Fail(reason=f"escalated: {reason}", status="escalated")
+    if compensable(st):
+        return Compensate(reason=reason, then="failed")
+    return Fail(reason=reason)
