@@ -525,11 +525,12 @@ class Engine:
             for seq in consume:
                 conn.execute("UPDATE inbox SET consumed=1 WHERE seq=?", (seq,))
             self.store.save_state(conn, wid, final.value, st, now, stop_reason)
-            if final in TERMINAL:
-                self.store.append(conn, wid, now, "workflow_finished", status=final.value, stop_reason=stop_reason,
-                                  side_effects=st["side_effects"])
 
-        self.store.checkpoint(name, wid, now, write)
+        def finish(conn: sqlite3.Connection) -> None:
+            self.store.append(conn, wid, now, "workflow_finished", status=final.value, stop_reason=stop_reason,
+                              side_effects=st["side_effects"])
+
+        self.store.checkpoint(name, wid, now, write, finish if final in TERMINAL else None)
 
     def _moves(self, conn: sqlite3.Connection, wid: str, now: float, moves: list[Status]) -> None:
         for src, dst in zip(moves, moves[1:]):

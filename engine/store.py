@@ -18,7 +18,7 @@ import json
 import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from crashpoint.errors import CrashpointError
 from crashpoint.protocols import Probe, no_probe
@@ -116,8 +116,10 @@ class Store:
             "status=excluded.status, result=COALESCE(excluded.result, effects.result), updated_at=excluded.updated_at",
             (key, workflow_id, task_id, tool, status, None if result is None else json.dumps(result), at))
 
-    def checkpoint(self, name: str, workflow_id: str, at: float, write: "callable") -> None:
-        """One checkpoint: a single transaction running ``write(conn)`` plus a ``checkpoint`` journal event.
+    def checkpoint(self, name: str, workflow_id: str, at: float, write: Callable[[sqlite3.Connection], None],
+                   then: Callable[[sqlite3.Connection], None] | None = None) -> None:
+        """One checkpoint: a single transaction running ``write(conn)``, a ``checkpoint`` journal
+        event, then ``then(conn)`` (events that follow the checkpoint, such as ``workflow_finished``).
 
         Calls the probe with ``before_checkpoint:NAME`` before ``BEGIN`` and
         ``after_checkpoint:NAME`` after ``COMMIT``.
@@ -126,6 +128,8 @@ class Store:
         with self.transaction() as conn:
             write(conn)
             self.append(conn, workflow_id, at, "checkpoint", name=name)
+            if then is not None:
+                then(conn)
         self.probe(f"after_checkpoint:{name}")
 
     # -- reads --------------------------------------------------------------

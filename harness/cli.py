@@ -46,7 +46,11 @@ def resolve_path(raw: str) -> Path:
 
 
 def repro_command(case_path: Path, crash_point: str | None, engine: str | None = None) -> str:
-    """The one-line command that re-runs one case at one crash point."""
+    """The one-line command that re-runs one case at one crash point (path relative to the cwd if inside it)."""
+    try:
+        case_path = case_path.resolve().relative_to(Path.cwd())
+    except ValueError:
+        pass
     cmd = f"crashpoint run {case_path}"
     if crash_point:
         cmd += f" --crash-point '{crash_point}'"
@@ -58,13 +62,19 @@ def repro_command(case_path: Path, crash_point: str | None, engine: str | None =
 
 
 def _adapter(spec: str | None):
+    from crashpoint.engine.engine import Engine
+    from crashpoint.engine.worker import load_object
     from crashpoint.harness.adapters.reference import ReferenceAdapter
 
     if not spec:
         return ReferenceAdapter()
-    if ":" not in spec:
-        raise UsageError(f"--engine expects MODULE:CLASS, got {spec!r}")
-    return ReferenceAdapter(engine=spec, name=spec.rsplit(":", 1)[1])
+    try:
+        cls = load_object(spec)
+    except Exception as exc:  # an engine that cannot even be imported is bad input, not a verdict
+        raise UsageError(f"--engine {spec}: cannot import it: {type(exc).__name__}: {exc}") from None
+    if not (isinstance(cls, type) and issubclass(cls, Engine)):
+        raise UsageError(f"--engine {spec}: not a subclass of crashpoint.engine.Engine")
+    return ReferenceAdapter(engine=spec, name=spec)
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -86,6 +96,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(f"--json {args.json}: folder {Path(args.json).resolve().parent} does not exist")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
+    if args.worker_timeout <= 0:
+        raise UsageError(f"--worker-timeout must be > 0 seconds, got {args.worker_timeout}")
+    if args.workdir and args.workdir.exists() and (not args.workdir.is_dir() or any(args.workdir.iterdir())):
+        raise UsageError(f"--workdir {args.workdir}: must be an empty folder or not exist yet")
     from crashpoint.harness.results import sweep_data
     from crashpoint.harness.sweep import sweep
     from crashpoint.reports import json_report, text
@@ -104,17 +118,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not args.quiet:
         sys.stderr.write("\n")
     data = sweep_data(result)
+    paths = {c.case_id: c.path for c in cases}
+    for r in data["results"]:
+        if r["verdict"] != "passed":
+            point = None if r["crash_point"] == "none" else r["crash_point"]
+            r["reproduce"] = repro_command(paths[r["case_id"]], point, args.engine)
     if not args.quiet:
         print(text.case_tables(data))
         print()
     bad = text.failures(data)
     if bad:
         print(bad)
-        for r in data["results"]:
-            if r["verdict"] != "passed":
-                case = next(c for c in cases if c.case_id == r["case_id"])
-                point = None if r["crash_point"] == "none" else r["crash_point"]
-                print(f"reproduce: {repro_command(case.path, point, args.engine)}")
         print()
     print(text.summary(data))
     if args.json:

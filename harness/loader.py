@@ -490,6 +490,9 @@ def load_case(path: str | Path, pack: Pack) -> Case:
         check_effect(name, ("expected", "effects", name))
     for i, name in enumerate(expected.get("compensated", [])):
         check_effect(name, ("expected", "compensated", i))
+        if not pack.effects[name].get("compensation"):
+            fail(f"effect {name!r} has no compensation in pack {pack.name!r}, so it cannot be compensated",
+                 ("expected", "compensated", i))
 
     return Case(
         case_id=data["case_id"], path=path, workflow=workflow, initial_step=initial_step,
@@ -506,7 +509,7 @@ def _case_files(folder: Path) -> list[Path]:
 def load_target(path: str | Path) -> tuple[Pack, list[Case]]:
     """Load a pack and cases from ``path``.
 
-    ``path`` is a pack folder (every ``*.yaml``/``*.yml``/``*.json`` of its cases
+    ``path`` is a pack folder or its ``pack.yaml`` (every ``*.yaml``/``*.yml``/``*.json`` of its cases
     folder, sorted by name), another folder inside a pack (its case files), or
     one case file. The pack is the nearest folder at or above ``path`` holding
     ``pack.yaml``.
@@ -518,6 +521,8 @@ def load_target(path: str | Path) -> tuple[Pack, list[Case]]:
     path = Path(path)
     if not path.exists():
         raise CaseError("no such file or folder", file=str(path))
+    if path.is_file() and path.name == "pack.yaml":  # the pack file stands for its pack
+        path = path.parent
     pack_dir = find_pack_dir(path)
     pack = load_pack(path if path.is_dir() and (path / "pack.yaml").is_file() else pack_dir)
     if path.is_file():

@@ -117,8 +117,8 @@ def side_effects(case: Case, pack: Pack, out: RunOutcome) -> list[Failure]:
             failures.append(Failure("side_effects", f"expected effect {name} applied {want} time(s), got {len(done)}",
                                     lines))
         if name in case.expected.get("compensated", ()) and not undone:
-            failures.append(Failure("side_effects", f"expected effect {name} compensated, but {comp} never applied",
-                                    lines))
+            failures.append(Failure("side_effects", f"expected effect {name} compensated, but its compensation "
+                                                    f"{comp or '(none in the pack)'} was never applied", lines))
     asked = Counter(c["args"].get("approval_id") for c in applied if c["tool"] == "approvals.request")
     for approval_id, n in asked.items():
         if n > 1:

@@ -67,8 +67,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     alias = config.stash.get(_STASH_ALIAS, "ours")
     spelling = "--chaos or --crashpoint-chaos" if alias == "ours" else \
         "--crashpoint-chaos (--chaos belongs to another plugin)"
-    mode = "chaos (one item per crash point)" if chaos_enabled(config) else "golden runs only"
-    return [f"crashpoint: {mode}; enable chaos with {spelling}"]
+    if chaos_enabled(config):
+        return ["crashpoint: chaos on: one item per (case, crash point), each a real SIGKILL and resume"]
+    return [f"crashpoint: golden runs only; enable chaos with {spelling}"]
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -11,7 +11,10 @@ Shape (stable; README "The JSON report")::
                             "metrics": {...}}},
      "results": [{"case_id", "crash_point", "verdict", "failures": [{"oracle", "message",
                   "evidence"}], "error", "final_status", "stop_reason", "crash_fired",
-                  "workers", "kills", "notes", "wall_s"}]}
+                  "workers", "kills", "notes", "wall_s", "reproduce"?}]}
+
+``reproduce`` (added by the CLI for runs that did not pass) is the one-line command that
+re-runs that case at that crash point.
 """
 
 from __future__ import annotations

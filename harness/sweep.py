@@ -95,8 +95,10 @@ def _run_one(driver: Driver, case: Case, pack: Pack, run_dir: Path, crash_point:
         return RunResult(case.case_id, crash_point, "error", error=text, wall_s=time.perf_counter() - began)
     failures = judge(case, pack, outcome, golden)
     if crash_point is not None and not outcome.crash_fired:
+        known = ", ".join(golden.crash_points) if golden else "(no golden run)"
         return RunResult(case.case_id, crash_point, "error", failures,
-                         error=f"crash point {crash_point} was never reached, so nothing was tested",
+                         error=f"crash point {crash_point} was never reached, so nothing was tested; "
+                               f"the golden run of {case.case_id} passes: {known}",
                          outcome=outcome, wall_s=time.perf_counter() - began)
     return RunResult(case.case_id, crash_point, "failed" if failures else "passed", failures, outcome=outcome,
                      wall_s=time.perf_counter() - began)

@@ -6,7 +6,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-MARK = {"passed": "ok", "failed": "FAILED", "error": "ERROR", "unknown": "UNKNOWN"}
+MARK = {"passed": "passed", "failed": "FAILED", "error": "ERROR", "unknown": "UNKNOWN"}
 
 
 def _ratio(value: float | None) -> str:
@@ -42,6 +42,8 @@ def failures(data: dict[str, Any]) -> str:
         for f in r["failures"]:
             lines.append(f"    [{f['oracle']}] {f['message']}")
             lines.extend(f"        {e}" for e in f["evidence"][:6])
+        if r.get("reproduce"):
+            lines.append(f"    reproduce: {r['reproduce']}")
     return "\n".join(lines)
 
 

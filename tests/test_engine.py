@@ -95,7 +95,7 @@ def test_happy_path_succeeds_with_one_applied_call_per_tool(engine: Engine, worl
     assert {t: world.applied(t) for t in (DRAFT, ASK, ISSUE, NOTIFY, CANCEL_DRAFT)} == \
         {DRAFT: 1, ASK: 1, ISSUE: 1, NOTIFY: 1, CANCEL_DRAFT: 0}
     assert [c.outcome for c in world.ledger.calls()] == ["applied"] * 4
-    assert kinds(engine)[-2:] == ["workflow_finished", "checkpoint"]
+    assert kinds(engine)[-2:] == ["checkpoint", "workflow_finished"]
 
 
 def test_duplicate_start_returns_false(engine: Engine) -> None:
