@@ -29,6 +29,10 @@ from crashpoint.harness.loader import Case, Pack
 
 STATUS_ALIASES = {"waiting_or_escalated": {"waiting_approval", "escalated"}}
 TERMINAL_NAMES = {s.value for s in TERMINAL}
+#: Trace kinds that describe a step's outcome inside the commit that checkpoints it; anything
+#: else between a side effect's result and its checkpoint means the checkpoint came later.
+SAME_COMMIT = frozenset({"tool_result", "step_result", "approval_requested", "task_skipped", "retry_scheduled",
+                         "compensation_required", "compensation_result", "transition"})
 
 
 @dataclass(frozen=True)
@@ -155,21 +159,22 @@ def trace_completeness(case: Case, out: RunOutcome) -> list[Failure]:
         current = event["to"]
     if trace and current != out.status:
         failures.append(Failure("trace", f"the trace ends in {current} but the engine reports {out.status}"))
-    keys_traced = {e.get("idempotency_key") for e in trace if e["kind"] == "tool_call"}
+    keys_traced = {(e.get("tool"), e.get("idempotency_key")) for e in trace if e["kind"] == "tool_call"}
     for event in trace:
         if event["kind"] == "tool_call" and event.get("side_effect") and not event.get("idempotency_key"):
             failures.append(Failure("trace", f"side effect {event.get('tool')} called without an idempotency key",
                                     [trace_line(event)]))
     for call in out.calls:
-        if call["outcome"] == "applied" and call["idempotency_key"] not in keys_traced:
+        if call["outcome"] == "applied" and (call["tool"], call["idempotency_key"]) not in keys_traced:
             failures.append(Failure("trace", f"{call['tool']} effect in the ledger is not audited in the trace "
                                              f"(key {call['idempotency_key']})", [call_line(call)]))
     for i, event in enumerate(trace):
         needs = (event["kind"] == "tool_result" and event.get("ok")) or event["kind"] == "approval_requested"
         if not needs:
             continue
-        following = trace[i + 1:]
-        nxt = next((e for e in following if e["kind"] in ("checkpoint", "tool_call", "step_started")), None)
+        # The checkpoint must close the same commit: only events that describe this step's
+        # outcome may stand between the result and its checkpoint.
+        nxt = next((e for e in trace[i + 1:] if e["kind"] not in SAME_COMMIT), None)
         if nxt is None or nxt["kind"] != "checkpoint":
             what = event.get("tool") if event["kind"] == "tool_result" else f"approval {event.get('approval_id')}"
             failures.append(Failure("trace", f"no checkpoint after {what} before the next step",

@@ -112,3 +112,50 @@ def test_illegal_transition_is_caught() -> None:
     result = run_sweep("variants.engines:IllegalTransition", HAPPY)
     hits = assert_caught(result, "trace", "illegal transition waiting_approval -> checkpointed")
     assert golden(result, HAPPY) in hits
+
+
+RESTART = "approval_granted_after_restart"
+
+
+def run_golden(engine: str, *case_ids: str) -> SweepResult:
+    """Only the golden runs of ``case_ids`` on ``engine``: enough for bugs a fault-free run shows."""
+    pack, cases = _target()
+    return sweep(pack, [cases[c] for c in case_ids], ReferenceAdapter(engine=engine, name=engine),
+                 crash="none", jobs=2)
+
+
+def test_reference_engine_passes_the_golden_runs_used_below() -> None:
+    result = run_golden("crashpoint.engine.engine:Engine", HAPPY, RESTART)
+    assert {r.verdict for r in result.results} == {"passed"}, describe(result.results)
+    restart = golden(result, RESTART).outcome
+    assert restart.workers == 4 and [e["kind"] for e in restart.trace].count("workflow_resumed") == 3
+
+
+def test_refund_issued_without_approval_is_caught() -> None:
+    result = run_golden("variants.engines:IssueWithoutApproval", HAPPY)
+    hits = assert_caught(result, "side_effects",
+                         "effect issue_refund applied without a granted approval 'refund_approval' before it")
+    assert golden(result, HAPPY) in hits
+    assert golden(result, HAPPY).outcome.status == "succeeded", "the end state alone does not show this bug"
+
+
+def test_approval_asked_again_after_a_restart_is_caught() -> None:
+    result = run_golden("variants.engines:ReasksApprovalOnResume", RESTART)
+    # asked by the first worker, then again by each of the three workers that resumed the waiting run
+    hits = assert_caught(result, "side_effects", "approval 'refund_approval' was requested from a human 4 times")
+    assert golden(result, RESTART) in hits
+    assert golden(result, RESTART).outcome.status == "succeeded", "the end state alone does not show this bug"
+
+
+def test_effect_without_checkpoint_is_caught() -> None:
+    result = run_golden("variants.engines:NoCheckpointAfterEffect", HAPPY)
+    hits = assert_caught(result, "trace", "no checkpoint after refunds.draftRefundRequest before the next step")
+    assert golden(result, HAPPY) in hits
+    assert "before_checkpoint:refund_draft" not in golden(result, HAPPY).outcome.crash_points
+
+
+def test_approval_request_without_checkpoint_is_caught_even_when_a_decision_follows() -> None:
+    """A missing ``approval_request`` checkpoint is not hidden by the next commit's checkpoint."""
+    result = run_golden("variants.engines:NoCheckpointAfterApprovalRequest",
+                        "cancel_while_waiting_compensates_draft")
+    assert_caught(result, "trace", "no checkpoint after approval refund_approval before the next step")

@@ -12,11 +12,12 @@ Test code only: never use these engines for anything else.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import uuid
 from typing import Any
 
-from crashpoint.engine.definition import WorkflowDefinition
+from crashpoint.engine.definition import APPROVAL_TOOL, Phase, WorkflowDefinition
 from crashpoint.engine.engine import Engine
 from crashpoint.engine.states import TERMINAL, Status
 
@@ -162,3 +163,129 @@ class IllegalTransition(Engine):
     def _moves(self, conn: sqlite3.Connection, wid: str, now: float, moves: list[Status]) -> None:
         for src, dst in zip(moves, moves[1:]):  # no check_transition
             self.store.append(conn, wid, now, "transition", **{"from": src.value, "to": dst.value})
+
+
+class IssueWithoutApproval(Engine):
+    """Bug: the human gate is skipped; the workflow moves on as if the approval had been granted.
+
+    ``_request_approval`` asks nobody and waits for no decision: it writes a grant nobody gave
+    into the durable state (so the irreversible-task check passes) and goes straight to the
+    next phase, where the irreversible refund is issued. The end state looks like a success.
+
+    Seed failure mode: "an irreversible action runs without the human approval that gates it".
+    Caught by: ``side_effects`` ("issue_refund applied without a granted approval ... before
+    it"), already in the golden run.
+    """
+
+    def _request_approval(self, wid: str, st: dict[str, Any], phase: Phase) -> None:
+        gate = phase.human_gate
+        assert gate is not None
+        row = self.store.workflow(wid)
+        definition = self._definition(row["definition"], row["version"])
+        st["approvals"][gate.approval_id] = {"granted": True, "by": "nobody (never asked)",  # the bug
+                                             "at": self.clock.now()}
+        self._next_phase(st, definition)
+        self._commit(gate.checkpoint, wid, st, [S.RUNNING, S.CHECKPOINTED, S.RUNNING],
+                     events=[("step_result", {"task": f"{phase.id}.human_gate", "transition": "continue"})])
+
+
+class ReasksApprovalOnResume(Engine):
+    """Bug: a worker that resumes a workflow waiting for approval asks the human again, with a fresh key.
+
+    The first request is made and checkpointed correctly. But every new worker process that
+    finds the workflow ``waiting_approval`` sends the approval request once more, keyed with
+    its own process id (``<wid>/approval/<id>#pid<N>``) instead of the durable key, so the
+    approvals service sees a new request each time and the human is asked again after every
+    restart. The re-request is traced and checkpointed like the first one.
+
+    Seed failure mode: "approval state is kept only in the chat history and disappears after
+    a restart" (the engine forgets it already asked).
+    Caught by: ``side_effects`` ("approval ... was requested from a human N times"), in any
+    run where a worker resumes a waiting workflow (the golden run of a case with a restart).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._resumed_waiting: set[str] = set()
+
+    def advance(self, workflow_id: str) -> str:
+        if workflow_id not in self._seen:
+            row = self.store.workflow(workflow_id)
+            if row is not None and row["status"] == S.WAITING_APPROVAL.value:
+                self._resumed_waiting.add(workflow_id)
+        return super().advance(workflow_id)
+
+    def _check_approval(self, wid: str, st: dict[str, Any], definition: WorkflowDefinition) -> bool:
+        if wid in self._resumed_waiting:
+            self._resumed_waiting.discard(wid)
+            self._ask_again(wid, st, definition)
+        return super()._check_approval(wid, st, definition)
+
+    def _ask_again(self, wid: str, st: dict[str, Any], definition: WorkflowDefinition) -> None:
+        phase = definition.phases[st["phase"]]
+        gate = phase.human_gate
+        assert gate is not None
+        now = self.clock.now()
+        key = f"{wid}/approval/{gate.approval_id}#pid{os.getpid()}"  # the bug: a fresh key per process
+        step = f"{phase.id}.human_gate"
+        args = {"workflow_id": wid, "approval_id": gate.approval_id, "timeout_s": gate.timeout_s}
+        with self.store.transaction() as conn:
+            self.store.append(conn, wid, now, "step_started", task=step, phase=phase.id, attempt=1,
+                              step_kind="approval")
+            self.store.append(conn, wid, now, "tool_call", task=step, tool=APPROVAL_TOOL, idempotency_key=key,
+                              attempt=1, args=args, side_effect=True)
+            self.store.record_effect(conn, key, wid, step, APPROVAL_TOOL, "planned", now)
+        result = self.tools.call(APPROVAL_TOOL, args, key)
+        pending = st["pending_approval"]
+        self._commit(gate.checkpoint, wid, st, [S.WAITING_APPROVAL],
+                     events=[("tool_result", {"task": step, "tool": APPROVAL_TOOL, "ok": True, "result": result,
+                                              "idempotency_key": key}),
+                             ("approval_requested", {"approval_id": pending["approval_id"],
+                                                     "deadline": pending["deadline"], "timeout_s": gate.timeout_s})],
+                     effect=(key, step, APPROVAL_TOOL, "executed", result))
+
+
+class NoCheckpointAfterEffect(Engine):
+    """Bug: the draft's result is saved in a plain transaction, not a checkpoint.
+
+    After ``refunds.draftRefundRequest`` returns, the tool result, the state and the move to
+    the next step are written in one transaction as usual, but through
+    ``Store.transaction`` instead of ``Store.checkpoint``: no ``checkpoint`` trace event is
+    written (and the ``before_checkpoint``/``after_checkpoint`` crash points are not passed).
+    The durable state is right; the trace cannot show where the run may resume from.
+
+    Seed failure mode: "traces show the final output but not ..." -- the seed's check "every
+    transition has a durable checkpoint, a trace event and an owner" fails for the draft.
+    Caught by: ``trace`` ("no checkpoint after refunds.draftRefundRequest before the next
+    step"), already in the golden run.
+    """
+
+    UNCHECKPOINTED = "refund_draft"
+
+    def _commit(self, name: str, wid: str, st: dict[str, Any], moves: list[Status], **kwargs: Any) -> None:
+        if name != self.UNCHECKPOINTED:
+            super()._commit(name, wid, st, moves, **kwargs)
+            return
+        store = self.store
+
+        def plain(_name: str, _wid: str, _at: float, write: Any, then: Any = None) -> None:
+            with store.transaction() as conn:  # the bug: no checkpoint event
+                write(conn)
+                if then is not None:
+                    then(conn)
+
+        store.checkpoint = plain  # type: ignore[method-assign]
+        try:
+            super()._commit(name, wid, st, moves, **kwargs)
+        finally:
+            del store.checkpoint
+
+
+class NoCheckpointAfterApprovalRequest(NoCheckpointAfterEffect):
+    """Bug: the approval request is recorded without a checkpoint (see :class:`NoCheckpointAfterEffect`).
+
+    Caught by: ``trace`` ("no checkpoint after approval refund_approval"), even in cases whose
+    next commit (a cancel, a decision, a timeout) writes a checkpoint of its own.
+    """
+
+    UNCHECKPOINTED = "approval_request"
