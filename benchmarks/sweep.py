@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from crashpoint.harness import crashpoints
 from crashpoint.harness.adapters import ReferenceAdapter
 from crashpoint.harness.driver import Driver
 from crashpoint.harness.loader import load_target
@@ -34,7 +35,8 @@ def main() -> None:
         adapter = ReferenceAdapter()
         Driver(adapter, pack).run(cases[0], run_dir)
         from crashpoint.harness.adapter import RunContext
-        argv = adapter.worker_command(RunContext(run_dir), "crashpoint.harness.crashpoints:probe", str(run_dir))
+        argv = adapter.worker_command(RunContext(run_dir), "crashpoint.harness.crashpoints:probe",
+                                      crashpoints.probe_arg(run_dir, None))
         samples = []
         for _ in range(args.repeat):
             began = time.perf_counter()

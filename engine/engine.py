@@ -22,6 +22,7 @@ from typing import Any
 
 from crashpoint.engine.decide import compensable, decide_task, next_position
 from crashpoint.engine.definition import APPROVAL_TOOL, DefinitionError, Phase, Task, WorkflowDefinition
+from crashpoint.engine.lease import Leases
 from crashpoint.engine.states import TERMINAL, Status, check_transition
 from crashpoint.engine.store import Store
 from crashpoint.engine.transitions import (Compensate, Complete, Continue, Fail, Retry, StepResult,
@@ -88,6 +89,7 @@ class Engine:
     def __init__(self, db_path: str | Path, tools: ToolPort, clock: Clock, probe: Probe = no_probe,
                  worker_id: str = "worker") -> None:
         self.store = Store(db_path, probe)
+        self.leases = Leases(db_path)
         self.tools = tools
         self.clock = clock
         self.probe = probe
@@ -96,7 +98,8 @@ class Engine:
         self._definitions: dict[tuple[str, int], WorkflowDefinition] = {}
 
     def close(self) -> None:
-        """Close the store."""
+        """Release leases and close the store."""
+        self.leases.release_all()
         self.store.close()
 
     # ------------------------------------------------------------------ client API
@@ -207,11 +210,19 @@ class Engine:
     # ------------------------------------------------------------------ the worker loop
     def run_until_quiescent(self) -> dict[str, str]:
         """Resume every non-terminal workflow from its last durable checkpoint and drive it
-        until it ends or waits for a human. Returns ``{workflow_id: status}``."""
+        until it ends or waits for a human. A workflow whose lease another live worker holds is
+        left to that worker. Returns ``{workflow_id: status}`` (``"leased elsewhere"`` for those)."""
         live = [s.value for s in Status if s not in TERMINAL]
+        skipped = {}
         for workflow_id in self.store.workflow_ids(live):
-            self.advance(workflow_id)
-        return {wid: self.store.workflow(wid)["status"] for wid in self.store.workflow_ids()}
+            if not self.leases.try_acquire(workflow_id):
+                skipped[workflow_id] = "leased elsewhere"
+                continue
+            try:
+                self.advance(workflow_id)
+            finally:
+                self.leases.release(workflow_id)
+        return {wid: self.store.workflow(wid)["status"] for wid in self.store.workflow_ids()} | skipped
 
     def advance(self, workflow_id: str) -> str:
         """Drive one workflow until it is terminal or blocked on a human; returns its status."""

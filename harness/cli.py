@@ -12,6 +12,8 @@ PATH is a pack folder, a case file inside a pack, or the name of a built-in pack
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
 import time
 from enum import IntEnum
@@ -92,12 +94,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
     adapter = _adapter(args.engine)
     if args.crash_point and args.crash == "none":
         raise UsageError("--crash-point needs --crash every")
-    if args.json and not Path(args.json).resolve().parent.is_dir():
-        raise UsageError(f"--json {args.json}: folder {Path(args.json).resolve().parent} does not exist")
+    if args.json is not None:
+        target = Path(args.json)
+        if not args.json or target.is_dir():
+            raise UsageError(f"--json {args.json!r}: give a file name, not a folder")
+        if not target.resolve().parent.is_dir():
+            raise UsageError(f"--json {args.json}: folder {target.resolve().parent} does not exist")
+        if not os.access(target.resolve().parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+            raise UsageError(f"--json {args.json}: not writable")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
-    if args.worker_timeout <= 0:
-        raise UsageError(f"--worker-timeout must be > 0 seconds, got {args.worker_timeout}")
+    if not math.isfinite(args.worker_timeout) or args.worker_timeout <= 0:
+        raise UsageError(f"--worker-timeout must be a finite number of seconds > 0, got {args.worker_timeout}")
     if args.workdir and args.workdir.exists() and (not args.workdir.is_dir() or any(args.workdir.iterdir())):
         raise UsageError(f"--workdir {args.workdir}: must be an empty folder or not exist yet")
     from crashpoint.harness.results import sweep_data
@@ -178,6 +186,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     try:
         return int(args.func(args))
+    except KeyboardInterrupt:
+        print("crashpoint: interrupted; no result written", file=sys.stderr)
+        return 130
     except CaseError as exc:
         print(f"crashpoint: error: {exc}", file=sys.stderr)
         return ExitCode.USAGE

@@ -17,6 +17,7 @@ of ``shared/notes/real-engines-offline.md``).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from collections import Counter
@@ -25,7 +26,6 @@ from typing import Callable
 
 LOG_FILE = "crashpoints.log"
 FIRED_FILE = "crash.fired"
-SEPARATOR = "::"
 
 
 def point_id(name: str, occurrence: int) -> str:
@@ -69,14 +69,14 @@ class CrashProbe:
 
 
 def probe(arg: str) -> Callable[[str], None]:
-    """Worker factory: ``arg`` is ``RUN_DIR`` or ``RUN_DIR::TARGET``."""
-    run_dir, _, target = arg.partition(SEPARATOR)
-    return CrashProbe(run_dir, target or None)
+    """Worker factory: ``arg`` is the JSON ``{"run_dir": ..., "target": ... | null}`` of :func:`probe_arg`."""
+    spec = json.loads(arg)
+    return CrashProbe(spec["run_dir"], spec.get("target"))
 
 
 def probe_arg(run_dir: str | Path, target: str | None) -> str:
-    """The ``--probe-arg`` value for :func:`probe`."""
-    return f"{run_dir}{SEPARATOR}{target}" if target else str(run_dir)
+    """The ``--probe-arg`` value for :func:`probe` (JSON, so any folder name or point id survives)."""
+    return json.dumps({"run_dir": str(run_dir), "target": target})
 
 
 def passed(run_dir: str | Path) -> list[str]:

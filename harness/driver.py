@@ -30,7 +30,7 @@ from crashpoint.harness.adapter import EngineAdapter, RunContext
 from crashpoint.harness.loader import Case, Pack
 
 PROBE_SPEC = "crashpoint.harness.crashpoints:probe"
-#: Worker processes one run may start before the harness gives up (a crash loop), count.
+#: Worker processes started for one event before the harness gives up on a crash loop, count.
 MAX_WORKERS_PER_RUN = 40
 TOOL_EVENTS = {"tool_success": "success", "tool_failure": None}
 
@@ -178,41 +178,87 @@ class Driver:
             raise ValueError(f"event {index}: unknown event type {kind!r}")
 
     def _work(self, ctx: RunContext, out: RunOutcome, crash_point: str | None) -> None:
-        """Run worker processes until one exits cleanly; restart after the harness's SIGKILL."""
-        while True:
-            if out.workers >= MAX_WORKERS_PER_RUN:
-                raise EngineCrashed(f"{out.workers} worker processes started without reaching a quiescent state")
+        """Run worker processes until one exits cleanly; restart after the harness's SIGKILL.
+
+        At most :data:`MAX_WORKERS_PER_RUN` workers per call (one event), so a crash loop ends.
+        """
+        for _ in range(MAX_WORKERS_PER_RUN):
             fired_before = crashpoints.fired(ctx.run_dir)
             argv = self.adapter.worker_command(ctx, PROBE_SPEC, crashpoints.probe_arg(ctx.run_dir, crash_point))
             out.workers += 1
-            rc, stderr = run_process(argv, self.worker_timeout_s, dict(ctx.env))
+            log = ctx.run_dir / f"worker-{out.workers:03d}.log"
+            env = {**ctx.env, RUN_MARKER: str(ctx.run_dir)}
+            rc, leftovers = run_process(argv, self.worker_timeout_s, env, log)
+            if leftovers:
+                out.notes.append(f"worker {out.workers} left {len(leftovers)} process(es) running, killed: "
+                                 + "; ".join(leftovers))
             if rc == 0:
                 return
             if rc == -signal.SIGKILL and not fired_before and crashpoints.fired(ctx.run_dir):
                 out.kills += 1
                 continue
-            raise EngineCrashed(f"worker exited with {rc} (not a harness kill): {stderr[-2000:].strip()}")
+            tail = log.read_text(errors="replace").strip().splitlines()[-6:] if log.exists() else []
+            raise EngineCrashed(f"worker exited with {rc} (not a harness kill): " + " | ".join(tail))
+        raise EngineCrashed(f"{MAX_WORKERS_PER_RUN} worker processes in a row were killed or restarted "
+                            "without the workflow reaching a quiescent state")
 
 
-def run_process(argv: list[str], timeout_s: float, env: dict[str, str] | None = None) -> tuple[int, str]:
-    """Run ``argv`` in its own process group; return ``(returncode, stderr)``.
+#: Environment variable set for every worker of a run; its value is the run folder. Children
+#: inherit it, so the harness finds and kills whatever a worker left behind, even in a new session.
+RUN_MARKER = "CRASHPOINT_RUN_DIR"
 
-    Whatever the process leaves behind in its group is killed when it ends.
+
+def run_process(argv: list[str], timeout_s: float, env: dict[str, str] | None = None,
+                log: Path | None = None) -> tuple[int, list[str]]:
+    """Run ``argv`` in its own process group, stdout and stderr to ``log`` (or discarded).
+
+    Returns ``(returncode, leftovers)``: ``leftovers`` describes processes still alive after it
+    ended that belong to its group or carry its :data:`RUN_MARKER` value; they are SIGKILLed.
+    Output goes to a file, not a pipe, so a child that keeps the pipe open cannot hang the harness.
 
     Raises:
-        WorkerTimeout: it ran longer than ``timeout_s`` wall seconds (it is killed first).
+        WorkerTimeout: it ran longer than ``timeout_s`` wall seconds (it and its leftovers are killed).
     """
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                            start_new_session=True, env={**os.environ, **(env or {})})
-    try:
-        _, err = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc.pid)
-        proc.communicate()
-        raise WorkerTimeout(f"worker {argv[:3]}... did not exit within {timeout_s} s") from None
-    finally:
-        _kill_group(proc.pid)
-    return proc.returncode, err.decode(errors="replace")
+    env = {**os.environ, **(env or {})}
+    marker = env.get(RUN_MARKER)
+    with open(log if log else os.devnull, "wb") as sink:
+        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, env=env)
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc.pid)
+            proc.wait()
+            reap(marker, proc.pid)
+            raise WorkerTimeout(f"worker did not exit within {timeout_s} s (killed with its process group)") from None
+    return proc.returncode, reap(marker, proc.pid)
+
+
+def reap(marker: str | None, pgid: int) -> list[str]:
+    """SIGKILL every process in group ``pgid`` or whose environment has ``RUN_MARKER=marker``.
+
+    Returns ``"PID COMMAND"`` descriptions of what was killed (Linux ``/proc``; elsewhere only the group).
+    """
+    killed = []
+    needle = f"{RUN_MARKER}={marker}".encode() if marker else None
+    me = os.getpid()
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        pid = int(entry.name)
+        try:
+            ours = os.getpgid(pid) == pgid
+            if not ours and needle:
+                ours = needle in (entry / "environ").read_bytes().split(b"\0")
+            if not ours:
+                continue
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+            os.kill(pid, signal.SIGKILL)
+            killed.append(f"{pid} {cmd[:80]}")
+        except (ProcessLookupError, PermissionError, FileNotFoundError, OSError):
+            continue
+    _kill_group(pgid)
+    return killed
 
 
 def _kill_group(pgid: int) -> None:

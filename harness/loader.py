@@ -9,7 +9,24 @@ dotted field path, e.g.::
     cases/x.yaml:7: field events[1].colour: unknown field 'colour'; allowed: times, tool, type
 
 Nothing is skipped: :func:`load_target` loads every case before returning and
-raises on the first bad one.
+raises on the first bad one; an entry of the cases folder it would otherwise
+skip (a subfolder, a broken symlink, a FIFO, a symlink out of the pack) is an
+error too. Only names starting with ``.`` (editor swap and lock files) and files
+with other suffixes are ignored.
+
+Hostile input is refused up front, so nothing malformed reaches a run:
+
+* files over :data:`MAX_FILE_BYTES` (1 MiB) and nesting deeper than
+  :data:`MAX_DEPTH` (64 levels);
+* YAML aliases (``*name``), refused on the event stream before they expand (no
+  alias bombs, no recursive data), and ``<<`` merge keys;
+* values JSON cannot hold, anywhere (``input`` included): dates and times,
+  ``!!binary``, ``!!set``, ``!!omap``, ``.nan`` and ``.inf``; an ``integer``
+  field refuses ``1.0``;
+* names that end up in crash point ids and folder names (phase and task ids,
+  checkpoint names, approval ids, tool names, ``case_id``) must match the
+  schemas' patterns; trace event kinds must be in :data:`TRACE_KINDS`;
+* workflow files and the cases folder must lie inside the pack folder.
 
 Shapes (after loading, defaults filled from the schemas):
 
@@ -19,7 +36,7 @@ Shapes (after loading, defaults filled from the schemas):
   "backoff_s"?, "critical", "side_effect", "irreversible", "compensation"?,
   "checkpoint"}]}]}``; every task has a ``checkpoint`` (default: its id).
   Fields marked ``?`` may be absent (the engine picks their defaults).
-* ``Pack.effects[name]``: ``{"tool", "compensation"?, "gated_by"?, "required_on_success"}``.
+* ``Pack.effects[name]``: ``{"tool", "compensation"?, "gated_by"?, "after"?, "required_on_success"}``.
 * ``Case.events``: event mappings with ``times`` (tool events), ``retryable``
   (``tool_failure``) and ``deliveries`` (approval decisions, ``cancel``, ``start``) filled.
 """
@@ -27,29 +44,48 @@ Shapes (after loading, defaults filled from the schemas):
 from __future__ import annotations
 
 import copy
+import datetime
+import difflib
+import errno
 import functools
 import json
+import math
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
 import yaml
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError, best_match, relevance
 
 from crashpoint.errors import CaseError
 from crashpoint.scenarios import SCHEMA_DIR
 
 __all__ = [
-    "APPROVAL_TOOL", "Case", "Locator", "Pack", "dotted", "find_pack_dir", "load_case",
-    "load_pack", "load_target", "load_yaml", "validate", "workflow_tools",
+    "APPROVAL_TOOL", "MAX_DEPTH", "MAX_FILE_BYTES", "TRACE_KINDS", "Case", "Locator", "Pack", "dotted",
+    "find_pack_dir", "load_case", "load_pack", "load_target", "load_yaml", "validate", "workflow_tools",
 ]
 
 #: The tool the engine calls to ask for a human approval; cases may script it.
 APPROVAL_TOOL = "approvals.request"
 #: Suffixes of case files in a cases folder.
 CASE_SUFFIXES = (".yaml", ".yml", ".json")
+#: Largest input file read, in bytes (1 MiB); a larger file is an error, not read.
+MAX_FILE_BYTES = 1 << 20
+#: Deepest nesting of mappings and sequences in one file (the top level is level 1).
+MAX_DEPTH = 64
+#: Trace event kinds, the vocabulary of ``expected.required_trace_events`` and
+#: ``forbidden_trace_events`` (the ``enum`` of ``$defs.trace_kind`` in the case schema).
+TRACE_KINDS = (
+    "workflow_accepted", "workflow_started", "workflow_resumed", "workflow_finished", "transition",
+    "checkpoint", "step_started", "step_result", "tool_call", "tool_result", "task_skipped",
+    "retry_scheduled", "approval_requested", "approval_granted", "approval_denied", "approval_timeout",
+    "event_received", "event_duplicate", "event_ignored", "cancel_requested", "compensation_required",
+    "compensation_started", "compensation_result",
+)
 
 PathT = tuple[str | int, ...]
 
@@ -62,6 +98,11 @@ def dotted(path: Iterable[str | int]) -> str:
     for part in path:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
+
+
+def _one_line(text: str) -> str:
+    """``text`` with its line breaks turned into spaces (messages are one line)."""
+    return " ".join(part.strip() for part in str(text).splitlines() if part.strip())
 
 
 class Locator:
@@ -84,74 +125,249 @@ class Locator:
         return self.lines[p]
 
 
-def _walk(node: yaml.Node, path: PathT, lines: dict[PathT, int], file: str,
-          keys: yaml.constructor.SafeConstructor, stack: set[int]) -> None:
-    """Record the line of every node under ``node``; raise on a duplicate or non-string key."""
-    if id(node) in stack:  # a recursive alias: nothing new below
-        return
-    stack.add(id(node))
+_TAG = "tag:yaml.org,2002:"
+_NESTED = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+
+
+def _short_tag(tag: str) -> str:
+    return "!!" + tag.removeprefix(_TAG) if tag.startswith(_TAG) else tag
+
+
+class _Loader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses aliases and deep nesting while composing.
+
+    Both checks run on the event stream, before any node is built, so an alias bomb
+    (``&a [*a, *a, ...]``) or a recursive alias never expands. Errors during
+    construction (``!!float nope``) become :class:`CaseError` at the node's line.
+    """
+
+    def __init__(self, text: str, file: str) -> None:
+        super().__init__(text)
+        self.file = file
+        self.path: list[str | int] = []       # path of the node being composed
+        self.depth = 0                        # open mappings and sequences
+        self.paths: dict[int, PathT] = {}     # id(node) -> its path (keys: their mapping's)
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        pushed = parent is not None and index is not None  # a sequence item or a mapping value
+        if pushed:
+            self.path.append(index if isinstance(index, int) else str(getattr(index, "value", "?")))
+        try:
+            event = self.peek_event()
+            if isinstance(event, yaml.AliasEvent):
+                raise CaseError(f"YAML aliases are not allowed (*{event.anchor}); write the value out",
+                                file=self.file, line=event.start_mark.line + 1, field=dotted(self.path) or None)
+            nested = isinstance(event, _NESTED)
+            if nested:
+                self.depth += 1
+                if self.depth > MAX_DEPTH:
+                    raise CaseError(f"nesting is deeper than {MAX_DEPTH} levels", file=self.file,
+                                    line=event.start_mark.line + 1, field=dotted(self.path) or None)
+            try:
+                node = super().compose_node(parent, index)
+            finally:
+                if nested:
+                    self.depth -= 1
+            self.paths[id(node)] = tuple(self.path)
+            return node
+        finally:
+            if pushed:
+                self.path.pop()
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        def fail(message: str, mark: yaml.Mark | None) -> CaseError:
+            return CaseError(_one_line(message), file=self.file, line=(mark or node.start_mark).line + 1,
+                             field=dotted(self.paths.get(id(node), ())) or None)
+        try:
+            return super().construct_object(node, deep)
+        except CaseError:
+            raise
+        except yaml.constructor.ConstructorError as exc:  # an unknown tag (!foo, !!python/...), bad base64
+            message = f"YAML error: {exc.problem or exc.context}"
+            if exc.problem and exc.context:
+                message += f" ({exc.context})"
+            raise fail(message, exc.problem_mark) from exc
+        except Exception as exc:  # SafeConstructor lets ValueError & co. escape
+            value = str(node.value) if isinstance(node, yaml.ScalarNode) else None
+            what = "" if value is None else f" value {value if len(value) <= 40 else value[:37] + '...'!r}"
+            raise fail(f"YAML error: cannot read {_short_tag(node.tag)}{what}: {_one_line(exc)[:200]}",
+                       None) from exc
+
+
+def _walk(node: yaml.Node, path: PathT, lines: dict[PathT, int], file: str, loader: _Loader) -> None:
+    """Record the line of every node under ``node``.
+
+    Raises on a duplicate or non-string key, a ``<<`` merge key, and a mapping or
+    sequence that is not a JSON one (``!!set``, ``!!omap``, ``!!pairs``).
+    """
+    def fail(message: str, line: int, at: PathT) -> None:
+        raise CaseError(message, file=file, line=line, field=dotted(at) or None)
+
+    def not_json(kind: str) -> None:
+        what = (f"{node.tag.removeprefix(_TAG)} ({_short_tag(node.tag)})" if node.tag.startswith(_TAG)
+                else f"a {kind} tagged {node.tag}")
+        fail(f"not a JSON value: {what}; use a plain {kind}", node.start_mark.line + 1, path)
+
     if isinstance(node, yaml.MappingNode):
+        if node.tag != _TAG + "map":
+            not_json("mapping")
         first: dict[Any, int] = {}
         for key_node, value_node in node.value:
-            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
-                continue  # complex keys fail in construction; `<<` merges are not located
-            key = keys.construct_object(key_node)
             line = key_node.start_mark.line + 1
+            if key_node.tag == _TAG + "merge":
+                fail("YAML merge keys (<<) are not allowed; write the fields out", line, path)
+            if not isinstance(key_node, yaml.ScalarNode):
+                fail("keys must be strings, got a YAML " + ("mapping" if isinstance(key_node, yaml.MappingNode)
+                                                             else "sequence"), line, path)
+            key = loader.construct_object(key_node)
             if not isinstance(key, str):
-                raise CaseError(f"keys must be strings, got {type(key).__name__} {key!r}; quote it",
-                                file=file, line=line, field=dotted(path) or None)
+                fail(f"keys must be strings, got {type(key).__name__} {key!r}; quote it", line, path)
             if key in first:
-                raise CaseError(f"duplicate key {key!r} (first at line {first[key]})",
-                                file=file, line=line, field=dotted(path + (key,)))
+                fail(f"duplicate key {key!r} (first at line {first[key]})", line, path + (key,))
             first[key] = line
             lines[path + (key,)] = line
-            _walk(value_node, path + (key,), lines, file, keys, stack)
+            _walk(value_node, path + (key,), lines, file, loader)
     elif isinstance(node, yaml.SequenceNode):
+        if node.tag != _TAG + "seq":
+            not_json("list")
         for i, item in enumerate(node.value):
             lines[path + (i,)] = item.start_mark.line + 1
-            _walk(item, path + (i,), lines, file, keys, stack)
-    stack.discard(id(node))
+            _walk(item, path + (i,), lines, file, loader)
+
+
+def _check_json(value: Any, path: PathT, file: str, locator: Locator) -> None:
+    """Raise on the first value under ``value`` that JSON cannot hold (a date, bytes, NaN, ...)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_json(item, path + (key,), file, locator)
+        return
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_json(item, path + (i,), file, locator)
+        return
+    if value is None or isinstance(value, (str, bool, int)):
+        return
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return
+        message = f"not a JSON value: {value!r}; JSON numbers are finite"
+    elif isinstance(value, (datetime.date, datetime.time)):
+        message = (f"not a JSON value: {type(value).__name__} {value}; quote it to make it a string "
+                   "(YAML reads unquoted dates as timestamps)")
+    elif isinstance(value, (bytes, bytearray)):
+        message = "not a JSON value: bytes (!!binary); use a string"
+    else:
+        message = f"not a JSON value: {type(value).__name__} {_one_line(repr(value))[:60]}"
+    raise CaseError(message, file=file, line=locator.line(path), field=dotted(path) or None)
+
+
+def _read_text(path: Path) -> str:
+    """The text of the regular file ``path`` (UTF-8, at most :data:`MAX_FILE_BYTES`)."""
+    file = str(path)
+    problem = _file_problem(path)
+    if problem == "missing":
+        raise CaseError("file not found", file=file)
+    if problem == "a folder":
+        raise CaseError("not a file (a folder)", file=file)
+    if problem is not None:
+        raise CaseError(f"not a regular file ({problem})", file=file)
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
+            if len(raw) > MAX_FILE_BYTES:
+                size = max(os.fstat(fh.fileno()).st_size, len(raw))
+                raise CaseError(f"file is {size} bytes; the limit is {MAX_FILE_BYTES}", file=file, line=1)
+    except OSError as exc:
+        raise CaseError(f"cannot read file: {_one_line(exc.strerror or exc)}", file=file) from exc
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line_start = raw.rfind(b"\n", 0, exc.start) + 1
+        raise CaseError(f"not UTF-8: byte 0x{raw[exc.start]:02x} at column {exc.start - line_start + 1} "
+                        f"cannot be decoded ({exc.reason}); save the file as UTF-8",
+                        file=file, line=raw.count(b"\n", 0, exc.start) + 1) from exc
 
 
 def load_yaml(path: str | Path) -> tuple[Any, Locator]:
-    """Parse one YAML (or JSON) document with ``yaml.safe_load`` semantics.
+    """Parse one YAML (or JSON) document with ``yaml.safe_load`` semantics, JSON values only.
 
     Returns ``(data, locator)``; an empty file gives ``None``.
 
     Raises:
-        CaseError: file missing or not a file, not readable, YAML syntax error
-            (line from the YAML mark), a duplicate key in a mapping, or a key
-            that is not a string (``1:``, ``yes:``; JSON has string keys only).
+        CaseError: file missing or not a regular file, not readable, larger than
+            :data:`MAX_FILE_BYTES`, not UTF-8 (line of the first bad byte), a
+            YAML syntax error or a forbidden character such as NUL (line from
+            the YAML mark), an alias ``*name`` (refused before it expands),
+            nesting deeper than :data:`MAX_DEPTH`, a ``<<`` merge key, a
+            duplicate key, a key that is not a string (``1:``, ``yes:``), or a
+            value JSON cannot hold: a date or time (``2024-01-01``), ``!!binary``,
+            ``!!set``, ``!!omap``/``!!pairs``, or a non-finite float (``.nan``,
+            ``.inf``).
     """
     path = Path(path)
     file = str(path)
-    if not path.exists():
-        raise CaseError("file not found", file=file)
-    if not path.is_file():
-        raise CaseError("not a file", file=file)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CaseError(f"cannot read file: {exc}", file=file) from exc
+    text = _read_text(path)
     if path.suffix.lower() == ".json":
         # Valid JSON has tabs only as whitespace, which YAML refuses for indentation.
         text = text.replace("\t", " ")
+    loader: _Loader | None = None
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        loader = _Loader(text, file)
+        node = loader.get_single_node()
         lines: dict[PathT, int] = {}
         if node is not None:
-            _walk(node, (), lines, file, yaml.SafeLoader(""), set())
-        data = yaml.SafeLoader("").construct_document(node) if node is not None else None
+            _walk(node, (), lines, file, loader)
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.reader.ReaderError as exc:
+        char = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        name = " (NUL)" if char == 0 else ""
+        raise CaseError(f"YAML error: unacceptable character #x{char:04x}{name}: {exc.reason}",
+                        file=file, line=text.count("\n", 0, exc.position) + 1) from exc
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         what = "YAML error" if isinstance(exc, yaml.constructor.ConstructorError) else "YAML syntax error"
         message = f"{what}: {exc.problem or exc.context or 'invalid YAML'}"
         if exc.problem and exc.context:
             message += f" ({exc.context})"
-        raise CaseError(message, file=file, line=mark.line + 1 if mark else None) from exc
+        raise CaseError(_one_line(message), file=file, line=mark.line + 1 if mark else None) from exc
     except yaml.YAMLError as exc:
-        raise CaseError(f"YAML error: {exc}", file=file) from exc
-    return data, Locator(lines)
+        raise CaseError(f"YAML error: {_one_line(exc)}", file=file, line=1) from exc
+    finally:
+        if loader is not None:
+            loader.dispose()
+    locator = Locator(lines)
+    _check_json(data, (), file, locator)
+    return data, locator
+
+
+def _file_problem(path: Path) -> str | None:
+    """Why ``path`` is not a regular file (following symlinks), or ``None`` when it is one.
+
+    ``"missing"``, ``"a broken symlink"``, ``"a symlink loop"``, ``"a folder"``,
+    ``"a FIFO"``, ``"a socket"``, ``"a device"`` or ``"not accessible (...)"``.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "a broken symlink" if os.path.islink(path) else "missing"
+    except OSError as exc:
+        return "a symlink loop" if exc.errno == errno.ELOOP else f"not accessible ({exc.strerror})"
+    except ValueError:  # an embedded NUL
+        return "not accessible (the name contains NUL)"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device"
+
+
+def _inside(path: Path, root: Path) -> bool:
+    """Whether ``path``, symlinks resolved, lies in folder ``root`` (symlinks resolved)."""
+    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(root))
 
 
 def _load_mapping(path: Path, what: str) -> tuple[dict[str, Any], Locator]:
@@ -172,9 +388,45 @@ def _schema(name: str) -> dict[str, Any]:
     return schema
 
 
+def _is_integer(checker: Any, instance: Any) -> bool:
+    """JSON Schema ``integer``, but only Python ``int``: ``1.0`` is a float here (Draft 2020-12 allows it)."""
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+@functools.cache
+def _ecma_regex(pattern: str) -> re.Pattern[str]:
+    """``pattern`` for :func:`re.search` with ECMA-262's ``$``: the end of the string, not before a final newline."""
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        pattern = pattern[:-1] + r"\Z"
+    return re.compile(pattern)
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: dict[str, Any]) -> Iterable[ValidationError]:
+    """The ``pattern`` keyword, ``$`` as in ECMA-262 (Python's would let ``"refund\\n"`` match ``^[a-z]+$``)."""
+    if validator.is_type(instance, "string") and not _ecma_regex(pattern).search(instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+#: Draft 2020-12 with a strict ``integer`` (``times: 1.0`` is an error, not a float the engine
+#: trips on) and an ECMA-262 ``pattern`` (a trailing newline does not slip past ``$``).
+StrictValidator = validators.extend(
+    Draft202012Validator, validators={"pattern": _pattern},
+    type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer))
+
+#: Explanations appended to ``pattern`` errors, by pattern.
+_PATTERN_HINTS = {
+    "^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$":
+        "a name is 1-128 letters, digits, '_', '.' or '-', starting with a letter, digit or '_' "
+        "(it becomes part of crash point ids and folder names)",
+    "^[A-Za-z0-9_][A-Za-z0-9_-]{0,127}$":
+        "an id is 1-128 letters, digits, '_' or '-', starting with a letter, digit or '_' "
+        "(no '.': `$result.ID.FIELD` splits at dots)",
+}
+
+
 @functools.cache
 def _validator(name: str) -> Draft202012Validator:
-    return Draft202012Validator(_schema(name))
+    return StrictValidator(_schema(name))
 
 
 def _describe(error: ValidationError, path: PathT, locator: Locator) -> tuple[str, PathT, int]:
@@ -196,7 +448,14 @@ def _describe(error: ValidationError, path: PathT, locator: Locator) -> tuple[st
             return f"missing required field {missing[0]!r}", path + (missing[0],), locator.line(path)
     if error.validator == "const" and error.validator_value is False:  # human_gate
         return f"must be false or a mapping, got {inst!r}", path, locator.line(path)
-    return error.message, path, locator.line(path)
+    message = _one_line(error.message)
+    if error.validator == "enum" and isinstance(inst, str):
+        close = difflib.get_close_matches(inst, [str(v) for v in error.validator_value], n=1)
+        if close:
+            message += f"; did you mean {close[0]!r}?"
+    if error.validator == "pattern" and error.validator_value in _PATTERN_HINTS:
+        message += f"; {_PATTERN_HINTS[error.validator_value]}"
+    return message, path, locator.line(path)
 
 
 def validate(data: Any, schema_name: str, path: str | Path, locator: Locator) -> None:
@@ -237,7 +496,7 @@ def _fill_defaults(data: Any, schema: dict[str, Any], root: dict[str, Any]) -> N
     for sub in schema.get("allOf", []):
         _fill_defaults(data, sub, root)
     if "if" in schema:
-        branch = "then" if Draft202012Validator(schema["if"]).is_valid(data) else "else"
+        branch = "then" if StrictValidator(schema["if"]).is_valid(data) else "else"
         if branch in schema:
             _fill_defaults(data, schema[branch], root)
     if isinstance(data, dict):
@@ -283,7 +542,8 @@ class Pack:
 
     ``workflows`` maps a workflow name to its validated data (defaults filled, see
     the module docstring); ``workflow_files`` to its file; ``effects`` maps an
-    effect name to ``{"tool", "compensation"?, "gated_by"?, "required_on_success"}``.
+    effect name to ``{"tool", "compensation"?, "gated_by"?, "required_on_success"}``;
+    ``line_of`` maps a dotted field path of ``pack.yaml`` (``"cases"``) to its line.
     """
 
     name: str
@@ -295,6 +555,7 @@ class Pack:
     default_workflow: str | None
     effects: dict[str, dict[str, Any]]
     cases_dir: Path
+    line_of: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     def effect_for_tool(self, tool: str) -> str | None:
         """Name of the effect whose ``tool`` is ``tool``, or ``None``."""
@@ -347,9 +608,15 @@ def _check_workflow(data: dict[str, Any], file: Path, loc: Locator) -> None:
 def load_pack(pack_dir: str | Path) -> Pack:
     """Load ``pack_dir/pack.yaml`` and every workflow it lists.
 
+    Workflow files and the cases folder must lie inside ``pack_dir`` (after
+    resolving symlinks); a workflow file's ``workflow`` name must equal its key
+    in ``workflows``.
+
     Raises:
-        CaseError: pack.yaml or a workflow file missing or invalid (schema);
-            ``default_workflow`` unknown; an effect's ``tool``/``compensation``
+        CaseError: pack.yaml or a workflow file missing, not a regular file or
+            invalid (schema); a workflow path or ``cases`` that is absolute or
+            points outside the pack folder; a workflow whose ``workflow`` name
+            differs from its key; ``default_workflow`` unknown; an effect's ``tool``/``compensation``
             used by no workflow, its ``gated_by`` no workflow's approval_id, or
             two effects sharing a tool; a phase or task id used twice (one
             namespace for both); an
@@ -364,13 +631,32 @@ def load_pack(pack_dir: str | Path) -> Pack:
     def fail(message: str, path: PathT) -> None:
         raise CaseError(message, file=str(file), line=loc.line(path), field=dotted(path))
 
+    def inside(rel: str, at: PathT) -> Path:
+        """``root / rel``, or an error when ``rel`` leaves the pack folder."""
+        if "\0" in rel:
+            fail(f"{rel!r} contains a NUL character", at)
+        if Path(rel).is_absolute():
+            fail(f"must be a path relative to the pack folder, got {rel!r}", at)
+        target = root / rel
+        if not _inside(target, root):
+            fail(f"{rel!r} points outside the pack folder (resolves to {os.path.realpath(target)})", at)
+        return target
+
+    cases_dir = inside(data["cases"], ("cases",))
     workflows: dict[str, dict[str, Any]] = {}
     workflow_files: dict[str, Path] = {}
     for name, rel in data["workflows"].items():
-        wf_file = root / rel
-        if not wf_file.is_file():
+        wf_file = inside(rel, ("workflows", name))
+        problem = _file_problem(wf_file)
+        if problem == "missing":
             fail(f"workflow file not found: {wf_file}", ("workflows", name))
+        if problem is not None:
+            fail(f"workflow file {wf_file} is not a regular file ({problem})", ("workflows", name))
         wf, wf_loc = _load_checked(wf_file, "workflow", "workflow")
+        if wf["workflow"] != name:
+            raise CaseError(f"workflow {wf['workflow']!r} is listed as {name!r} in "
+                            f"{file}:{loc.line(('workflows', name))}; the two names must be equal",
+                            file=str(wf_file), line=wf_loc.line(("workflow",)), field="workflow")
         _check_workflow(wf, wf_file, wf_loc)
         workflows[name], workflow_files[name] = wf, wf_file
 
@@ -393,12 +679,17 @@ def load_pack(pack_dir: str | Path) -> Pack:
         if "gated_by" in effect and effect["gated_by"] not in approvals:
             fail(f"no workflow has a human_gate with approval_id {effect['gated_by']!r}",
                  ("effects", name, "gated_by"))
+        for i, before in enumerate(effect.get("after", [])):
+            if before not in data["effects"] or before == name:
+                fail(f"'after' names {before!r}, which is not another effect of the pack; effects: "
+                     f"{', '.join(data['effects'])}", ("effects", name, "after", i))
 
     return Pack(
         name=data["pack"], version=data["version"], root=root,
         description=data.get("description", ""), workflows=workflows,
         workflow_files=workflow_files, default_workflow=default,
-        effects=data["effects"], cases_dir=root / data["cases"],
+        effects=data["effects"], cases_dir=cases_dir,
+        line_of={dotted(p): line for p, line in loc.lines.items() if p},
     )
 
 
@@ -502,8 +793,44 @@ def load_case(path: str | Path, pack: Pack) -> Case:
     )
 
 
-def _case_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in CASE_SUFFIXES)
+def _check_case_path(path: Path, pack_root: Path) -> None:
+    """Raise unless ``path`` is a regular file inside the pack (after resolving symlinks)."""
+    problem = _file_problem(path)
+    if problem == "missing":
+        raise CaseError("file not found", file=str(path))
+    if problem is not None:
+        raise CaseError(f"not a regular file ({problem}); a case must be a YAML or JSON file", file=str(path))
+    if not _inside(path, pack_root):
+        raise CaseError(f"points outside the pack {pack_root} (resolves to {os.path.realpath(path)}); "
+                        "copy the case into the pack", file=str(path))
+
+
+def _case_files(folder: Path, pack_root: Path) -> list[Path]:
+    """The case files of ``folder``, sorted by name; raise on anything that would be skipped.
+
+    Names starting with ``.`` are ignored (editor swap and lock files, ``.git``).
+    Other files whose suffix is not one of :data:`CASE_SUFFIXES` are ignored
+    (``README.md``). Everything else is an error, never silently skipped: a
+    subfolder (or a symlink to one; subfolders are not read), and a ``*.yaml``/
+    ``*.yml``/``*.json`` entry that is not a regular file (a broken symlink, a
+    symlink loop, a FIFO, ...) or that resolves outside the pack folder.
+    """
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError as exc:
+        raise CaseError(f"cannot list the folder: {_one_line(exc.strerror or exc)}", file=str(folder)) from exc
+    files: list[Path] = []
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        if _file_problem(entry) == "a folder":
+            raise CaseError(f"subfolders of the cases folder are not read; move the case files in {entry} up "
+                            "or remove it", file=str(entry))
+        if entry.suffix.lower() not in CASE_SUFFIXES:
+            continue
+        _check_case_path(entry, pack_root)
+        files.append(entry)
+    return files
 
 
 def load_target(path: str | Path) -> tuple[Pack, list[Case]]:
@@ -512,27 +839,39 @@ def load_target(path: str | Path) -> tuple[Pack, list[Case]]:
     ``path`` is a pack folder or its ``pack.yaml`` (every ``*.yaml``/``*.yml``/``*.json`` of its cases
     folder, sorted by name), another folder inside a pack (its case files), or
     one case file. The pack is the nearest folder at or above ``path`` holding
-    ``pack.yaml``.
+    ``pack.yaml``. Case files must be regular files inside the pack folder (after
+    resolving symlinks); names starting with ``.`` (editor swap and lock files)
+    and files with other suffixes are ignored; a subfolder is an error (see
+    :func:`_case_files`).
 
     Raises:
-        CaseError: ``path`` missing; no pack; the pack's cases folder missing;
-            the first case that fails to load; a ``case_id`` used twice.
+        CaseError: ``path`` missing or not a regular file or folder; no pack; the
+            pack's cases folder missing or not a folder (at the line of ``cases``
+            in pack.yaml, line 1 when defaulted); an entry of the folder that would
+            otherwise be skipped; the first case that fails to load; a ``case_id``
+            used twice.
     """
     path = Path(path)
     if not path.exists():
         raise CaseError("no such file or folder", file=str(path))
     if path.is_file() and path.name == "pack.yaml":  # the pack file stands for its pack
         path = path.parent
+    if not path.is_file() and not path.is_dir():
+        raise CaseError(f"not a regular file or folder ({_file_problem(path)})", file=str(path))
     pack_dir = find_pack_dir(path)
     pack = load_pack(path if path.is_dir() and (path / "pack.yaml").is_file() else pack_dir)
     if path.is_file():
+        _check_case_path(path, pack.root)
         files = [path]
     else:
         folder = pack.cases_dir if (path / "pack.yaml").is_file() else path
-        if not folder.is_dir():
-            raise CaseError(f"cases folder not found: {folder}", file=str(pack.root / "pack.yaml"),
+        problem = _file_problem(folder)
+        if problem != "a folder":
+            message = (f"cases folder not found: {folder}" if problem in ("missing", "a broken symlink")
+                       else f"cases path is not a folder ({problem or 'a file'}): {folder}")
+            raise CaseError(message, file=str(pack.root / "pack.yaml"), line=pack.line_of.get("cases", 1),
                             field="cases")
-        files = _case_files(folder)
+        files = _case_files(folder, pack.root)
     cases: list[Case] = []
     seen: dict[str, Case] = {}
     for file in files:

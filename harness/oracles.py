@@ -3,11 +3,13 @@
 * ``final_status``: the case's expected status and stop reason.
 * ``side_effects``: from the ledger, the external world's own record: at most once per
   effect, exactly once when the workflow succeeded, never without the approval that
-  gates it, compensated when the workflow failed or was cancelled after it, never
-  without an idempotency key; the case's ``must_not_*``, ``effects`` and ``compensated``.
+  gates it, never before the effects the pack says come first (``after``), compensated
+  when the workflow failed or was cancelled after it, never without an idempotency key,
+  no more repeated calls than kills; the case's ``must_not_*``, ``effects`` and ``compensated``.
 * ``trace``: required events and checkpoints present, every transition legal in
   :data:`crashpoint.engine.states.TRANSITIONS` and chained, every side effect audited with
-  its key, a checkpoint after every side effect and approval request, a stop reason on
+  its key, a checkpoint after every side effect and approval request, no step run again
+  after its result was checkpointed (a resume that lost its place), a stop reason on
   every terminal state.
 * ``differential``: a crashed-and-resumed run ends in the golden run's state with the
   golden run's effects (after the differential testing of McKeeman, 1998, and the
@@ -123,6 +125,20 @@ def side_effects(case: Case, pack: Pack, out: RunOutcome) -> list[Failure]:
         if name in case.expected.get("compensated", ()) and not undone:
             failures.append(Failure("side_effects", f"expected effect {name} compensated, but its compensation "
                                                     f"{comp or '(none in the pack)'} was never applied", lines))
+    repeats = [c for c in out.calls if c["outcome"] == "duplicate"]
+    if len(repeats) > out.kills:
+        failures.append(Failure("side_effects", f"{len(repeats)} tool calls repeated an idempotency key after "
+                                                f"{out.kills} kill(s): each kill may repeat at most the one call "
+                                                "whose result it cut off; the rest re-ran finished steps",
+                                [call_line(c) for c in repeats][:6]))
+    for name, info in pack.effects.items():
+        mine = [c for c in applied if c["tool"] == info["tool"]]
+        for before in info.get("after", ()):
+            tool = pack.effects[before]["tool"]
+            for call in mine:
+                if not any(c["tool"] == tool and c["gseq"] < call["gseq"] for c in applied):
+                    failures.append(Failure("side_effects", f"effect {name} was applied before effect {before}, "
+                                                            f"which must come first", [call_line(call)]))
     asked = Counter(c["args"].get("approval_id") for c in applied if c["tool"] == "approvals.request")
     for approval_id, n in asked.items():
         if n > 1:
@@ -179,6 +195,18 @@ def trace_completeness(case: Case, out: RunOutcome) -> list[Failure]:
             what = event.get("tool") if event["kind"] == "tool_result" else f"approval {event.get('approval_id')}"
             failures.append(Failure("trace", f"no checkpoint after {what} before the next step",
                                     [trace_line(event)] + ([trace_line(nxt)] if nxt else [])))
+    settled: set[str] = set()
+    pending: set[str] = set()
+    for event in trace:
+        if event["kind"] == "tool_result" and event.get("ok"):
+            pending.add(event.get("task"))
+        elif event["kind"] == "checkpoint":
+            settled |= pending
+            pending = set()
+        elif event["kind"] == "step_started" and event.get("task") in settled:
+            failures.append(Failure("trace", f"step {event.get('task')} ran again after its result was checkpointed: "
+                                             "the resumed workflow lost its place", [trace_line(event)]))
+            settled.discard(event.get("task"))
     if out.status in TERMINAL_NAMES:
         if not out.stop_reason:
             failures.append(Failure("trace", f"terminal status {out.status} has no stop reason"))
@@ -190,21 +218,23 @@ def trace_completeness(case: Case, out: RunOutcome) -> list[Failure]:
     return failures
 
 
-def effect_signature(out: RunOutcome) -> Counter[tuple[str, str | None]]:
-    """Applied effects of a run as a multiset of ``(tool, idempotency_key)``."""
-    return Counter((c["tool"], c["idempotency_key"]) for c in out.calls if c["outcome"] == "applied")
+def effect_signature(out: RunOutcome) -> Counter[tuple[str, str | None, str]]:
+    """Applied effects of a run as a multiset of ``(tool, idempotency_key, arguments as JSON)``."""
+    return Counter((c["tool"], c["idempotency_key"], json.dumps(c["args"], sort_keys=True))
+                   for c in out.calls if c["outcome"] == "applied")
 
 
 def differential(out: RunOutcome, golden: RunOutcome) -> list[Failure]:
-    """A crashed-and-resumed run must end like the golden run: same status, stop reason, effects."""
+    """A crashed-and-resumed run must end like the golden run: same status, stop reason, and the
+    same effects with the same arguments (a resume that lost data sends different arguments)."""
     failures = []
     if (out.status, out.stop_reason) != (golden.status, golden.stop_reason):
         failures.append(Failure("differential", f"golden run ended {golden.status} ({golden.stop_reason}); "
                                                 f"after the crash the run ended {out.status} ({out.stop_reason})"))
     mine, gold = effect_signature(out), effect_signature(golden)
     if mine != gold:
-        extra = sorted(f"{t} key={k} x{n}" for (t, k), n in (mine - gold).items())
-        lost = sorted(f"{t} key={k} x{n}" for (t, k), n in (gold - mine).items())
+        extra = sorted(f"{t} key={k} args={a} x{n}" for (t, k, a), n in (mine - gold).items())
+        lost = sorted(f"{t} key={k} args={a} x{n}" for (t, k, a), n in (gold - mine).items())
         failures.append(Failure("differential", f"effects differ from the golden run: extra {extra}, missing {lost}"))
     return failures
 

@@ -9,6 +9,7 @@ picklable callable works (a process pool, a Dask ``distributed`` client's execut
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -88,7 +89,7 @@ def _run_one(driver: Driver, case: Case, pack: Pack, run_dir: Path, crash_point:
         outcome = driver.run(case, run_dir, crash_point)
     except WorkerTimeout as exc:
         return RunResult(case.case_id, crash_point, "unknown", error=str(exc), wall_s=time.perf_counter() - began)
-    except Exception as exc:  # the engine or its adapter broke: a verdict, never a silent skip
+    except (Exception, SystemExit) as exc:  # the engine or its adapter broke: a verdict, never a silent skip
         text = f"{type(exc).__name__}: {exc}"
         if not str(exc):
             text += "\n" + traceback.format_exc(limit=3)
@@ -152,9 +153,9 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
             points[case.case_id] = golden.outcome.crash_points if golden.outcome else []
             if crash == "none" or golden.outcome is None:
                 continue
-            wanted = list(only) if only else points[case.case_id]
+            wanted = list(dict.fromkeys(only)) if only else points[case.case_id]
             for n, point in enumerate(wanted):
-                run_dir = root / case.case_id / f"{n:03d}-{point.replace(':', '_').replace('#', '_')}"
+                run_dir = root / case.case_id / f"{n:03d}-{re.sub(r'[^A-Za-z0-9_.-]', '_', point)[:80]}"
                 futures.append(pool.submit(_run_one, driver, case, pack, run_dir, point, golden.outcome))
         results.extend(done(f.result()) for f in futures)
     finally:

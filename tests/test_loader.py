@@ -383,7 +383,7 @@ def pack_error(pack_dir: Path) -> CaseError:
 def test_pack_unknown_field_and_missing_workflow_file(pack_dir: Path) -> None:
     edit(pack_dir / "pack.yaml", "cases: cases", "cases: cases\nowner: me")
     err = pack_error(pack_dir)
-    assert (err.field, err.line) == ("owner", 25) and err.message.startswith("unknown field 'owner'")
+    assert (err.field, err.line) == ("owner", 26) and err.message.startswith("unknown field 'owner'")
     edit(pack_dir / "pack.yaml", "\nowner: me", "")
     edit(pack_dir / "pack.yaml", "workflows/refund.yaml", "workflows/gone.yaml")
     err = pack_error(pack_dir)

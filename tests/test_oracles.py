@@ -226,6 +226,7 @@ def test_a_deduplicated_retry_is_not_an_effect(pack: Pack, case: Callable[..., C
                                                golden: Callable[[str], RunOutcome]) -> None:
     out = golden(HAPPY)
     add_call(out, the_call(out, ISSUE), outcome="duplicate")  # same key: the tool recognised the retry
+    out.kills = 1  # the kill that cut off the first call's answer
     assert side_effects(case(HAPPY), pack, out) == []
     assert differential(out, golden(HAPPY)) == []
 
@@ -372,6 +373,7 @@ def test_approval_request_retried_with_the_same_key_is_not_asked_twice(pack: Pac
                                                                        golden: Callable[[str], RunOutcome]) -> None:
     out = golden(HAPPY)
     add_call(out, the_call(out, ASK), outcome="duplicate")
+    out.kills = 1
     assert side_effects(case(HAPPY), pack, out) == []
 
 
@@ -581,7 +583,7 @@ def test_differential_extra_effect_fails(golden: Callable[[str], RunOutcome]) ->
     out = golden(HAPPY)
     add_call(out, the_call(out, DRAFT), idempotency_key="wf-x/draft_refund@fresh")
     assert_fails(differential(out, golden(HAPPY)), "differential",
-                 f"effects differ from the golden run: extra ['{DRAFT} key=wf-x/draft_refund@fresh x1'], missing []",
+                 f"effects differ from the golden run: extra ['{DRAFT} key=wf-x/draft_refund@fresh args=",
                  only=True)
 
 
@@ -590,7 +592,7 @@ def test_differential_missing_effect_fails(golden: Callable[[str], RunOutcome]) 
     key = the_call(out, NOTIFY)["idempotency_key"]
     drop_calls(out, NOTIFY)
     assert_fails(differential(out, golden(HAPPY)), "differential",
-                 f"effects differ from the golden run: extra [], missing ['{NOTIFY} key={key} x1']", only=True)
+                 f"effects differ from the golden run: extra [], missing ['{NOTIFY} key={key} args=", only=True)
 
 
 def test_differential_same_effect_under_another_key_fails(golden: Callable[[str], RunOutcome]) -> None:
@@ -598,14 +600,15 @@ def test_differential_same_effect_under_another_key_fails(golden: Callable[[str]
     set_call(out, ISSUE, idempotency_key="wf-x/issue_refund@fresh")
     failure = assert_fails(differential(out, golden(HAPPY)), "differential", "effects differ from the golden run",
                            only=True)
-    assert f"extra ['{ISSUE} key=wf-x/issue_refund@fresh x1']" in failure.message
+    assert f"extra ['{ISSUE} key=wf-x/issue_refund@fresh args=" in failure.message
     assert f"missing ['{ISSUE} key=" in failure.message
 
 
 def test_judge_runs_the_differential_oracle_only_for_crashed_runs(pack: Pack, case: Callable[..., Case],
                                                                   golden: Callable[[str], RunOutcome]) -> None:
     out = golden(HAPPY)
-    add_call(out, the_call(out, NOTIFY), outcome="duplicate")  # harmless, so every other oracle passes
+    add_call(out, the_call(out, NOTIFY), outcome="duplicate")  # harmless after a kill, so every other oracle passes
+    out.kills = 1
     out.stop_reason = "completed: all done"  # differs from the golden run's, still contains "completed"
     assert out.crash_point is None
     assert judge(case(HAPPY), pack, out, golden(HAPPY)) == []
@@ -613,3 +616,41 @@ def test_judge_runs_the_differential_oracle_only_for_crashed_runs(pack: Pack, ca
     assert_fails(judge(case(HAPPY), pack, out, golden(HAPPY)), "differential", "golden run ended succeeded",
                  only=True)
     assert judge(case(HAPPY), pack, out, None) == []
+
+
+# ---------------------------------------------------------------- checks added after the breaker's report
+
+def test_more_repeated_calls_than_kills_fails(pack: Pack, case: Callable[..., Case],
+                                              golden: Callable[[str], RunOutcome]) -> None:
+    out = golden(HAPPY)
+    add_call(out, the_call(out, DRAFT), outcome="duplicate")
+    add_call(out, the_call(out, ISSUE), outcome="duplicate")
+    out.kills = 1
+    assert_fails(side_effects(case(HAPPY), pack, out), "side_effects",
+                 "2 tool calls repeated an idempotency key after 1 kill(s)", only=True)
+
+
+def test_a_step_run_again_after_its_checkpoint_fails(case: Callable[..., Case],
+                                                     golden: Callable[[str], RunOutcome]) -> None:
+    out = golden(HAPPY)
+    started = next(e for e in out.trace if e["kind"] == "step_started" and e["task"] == "draft_refund")
+    out.trace.insert(len(out.trace) - 2, {**copy.deepcopy(started), "seq": 999})
+    assert_fails(trace_completeness(bare(case(HAPPY)), out), "trace",
+                 "step draft_refund ran again after its result was checkpointed")
+
+
+def test_an_effect_before_the_one_it_must_follow_fails(pack: Pack, case: Callable[..., Case],
+                                                       golden: Callable[[str], RunOutcome]) -> None:
+    out = golden(HAPPY)
+    notify, issue = the_call(out, NOTIFY), the_call(out, ISSUE)
+    notify["gseq"], issue["gseq"] = issue["gseq"], notify["gseq"]
+    assert_fails(side_effects(case(HAPPY), pack, out), "side_effects",
+                 "effect notify_customer was applied before effect issue_refund")
+
+
+def test_differential_same_key_other_arguments_fails(golden: Callable[[str], RunOutcome]) -> None:
+    gold = golden(HAPPY)
+    out = copy.deepcopy(gold)
+    out.crash_point = "after_checkpoint:refund_issued"
+    the_call(out, NOTIFY)["args"]["refund_id"] = None
+    assert_fails(differential(out, gold), "differential", "effects differ from the golden run", only=True)

@@ -159,3 +159,24 @@ def test_approval_request_without_checkpoint_is_caught_even_when_a_decision_foll
     result = run_golden("variants.engines:NoCheckpointAfterApprovalRequest",
                         "cancel_while_waiting_compensates_draft")
     assert_caught(result, "trace", "no checkpoint after approval refund_approval before the next step")
+
+
+def test_replay_from_start_is_caught_as_a_lost_place() -> None:
+    pack, cases = _target()
+    result = sweep(pack, [cases[HAPPY]], ReferenceAdapter(engine="variants.engines:ReplayFromStart"),
+                   crash="every", jobs=2, only=["after_checkpoint:refund_issued"])
+    assert_caught(result, "trace", "step issue_refund ran again after its result was checkpointed")
+    assert_caught(result, "side_effects", "tool calls repeated an idempotency key after 1 kill(s)")
+
+
+def test_argument_lost_on_resume_is_caught_by_the_differential_oracle() -> None:
+    pack, cases = _target()
+    result = sweep(pack, [cases[HAPPY]], ReferenceAdapter(engine="variants.engines:LostArgOnResume"),
+                   crash="every", jobs=2, only=["after_checkpoint:refund_issued"])
+    assert golden(result, HAPPY).verdict == "passed"  # one process does it right
+    assert_caught(result, "differential", "effects differ from the golden run")
+
+
+def test_notification_before_the_refund_is_caught_by_effect_order() -> None:
+    result = run_golden("variants.engines:NotifyBeforeIssue", HAPPY)
+    assert_caught(result, "side_effects", "effect notify_customer was applied before effect issue_refund")

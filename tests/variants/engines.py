@@ -289,3 +289,76 @@ class NoCheckpointAfterApprovalRequest(NoCheckpointAfterEffect):
     """
 
     UNCHECKPOINTED = "approval_request"
+
+
+# Three bugs found by the adversarial review: each passed every oracle before the oracles
+# learnt to check the order of effects, their arguments, and steps re-run after a checkpoint.
+
+class NotifyBeforeIssue(Engine):
+    """Bug: runs the ``issue`` phase's tasks in reverse, so the customer is told before the refund exists.
+
+    Caught by: ``side_effects`` ("effect notify_customer was applied before effect issue_refund"),
+    from the pack's ``after`` ordering, already in the golden run.
+    """
+
+    def _definition(self, name: str, version: int) -> Any:
+        data = super()._definition(name, version).to_dict()
+        for phase in data["phases"]:
+            if phase["id"] == "issue":
+                phase["tasks"] = list(reversed(phase["tasks"]))
+        return WorkflowDefinition.from_dict(data)
+
+
+class LostArgOnResume(Engine):
+    """Bug: the refund id passed to the notification lives in process memory; after a kill between
+    issuing and notifying, the resumed worker e-mails the customer with ``refund_id: null``.
+
+    Seed failure mode: "workflow state kept apart from model context" -- here it is not.
+    Caught by: ``differential`` (same effect, same key, other arguments than the golden run).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._issued: set[str] = set()
+
+    def _run_step(self, wid: str, status: Status, st: dict[str, Any], definition: Any) -> None:
+        phase = definition.phases[st["phase"]]
+        task = phase.tasks[st["task"]] if st["stage"] == "task" else None
+        if task is not None and task.id == "issue_refund":
+            self._issued.add(wid)
+        if task is not None and task.id == "notify_customer" and wid not in self._issued:
+            st["results"]["issue_refund"] = {}
+        super()._run_step(wid, status, st, definition)
+
+
+class ReplayFromStart(Engine):
+    """Bug: a resumed worker ignores the durable cursor and replays the workflow from its first task.
+
+    The tools' idempotency keys hide the repeated effects (the ledger records ``duplicate``),
+    so only "resumed without losing its place" shows it. Seed failure mode: "the workflow cannot
+    resume because the current step is implicit". Caught by: ``trace`` ("ran again after its
+    result was checkpointed") and ``side_effects`` (more repeated calls than kills).
+    """
+
+    def advance(self, wid: str) -> str:
+        if wid not in self._seen:
+            row = self.store.workflow(wid)
+            if row is not None and row["status"] in ("running", "retrying"):
+                st = json.loads(row["state"])
+                st.update(phase=0, task=0, stage="task", attempt=0, retry_at=None, results={}, side_effects=[])
+                with self.store.transaction() as conn:
+                    self.store.save_state(conn, wid, row["status"], st, self.clock.now())
+        return super().advance(wid)
+
+
+class NoLease(Engine):
+    """Bug: no per-workflow lease, so two recovering workers run the same workflow at once.
+
+    Caught by: ``tests/test_recovery.py`` (the ledger shows the same step called by both workers).
+    """
+
+    def run_until_quiescent(self) -> dict[str, str]:
+        live = [s.value for s in Status if s not in TERMINAL]
+        for workflow_id in self.store.workflow_ids(live):
+            self.advance(workflow_id)
+        return {wid: self.store.workflow(wid)["status"] for wid in self.store.workflow_ids()}
