@@ -92,8 +92,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     pack, cases = load_target(resolve_path(args.path))
     adapter = _adapter(args.engine)
-    if args.crash_point and args.crash == "none":
-        raise UsageError("--crash-point needs --crash every")
+    if args.crash_point and args.crash != "every":
+        raise UsageError("--crash-point needs --crash every (a schedule 'A >> B' kills twice)")
+    if args.budget is not None and (args.crash != "recovery" or args.budget < 1):
+        raise UsageError("--budget N (N >= 1) applies to --crash recovery only")
     if args.json is not None:
         target = Path(args.json)
         if not args.json or target.is_dir():
@@ -122,6 +124,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
           f"{adapter.name} {adapter.version()}, crash={args.crash}", flush=True)
     result = sweep(pack, cases, adapter, crash=args.crash, jobs=args.jobs, workdir=args.workdir,
                    keep=bool(args.workdir), worker_timeout_s=args.worker_timeout, only=args.crash_point or (),
+                   budget=args.budget,
                    on_result=progress)
     if not args.quiet:
         sys.stderr.write("\n")
@@ -157,8 +160,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="sweep a pack or a case: a golden run, then a SIGKILL at every crash point")
     run.add_argument("path", help="pack folder, case file, or built-in pack name (refunds)")
-    run.add_argument("--crash", choices=("every", "none"), default="every",
-                     help="every: kill at each crash point of the golden run; none: golden runs only")
+    run.add_argument("--crash", choices=("every", "none", "recovery"), default="every",
+                     help="every: kill at each crash point of the golden run; none: golden runs only; "
+                          "recovery: every, plus a second kill at each crash point of each recovery")
+    run.add_argument("--budget", type=int, default=None, metavar="N",
+                     help="with --crash recovery: at most N double-kill runs per case (default: all pairs)")
     run.add_argument("--crash-point", action="append", metavar="ID",
                      help="only this crash point (repeatable), e.g. after_checkpoint:refund_draft")
     run.add_argument("--json", metavar="FILE", help="write the result document here (atomically)")

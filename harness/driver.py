@@ -89,7 +89,8 @@ class Driver:
         self.worker_timeout_s = worker_timeout_s
 
     def run(self, case: Case, run_dir: Path, crash_point: str | None = None) -> RunOutcome:
-        """Run ``case`` in the empty folder ``run_dir``.
+        """Run ``case`` in the empty folder ``run_dir``, killing a worker at ``crash_point``: an id, or a
+        schedule ``"A >> B"`` that kills again at ``B`` during the recovery from ``A``.
 
         Raises:
             EngineCrashed: a worker exited non-zero without being killed by the harness.
@@ -134,7 +135,7 @@ class Driver:
         finally:
             ledger.close()
             out.crash_points = crashpoints.passed(run_dir)
-            out.crash_fired = crashpoints.fired(run_dir)
+            out.crash_fired = crashpoints.fired(run_dir, crash_point)
             out.wall_s = time.perf_counter() - began
         return out
 
@@ -183,7 +184,7 @@ class Driver:
         At most :data:`MAX_WORKERS_PER_RUN` workers per call (one event), so a crash loop ends.
         """
         for _ in range(MAX_WORKERS_PER_RUN):
-            fired_before = crashpoints.fired(ctx.run_dir)
+            fired_before = len(crashpoints.fired_points(ctx.run_dir))
             argv = self.adapter.worker_command(ctx, PROBE_SPEC, crashpoints.probe_arg(ctx.run_dir, crash_point))
             out.workers += 1
             log = ctx.run_dir / f"worker-{out.workers:03d}.log"
@@ -194,7 +195,7 @@ class Driver:
                                  + "; ".join(leftovers))
             if rc == 0:
                 return
-            if rc == -signal.SIGKILL and not fired_before and crashpoints.fired(ctx.run_dir):
+            if rc == -signal.SIGKILL and len(crashpoints.fired_points(ctx.run_dir)) > fired_before:
                 out.kills += 1
                 continue
             tail = log.read_text(errors="replace").strip().splitlines()[-6:] if log.exists() else []

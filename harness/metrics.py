@@ -22,6 +22,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from crashpoint.harness.crashpoints import THEN
 from crashpoint.harness.sweep import RunResult
 
 
@@ -62,7 +63,8 @@ def _metrics(df: pd.DataFrame) -> dict[str, float | None]:
         "duplicate_event_safety": _ratio(int(df.dup_safe.sum()), int(df.dup.sum())),
         "retry_success": _ratio(int(df.retry_ok.sum()), int(df.retry.sum())),
         "compensation_success": _ratio(int(df.comp_ok.sum()), int(df.comp.sum())),
-        "crash_points_covered": _ratio(crashed.drop_duplicates(["case_id", "point"]).shape[0],
+        "crash_points_covered": _ratio(crashed[~crashed.point.str.contains(THEN, regex=False)]
+                                       .drop_duplicates(["case_id", "point"]).shape[0],
                                        int(df.golden_points.sum())),
     }
 

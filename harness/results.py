@@ -6,9 +6,12 @@ Shape (stable; README "The JSON report")::
      "engine": {"name", "version"}, "pack": {"name", "version", "path"}, "crash": "every"|"none",
      "wall_s",
      "summary": {"cases", "runs", "passed", "failed", "errors", "unknown", "crash_points",
-                 "metrics": {metric: ratio|null}},
+                 "recovery_pairs", "metrics": {metric: ratio|null}},
      "per_case": {case_id: {"runs", "passed", "failed", "errors", "unknown", "crash_points",
-                            "metrics": {...}}},
+                            "recovery_pairs", "metrics": {...}}},
+
+``crash_point`` of a result is ``"none"`` (golden run), an id, or ``"A >> B"`` (killed at ``A``,
+then at ``B`` during the recovery).
      "results": [{"case_id", "crash_point", "verdict", "failures": [{"oracle", "message",
                   "evidence"}], "error", "final_status", "stop_reason", "crash_fired",
                   "workers", "kills", "notes", "wall_s", "reproduce"?}]}
@@ -24,6 +27,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from crashpoint import __version__
+from crashpoint.harness.crashpoints import THEN
 from crashpoint.harness.metrics import aggregate
 from crashpoint.harness.sweep import SweepResult
 
@@ -41,7 +45,9 @@ def sweep_data(result: SweepResult) -> dict[str, Any]:
     per_case: dict[str, Any] = {}
     for case_id, points in result.crash_points.items():
         verdicts = Counter(r.verdict for r in result.results if r.case_id == case_id)
-        per_case[case_id] = _counts(verdicts) | {"crash_points": len(points),
+        pairs = sum(1 for r in result.results if r.case_id == case_id and r.crash_point
+                    and THEN in r.crash_point)
+        per_case[case_id] = _counts(verdicts) | {"crash_points": len(points), "recovery_pairs": pairs,
                                                  "metrics": metrics["per_case"].get(case_id, {})}
     verdicts = Counter(r.verdict for r in result.results)
     return {
@@ -54,6 +60,7 @@ def sweep_data(result: SweepResult) -> dict[str, Any]:
         "wall_s": round(result.wall_s, 3),
         "summary": {"cases": len(result.crash_points)} | _counts(verdicts) | {
             "crash_points": sum(len(p) for p in result.crash_points.values()),
+            "recovery_pairs": sum(c["recovery_pairs"] for c in per_case.values()),
             "metrics": metrics["overall"]},
         "per_case": per_case,
         "results": [r.to_dict() for r in result.results],

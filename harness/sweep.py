@@ -20,12 +20,13 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from crashpoint.errors import WorkerTimeout
+from crashpoint.harness import crashpoints
 from crashpoint.harness.adapter import EngineAdapter
 from crashpoint.harness.driver import Driver, RunOutcome
 from crashpoint.harness.loader import Case, Pack
 from crashpoint.harness.oracles import Failure, judge
 
-CRASH_MODES = ("every", "none")
+CRASH_MODES = ("every", "none", "recovery")
 VERDICTS = ("passed", "failed", "error", "unknown")
 
 
@@ -108,13 +109,17 @@ def _run_one(driver: Driver, case: Case, pack: Pack, run_dir: Path, crash_point:
 def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: str = "every",
           jobs: int | None = None, executor: Executor | None = None, workdir: Path | None = None,
           keep: bool = False, worker_timeout_s: float = 60.0, only: Sequence[str] = (),
+          budget: int | None = None,
           on_result: Callable[[RunResult], None] | None = None) -> SweepResult:
     """Run the golden run of every case, then (``crash="every"``) one run per crash point it passed.
 
     Args:
         pack, cases: what to run (from :func:`crashpoint.harness.loader.load_target`).
         adapter: the engine under test.
-        crash: ``every`` | ``none``.
+        crash: ``every`` | ``none`` | ``recovery`` (``every``, then for each kill ``A`` a run per crash
+            point ``B`` of the recovery from ``A``, killed at ``A`` and again at ``B``: ``"A >> B"``).
+        budget: for ``recovery``, at most this many double-kill runs per case, spread evenly over
+            the pairs (default: every pair).
         jobs: parallel runs (default: the number of CPUs); ignored when ``executor`` is given.
         executor: any :class:`concurrent.futures.Executor`.
         workdir: where run folders go (default: a temporary folder, removed unless ``keep``).
@@ -157,7 +162,22 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
             for n, point in enumerate(wanted):
                 run_dir = root / case.case_id / f"{n:03d}-{re.sub(r'[^A-Za-z0-9_.-]', '_', point)[:80]}"
                 futures.append(pool.submit(_run_one, driver, case, pack, run_dir, point, golden.outcome))
-        results.extend(done(f.result()) for f in futures)
+        singles = [done(f.result()) for f in futures]
+        results.extend(singles)
+        if crash == "recovery":
+            doubles = []
+            for case in cases:
+                pairs = [f"{r.crash_point}{crashpoints.THEN}{b}" for r in singles
+                         if r.case_id == case.case_id and r.outcome is not None and r.outcome.crash_fired
+                         for b in crashpoints.recovery_points(r.outcome.crash_points, r.crash_point)]
+                if budget is not None and len(pairs) > budget:
+                    step = len(pairs) / budget
+                    pairs = [pairs[int(i * step)] for i in range(budget)]
+                golden = golden_results[case.case_id].outcome
+                for n, pair in enumerate(pairs):
+                    run_dir = root / case.case_id / f"r{n:04d}"
+                    doubles.append(pool.submit(_run_one, driver, case, pack, run_dir, pair, golden))
+            results.extend(done(f.result()) for f in doubles)
     finally:
         if own:
             pool.shutdown(wait=True, cancel_futures=True)

@@ -52,7 +52,8 @@ def summary(data: dict[str, Any]) -> str:
     s = data["summary"]
     rows = [["engine", f"{data['engine']['name']} {data['engine']['version']}"],
             ["pack", f"{data['pack']['name']} {data['pack']['version']}"],
-            ["cases", s["cases"]], ["crash points", s["crash_points"]], ["runs", s["runs"]],
+            ["cases", s["cases"]], ["crash points", s["crash_points"]],
+            ["recovery pairs", s.get("recovery_pairs", 0)], ["runs", s["runs"]],
             ["passed", s["passed"]], ["failed", s["failed"]], ["errors", s["errors"]], ["unknown", s["unknown"]]]
     rows += [[name.replace("_", " "), _ratio(value)] for name, value in s["metrics"].items()]
     rows.append(["wall time", f"{data['wall_s']:.1f} s"])

@@ -86,3 +86,21 @@ def test_a_killed_worker_leaves_no_lease_behind(tmp_path: Path, first: str) -> N
     engine = Engine(run_dir / "engine.db", _NoTools(), VirtualClock(run_dir / "ledger.db"))
     assert {engine.status(f"wf-{n}").status for n in range(N)} == {"succeeded"}
     engine.close()
+
+
+def test_crash_during_recovery_sweep_kills_twice_and_passes(tmp_path: Path) -> None:
+    """``--crash recovery``: each run is killed at A, then at B while the new worker recovers."""
+    from crashpoint.harness.adapters.reference import ReferenceAdapter
+    from crashpoint.harness.loader import load_target
+    from crashpoint.harness.results import sweep_data
+    from crashpoint.harness.sweep import sweep
+
+    pack, cases = load_target(WORKFLOW.parents[1] / "cases" / "refund_denied_compensates_draft.yaml")
+    result = sweep(pack, cases, ReferenceAdapter(), crash="recovery", budget=12, jobs=2)
+    doubles = [r for r in result.results if r.crash_point and " >> " in r.crash_point]
+    assert len(doubles) == 12
+    assert all(r.outcome.kills == 2 and r.outcome.crash_fired for r in doubles)
+    assert {r.verdict for r in result.results} == {"passed"}
+    data = sweep_data(result)
+    assert data["summary"]["recovery_pairs"] == 12
+    assert data["summary"]["metrics"]["crash_points_covered"] == 1.0
