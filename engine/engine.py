@@ -236,7 +236,7 @@ class Engine:
                     with self.store.transaction() as conn:
                         self.store.append(conn, workflow_id, self.clock.now(), "workflow_resumed",
                                           status=status.value, from_checkpoint=st["last_checkpoint"],
-                                          worker=self.worker_id)
+                                          worker=self.worker_id, version=definition.version)
             if status in TERMINAL:
                 return status.value
             if status is not S.COMPENSATING and self.store.pending_inbox(workflow_id, "cancel"):
@@ -267,7 +267,10 @@ class Engine:
             self.clock.sleep(st["retry_at"] - now)
             now = self.clock.now()
         moves = [S.RETRYING, S.RUNNING] if status is S.RETRYING else [S.RUNNING]
-        if phase.timeout_s is not None and now - st["phase_started_at"] > phase.timeout_s:
+        # A step whose call was planned before a crash may have had its effect already: it is called
+        # again with its key (which reconciles it) rather than failed by a timeout that ran out meanwhile.
+        in_flight = st.get("in_flight") == task.id
+        if phase.timeout_s is not None and now - st["phase_started_at"] > phase.timeout_s and not in_flight:
             self._task_failed(wid, st, definition, phase, task, moves,
                               f"phase {phase.id!r} exceeded its timeout of {phase.timeout_s} s", retryable=False)
             return
@@ -281,6 +284,7 @@ class Engine:
         key = st["keys"].get(task.id) or f"{wid}/{task.id}"
         args = resolve_args(task.args, st)
         st["keys"][task.id] = key
+        st["in_flight"] = task.id  # durable with the plan; cleared by the checkpoint of the step's outcome
 
         def plan(conn: sqlite3.Connection) -> None:
             self._moves(conn, wid, now, moves)
@@ -327,6 +331,7 @@ class Engine:
                events: list[tuple[str, dict[str, Any]]], moves: list[Status], effect: tuple | None) -> None:
         """Apply a step's typed transition in one checkpoint transaction named after the task's checkpoint."""
         now = self.clock.now()
+        st.pop("in_flight", None)
         events = events + [("step_result", {"task": task.id, "transition": TRANSITION_NAMES[type(outcome)]})]
         if isinstance(outcome, (Continue, Complete)):
             patch = dict(outcome.patch)

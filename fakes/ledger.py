@@ -3,9 +3,10 @@
 It answers "how many times did this logical effect happen", which is what the
 side-effect oracle reads. Tables:
 
-    calls(seq, tool, args, idempotency_key, outcome, retryable, result, error, at)
+    calls(seq, tool, args, idempotency_key, outcome, retryable, result, error, at, gseq, lost)
         outcome: applied | duplicate | failed
-    script(seq, tool, outcome, message, consumed)    outcomes queued for a tool's next calls
+        lost: 1 when the caller never got this call's answer (a scripted ``lost_response``)
+    script(seq, tool, outcome, message, seconds, consumed)    outcomes queued for a tool's next calls
     decisions(seq, approval_id, granted, by, at)     what the human answered, in order
     clock(id, now)                                   virtual time, seconds
     state(key, value)                                 the fake services' own records
@@ -27,11 +28,11 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, tool TEXT NOT NULL, args TEXT NOT NULL,
     idempotency_key TEXT, outcome TEXT NOT NULL, retryable INTEGER, result TEXT, error TEXT, at REAL NOT NULL,
-    gseq INTEGER NOT NULL);
+    gseq INTEGER NOT NULL, lost INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS calls_key ON calls (tool, idempotency_key);
 CREATE TABLE IF NOT EXISTS script (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, tool TEXT NOT NULL, outcome TEXT NOT NULL,
-    message TEXT, consumed INTEGER NOT NULL DEFAULT 0);
+    message TEXT, seconds REAL, consumed INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS decisions (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, approval_id TEXT NOT NULL, granted INTEGER NOT NULL,
     by TEXT NOT NULL, at REAL NOT NULL, gseq INTEGER NOT NULL);
@@ -39,7 +40,15 @@ CREATE TABLE IF NOT EXISTS clock (id INTEGER PRIMARY KEY CHECK (id = 1), now REA
 CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
-SCRIPT_OUTCOMES = ("success", "retryable", "fatal")
+#: Scripted outcomes of a tool's next calls:
+#:
+#: * ``success``: the call is applied and answered (the default beyond the script);
+#: * ``retryable`` / ``fatal``: the call fails with that kind of error, nothing applied;
+#: * ``timeout``: the call times out before the effect: a retryable error, nothing applied;
+#: * ``lost_response``: the effect is applied (recorded ``applied``, ``lost``), then the caller gets a
+#:   retryable "connection reset" instead of the answer; a retry with the same key is a ``duplicate``;
+#: * ``slow``: the virtual clock moves ``seconds`` forward during the call, which then succeeds.
+SCRIPT_OUTCOMES = ("success", "retryable", "fatal", "timeout", "lost_response", "slow")
 
 
 @dataclass(frozen=True)
@@ -52,8 +61,10 @@ class Call:
         outcome: ``applied`` (the effect happened), ``duplicate`` (same key as an earlier call,
             not applied again) or ``failed``.
         retryable: for failures, whether the error was retryable.
-        at: virtual time of the call, seconds.
+        at: virtual time of the call, seconds (when it began; a ``slow`` call ends later).
         gseq: position in the order shared with human decisions.
+        lost: the caller never got this call's answer (a scripted ``lost_response``): a retry with
+            the same key, recorded ``duplicate``, is then expected.
     """
 
     seq: int
@@ -66,6 +77,7 @@ class Call:
     error: str | None
     at: float
     gseq: int
+    lost: bool = False
 
 
 def next_gseq(conn: sqlite3.Connection) -> int:
@@ -106,17 +118,23 @@ class Ledger:
         self.db.execute("COMMIT")
 
     # -- set-up by the harness -----------------------------------------------
-    def script(self, tool: str, outcome: str, message: str = "", times: int = 1) -> None:
-        """Queue ``times`` outcomes (success | retryable | fatal) for ``tool``'s next calls.
+    def script(self, tool: str, outcome: str, message: str = "", times: int = 1,
+               seconds: float | None = None) -> None:
+        """Queue ``times`` outcomes (see :data:`SCRIPT_OUTCOMES`) for ``tool``'s next calls.
+
+        ``seconds`` is how long a ``slow`` call takes (virtual seconds, > 0); other outcomes take none.
 
         Raises:
-            ValueError: unknown outcome or ``times < 1``.
+            ValueError: unknown outcome, ``times < 1``, or ``seconds`` missing or not > 0 for
+                ``slow`` (or given for another outcome).
         """
         if outcome not in SCRIPT_OUTCOMES or times < 1:
             raise ValueError(f"script outcome must be one of {SCRIPT_OUTCOMES} and times >= 1")
+        if (outcome == "slow") != (seconds is not None) or (seconds is not None and not seconds > 0):
+            raise ValueError("a slow outcome needs seconds > 0; other outcomes take no seconds")
         with self.transaction() as conn:
-            conn.executemany("INSERT INTO script (tool, outcome, message) VALUES (?, ?, ?)",
-                             [(tool, outcome, message)] * times)
+            conn.executemany("INSERT INTO script (tool, outcome, message, seconds) VALUES (?, ?, ?, ?)",
+                             [(tool, outcome, message, seconds)] * times)
 
     def record_decision(self, approval_id: str, granted: bool, by: str, at: float) -> None:
         """Record what the (fake) human answered, before it is delivered to the engine."""
@@ -132,7 +150,8 @@ class Ledger:
             sql, params = sql + " WHERE tool=?", (tool,)
         return [Call(r["seq"], r["tool"], json.loads(r["args"]), r["idempotency_key"], r["outcome"],
                      None if r["retryable"] is None else bool(r["retryable"]),
-                     None if r["result"] is None else json.loads(r["result"]), r["error"], r["at"], r["gseq"])
+                     None if r["result"] is None else json.loads(r["result"]), r["error"], r["at"], r["gseq"],
+                     bool(r["lost"]))
                 for r in self.db.execute(sql + " ORDER BY seq", params)]
 
     def applied(self, tool: str) -> list[Call]:

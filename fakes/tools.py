@@ -9,6 +9,14 @@ again; a new key (or no key) is a new effect.
 Each call passes two crash points, ``before_effect:TOOL`` and ``after_effect:TOOL``,
 through the probe: after the second one the effect is durable in the ledger but the
 caller has not seen the response yet.
+
+A tool's next calls may be scripted (:data:`crashpoint.fakes.ledger.SCRIPT_OUTCOMES`): a
+``retryable`` or ``fatal`` failure, a ``timeout`` (retryable, nothing applied), a
+``lost_response`` (the effect is applied and recorded ``applied`` with ``lost=1``, then the
+caller gets a retryable "connection reset"; a refusal whose answer is lost is recorded
+``failed`` with ``lost=1`` the same way), or a ``slow`` call (the virtual clock moves forward
+by the script's ``seconds`` in the call's own transaction, then it answers). A repeated key
+never consumes the script: it is answered from the ledger.
 """
 
 from __future__ import annotations
@@ -78,30 +86,39 @@ class Toolbox:
         self.probe(f"before_effect:{tool}")
         error: ToolError | None = None
         with self.ledger.transaction() as conn:
-            scripted = conn.execute("SELECT seq, outcome, message FROM script WHERE tool=? AND consumed=0 "
+            scripted = conn.execute("SELECT seq, outcome, message, seconds FROM script WHERE tool=? AND consumed=0 "
                                     "ORDER BY seq LIMIT 1", (tool,)).fetchone()
+            outcome, message = "success", ""
             if scripted is not None:
                 conn.execute("UPDATE script SET consumed=1 WHERE seq=?", (scripted["seq"],))
+                outcome, message = scripted["outcome"], scripted["message"]
             seq = conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM calls").fetchone()[0]
             gseq = next_gseq(conn)
-            if scripted is not None and scripted["outcome"] != "success":
-                retryable = scripted["outcome"] == "retryable"
-                error = ToolError(scripted["message"] or f"{tool}: scripted {scripted['outcome']} failure",
-                                  retryable=retryable)
+            lost = outcome == "lost_response"
+            if outcome in ("retryable", "fatal"):
+                error = ToolError(message or f"{tool}: scripted {outcome} failure", retryable=outcome == "retryable")
+            elif outcome == "timeout":
+                error = ToolError(message or f"{tool}: timeout (no answer in time; nothing was applied)",
+                                  retryable=True)
             else:
                 try:
                     result = handler(self, dict(args), _ref("x", key, seq))
                 except ToolError as exc:
                     error = exc
             if error is not None:
-                conn.execute("INSERT INTO calls (tool, args, idempotency_key, outcome, retryable, error, at, gseq) "
-                             "VALUES (?, ?, ?, 'failed', ?, ?, ?, ?)",
-                             (tool, args_json, key, int(error.retryable), str(error), at, gseq))
+                conn.execute("INSERT INTO calls (tool, args, idempotency_key, outcome, retryable, error, at, gseq, "
+                             "lost) VALUES (?, ?, ?, 'failed', ?, ?, ?, ?, ?)",
+                             (tool, args_json, key, int(error.retryable), str(error), at, gseq, int(lost)))
             else:
-                conn.execute("INSERT INTO calls (tool, args, idempotency_key, outcome, result, at, gseq) "
-                             "VALUES (?, ?, ?, 'applied', ?, ?, ?)",
-                             (tool, args_json, key, json.dumps(result), at, gseq))
+                conn.execute("INSERT INTO calls (tool, args, idempotency_key, outcome, result, at, gseq, lost) "
+                             "VALUES (?, ?, ?, 'applied', ?, ?, ?, ?)",
+                             (tool, args_json, key, json.dumps(result), at, gseq, int(lost)))
+            if outcome == "slow":  # the call takes this long: time moves with the effect, atomically
+                conn.execute("UPDATE clock SET now = now + ? WHERE id=1", (scripted["seconds"],))
         self.probe(f"after_effect:{tool}")
+        if lost:
+            raise ToolError(message or f"{tool}: connection reset after the effect (the answer was lost)",
+                            retryable=True)
         if error is not None:
             raise error
         return result

@@ -62,6 +62,12 @@ class EngineAdapter(Protocol):
         (name -> workflow definition data, the pack's workflow YAML parsed)."""
         ...
 
+    def deploy(self, run: RunContext, workflow: Mapping[str, Any]) -> bool:
+        """Deploy one more version of a workflow while runs are in flight (a case's ``deploy`` event):
+        ``workflow`` is definition data like ``prepare``'s values, with a new ``version``. Runs that
+        started on an earlier version must finish on it. ``False`` if that version was already deployed."""
+        ...
+
     def start(self, run: RunContext, workflow_id: str, workflow: str, input: Mapping[str, Any], *,
               initial_step: str | None, idempotency_key: str) -> bool:
         """Submit a start request; ``False`` if the engine recognised it as a duplicate."""

@@ -2,8 +2,10 @@
 
 Commands:
     crashpoint run PATH [--crash every|none] [--crash-point ID ...] [--json FILE] [--jobs N]
-                        [--engine MODULE:CLASS] [--workdir DIR] [--worker-timeout S] [-q]
+                        [--engine MODULE:CLASS] [--workdir DIR] [--worker-timeout S] [--save-traces DIR] [-q]
     crashpoint validate PATH
+    crashpoint replay TRACE [--engine MODULE:CLASS] [--workdir DIR] [--worker-timeout S]
+    crashpoint incident TRACE [--out FILE]
 
 PATH is a pack folder, a case file inside a pack, or the name of a built-in pack
 (``refunds``). Exit codes are :class:`ExitCode`.
@@ -110,6 +112,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(f"--worker-timeout must be a finite number of seconds > 0, got {args.worker_timeout}")
     if args.workdir and args.workdir.exists() and (not args.workdir.is_dir() or any(args.workdir.iterdir())):
         raise UsageError(f"--workdir {args.workdir}: must be an empty folder or not exist yet")
+    if args.save_traces and args.save_traces.exists() and not args.save_traces.is_dir():
+        raise UsageError(f"--save-traces {args.save_traces}: not a folder")
+    if args.save_traces and args.save_traces.is_dir() and not os.access(args.save_traces, os.W_OK):
+        raise UsageError(f"--save-traces {args.save_traces}: not writable")
     from crashpoint.harness.results import sweep_data
     from crashpoint.harness.sweep import sweep
     from crashpoint.reports import json_report, text
@@ -145,10 +151,51 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         json_report.write(args.json, data)
         print(f"results written to {args.json}")
+    if args.save_traces:
+        from crashpoint.harness.tracefile import save_traces
+
+        written, skipped = save_traces(args.save_traces, result.results, cases, pack, adapter)
+        print(f"{len(written)} trace file(s) written to {args.save_traces}")
+        for line in skipped:
+            print(f"no trace for {line}")
     s = data["summary"]
     print(f"{s['passed']} passed, {s['failed']} failed, {s['errors']} errors, {s['unknown']} unknown "
           f"in {time.perf_counter() - began:.1f} s")
     return ExitCode.OK if s["passed"] == s["runs"] else ExitCode.FAILED
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from crashpoint.harness.replay import replay
+    from crashpoint.harness.tracefile import read_trace
+
+    trace = read_trace(args.trace)
+    adapter = _adapter(args.engine)
+    if not math.isfinite(args.worker_timeout) or args.worker_timeout <= 0:
+        raise UsageError(f"--worker-timeout must be a finite number of seconds > 0, got {args.worker_timeout}")
+    if args.workdir and args.workdir.exists():
+        raise UsageError(f"--workdir {args.workdir}: must not exist yet")
+    case, engine = trace["case"]["case_id"], trace["engine"].get("spec") or trace["engine"]["name"]
+    print(f"crashpoint: replaying {args.trace} (case {case}, crash point {trace['crash_point']}, recorded on "
+          f"engine {engine}) on engine {adapter.name} {adapter.version()}", flush=True)
+    result = replay(trace, adapter=adapter, workdir=args.workdir, worker_timeout_s=args.worker_timeout)
+    for note in result.notes:
+        print(f"note: {note}")
+    if result.divergence is not None and result.divergence.index > 1:
+        from crashpoint.harness.replay import decisions, render_decision
+
+        common = decisions(trace["journal"])[result.divergence.index - 2]
+        print(f"last common decision #{result.divergence.index - 1}: {render_decision(common)}")
+    print(result.message())
+    return ExitCode.OK if result.ok else ExitCode.FAILED
+
+
+def _cmd_incident(args: argparse.Namespace) -> int:
+    from crashpoint.harness.incident import make_incident
+
+    path = make_incident(args.trace, args.out)
+    print(f"incident case written to {path}")
+    print("put it in the cases folder of a pack with its workflow, then: crashpoint run PATH_IN_PACK --crash none")
+    return ExitCode.OK
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -174,10 +221,24 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--worker-timeout", type=float, default=60.0, metavar="S",
                      help="wall seconds a worker may take before the run is judged unknown (default 60)")
     run.add_argument("-q", "--quiet", action="store_true", help="only the summary and the failures")
+    run.add_argument("--save-traces", type=Path, metavar="DIR",
+                     help="write one trace file per run here (<case_id>__<crash point>.trace.json)")
     run.set_defaults(func=_cmd_run)
     val = sub.add_parser("validate", help="check a pack or case files against their schemas without running")
     val.add_argument("path")
     val.set_defaults(func=_cmd_validate)
+    rep = sub.add_parser("replay", help="re-drive a fresh engine through a trace file and compare its decisions")
+    rep.add_argument("trace", help="a trace file (crashpoint run --save-traces DIR)")
+    rep.add_argument("--engine", metavar="MODULE:CLASS", help="engine class to replay on (default: the reference)")
+    rep.add_argument("--workdir", type=Path, help="keep the replay's run folder here (must not exist yet)")
+    rep.add_argument("--worker-timeout", type=float, default=60.0, metavar="S",
+                     help="wall seconds a worker may take (default 60)")
+    rep.set_defaults(func=_cmd_replay)
+    inc = sub.add_parser("incident", help="turn a failing run's trace file into a YAML regression case")
+    inc.add_argument("trace", help="a trace file of a run that did not pass")
+    inc.add_argument("--out", type=Path, metavar="FILE",
+                     help="where to write the case (default ./<case_id>.yaml; never overwritten)")
+    inc.set_defaults(func=_cmd_incident)
     return parser
 
 

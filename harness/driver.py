@@ -3,10 +3,12 @@
 A run happens in its own folder. The driver sets up the fake world from the case's tool
 events (scripted outcomes), deploys the pack's workflows through the adapter, submits
 the start request, and then alternates worker processes with the case's external events
-(approvals, timeouts, cancellations, restarts, clock moves): each event is delivered
-only once the previous worker has exited, so a run is deterministic. When a worker is
-killed at the target crash point, a **new** worker process is started on the same files
-and the run goes on; the new process gets no other input than those files.
+(approvals, timeouts, cancellations, restarts, clock moves, deploys of a new workflow
+version): each event is delivered only once the previous worker has exited, so a run is
+deterministic. Approvals marked ``before_wait`` go out with the start request, before the
+first worker. When a worker is killed at the target crash point, a **new** worker process
+is started on the same files and the run goes on; the new process gets no other input
+than those files.
 """
 
 from __future__ import annotations
@@ -27,12 +29,15 @@ from crashpoint.fakes.ledger import Ledger
 from crashpoint.fakes.world import LEDGER_FILE
 from crashpoint.harness import crashpoints
 from crashpoint.harness.adapter import EngineAdapter, RunContext
-from crashpoint.harness.loader import Case, Pack
+from crashpoint.harness.loader import Case, Pack, first_gate, redeployed
 
 PROBE_SPEC = "crashpoint.harness.crashpoints:probe"
 #: Worker processes started for one event before the harness gives up on a crash loop, count.
 MAX_WORKERS_PER_RUN = 40
-TOOL_EVENTS = {"tool_success": "success", "tool_failure": None}
+#: Case event types that script a tool's next calls, with the ledger's script outcome (``tool_failure``
+#: is ``retryable`` or ``fatal``); every other event type is delivered from outside, in order.
+TOOL_EVENTS = {"tool_success": "success", "tool_failure": None, "tool_timeout": "timeout",
+               "tool_lost_response": "lost_response", "tool_slow": "slow"}
 
 
 @dataclass
@@ -49,6 +54,10 @@ class RunOutcome:
         crash_fired: the target crash point killed a worker.
         workers: worker processes started (count); ``kills`` SIGKILLs the harness caused.
         deliveries: ``{"duplicates_sent": int, "duplicates_recognised": int}`` for events sent more than once.
+        deliveries_log: every external delivery the driver made, in order (what a trace file replays):
+            dicts with ``step`` (0: the start request, N: the N-th event after it) and ``kind``
+            (``start``, ``approval``, ``cancel``, ``approval_timeout``, ``advance_clock``, ``kill``, or the
+            event's type for an event that delivered nothing, such as ``restart``) and the kind's fields.
         notes: facts worth showing (events that had nothing to act on, unused tool scripts).
         wall_s: wall time of the run, seconds.
     """
@@ -69,6 +78,7 @@ class RunOutcome:
     workers: int = 0
     kills: int = 0
     deliveries: dict[str, int] = field(default_factory=lambda: {"duplicates_sent": 0, "duplicates_recognised": 0})
+    deliveries_log: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     wall_s: float = 0.0
 
@@ -106,11 +116,12 @@ class Driver:
         try:
             clock = VirtualClock(ledger)
             for ev in case.events:
-                if ev["type"] == "tool_success":
-                    ledger.script(ev["tool"], "success", times=ev.get("times", 1))
-                elif ev["type"] == "tool_failure":
+                if ev["type"] == "tool_failure":
                     ledger.script(ev["tool"], "retryable" if ev.get("retryable", True) else "fatal",
                                   ev.get("message", ""), times=ev.get("times", 1))
+                elif ev["type"] in TOOL_EVENTS:
+                    ledger.script(ev["tool"], TOOL_EVENTS[ev["type"]], times=ev.get("times", 1),
+                                  seconds=ev.get("seconds"))
             self.adapter.prepare(ctx, {case.workflow: self.pack.workflows[case.workflow]})
             external = [ev for ev in case.events if ev["type"] not in TOOL_EVENTS]
             starts = external.pop(0)["deliveries"] if external and external[0]["type"] == "start" else 1
@@ -120,9 +131,23 @@ class Driver:
                                               initial_step=case.initial_step,
                                               idempotency_key=f"start:{workflow_id}")
                 self._count_delivery(out, n, accepted)
+                out.deliveries_log.append({"step": 0, "kind": "start", "workflow_id": workflow_id,
+                                           "workflow": case.workflow, "input": workflow_input,
+                                           "initial_step": case.initial_step,
+                                           "idempotency_key": f"start:{workflow_id}", "accepted": accepted})
+            for index, ev in enumerate(external):  # decisions that arrive before the workflow waits for them
+                if ev.get("before_wait"):
+                    self._deliver(ctx, out, ledger, clock, ev, index, workflow=case.workflow)
+            for entry in out.deliveries_log:  # those went out with the start request, before any worker
+                entry["step"] = 0
             self._work(ctx, out, crash_point)
             for index, ev in enumerate(external):
-                self._deliver(ctx, out, ledger, clock, ev, index)
+                if ev.get("before_wait"):
+                    continue
+                logged = len(out.deliveries_log)
+                self._deliver(ctx, out, ledger, clock, ev, index, workflow=case.workflow)
+                if len(out.deliveries_log) == logged:  # it delivered nothing (restart, say): still a step
+                    out.deliveries_log.append({"step": index + 1, "kind": ev["type"], "event": dict(ev)})
                 self._work(ctx, out, crash_point)
             status = self.adapter.status(ctx, workflow_id)
             out.status, out.stop_reason = status["status"], status.get("stop_reason")
@@ -145,14 +170,33 @@ class Driver:
             out.deliveries["duplicates_sent"] += 1
             out.deliveries["duplicates_recognised"] += int(not accepted)
 
+    def gate_approval_id(self, workflow: str) -> str:
+        """The approval id the workflow ``workflow`` of the pack first waits for (its first ``human_gate``).
+
+        Raises:
+            ValueError: the workflow has no human gate (the loader refuses ``before_wait`` then).
+        """
+        gate = first_gate(self.pack.workflows[workflow])
+        if gate is None:
+            raise ValueError(f"workflow {workflow!r} has no human_gate")
+        return gate["approval_id"]
+
+    def _decision_target(self, ctx: RunContext, out: RunOutcome, ev: dict[str, Any], index: int,
+                         workflow: str | None) -> str:
+        """The approval id a human decision goes to: the pending approval's; for ``before_wait``, the
+        workflow's first gate (nothing waits yet); else the case's own label, with a note."""
+        if ev.get("before_wait"):
+            return self.gate_approval_id(workflow or self.pack.default_workflow or "")
+        pending = self.adapter.status(ctx, out.workflow_id).get("pending_approval")
+        if not pending:
+            out.notes.append(f"event {index} {ev['type']}: no approval was pending when it arrived")
+        return pending["approval_id"] if pending else ev["approval_id"]
+
     def _deliver(self, ctx: RunContext, out: RunOutcome, ledger: Ledger, clock: VirtualClock,
-                 ev: dict[str, Any], index: int) -> None:
+                 ev: dict[str, Any], index: int, *, workflow: str | None = None) -> None:
         kind, wid = ev["type"], out.workflow_id
         if kind in ("approval_granted", "approval_denied"):
-            pending = self.adapter.status(ctx, wid).get("pending_approval")
-            approval_id = pending["approval_id"] if pending else ev["approval_id"]
-            if not pending:
-                out.notes.append(f"event {index} {kind}: no approval was pending when it arrived")
+            approval_id = self._decision_target(ctx, out, ev, index, workflow)
             granted = kind == "approval_granted"
             by = ev.get("by", "case-human")
             ledger.record_decision(approval_id, granted, by, clock.now())
@@ -160,10 +204,17 @@ class Driver:
                 accepted = self.adapter.send_approval(ctx, wid, approval_id, granted=granted, by=by,
                                                       idempotency_key=f"{kind}:{ev['approval_id']}:{index}")
                 self._count_delivery(out, n, accepted)
+                # an early decision goes out with the start request, before the first worker: step 0
+                out.deliveries_log.append({"step": 0 if ev.get("before_wait") else index + 1, "kind": "approval",
+                                           "approval_id": approval_id,
+                                           "granted": granted, "by": by, "accepted": accepted,
+                                           "idempotency_key": f"{kind}:{ev['approval_id']}:{index}"})
         elif kind == "approval_timeout":
             pending = self.adapter.status(ctx, wid).get("pending_approval")
             if pending:
                 clock.set(float(pending["deadline"]) + 1.0)
+                out.deliveries_log.append({"step": index + 1, "kind": "approval_timeout",
+                                           "approval_id": pending["approval_id"], "clock_to": clock.now()})
             else:
                 out.notes.append(f"event {index} approval_timeout: no approval was pending")
         elif kind == "cancel":
@@ -171,8 +222,20 @@ class Driver:
                 accepted = self.adapter.cancel(ctx, wid, reason=ev.get("reason", "cancelled by the case"),
                                                idempotency_key=f"cancel:{index}")
                 self._count_delivery(out, n, accepted)
+                out.deliveries_log.append({"step": index + 1, "kind": "cancel", "accepted": accepted,
+                                           "reason": ev.get("reason", "cancelled by the case"),
+                                           "idempotency_key": f"cancel:{index}"})
         elif kind == "advance_clock":
             clock.advance(float(ev["seconds"]))
+            out.deliveries_log.append({"step": index + 1, "kind": "advance_clock", "seconds": float(ev["seconds"]),
+                                       "clock_to": clock.now()})
+        elif kind == "deploy":
+            data = redeployed(self.pack.workflows[workflow or self.pack.default_workflow or ""], ev["version"],
+                              ev.get("rename_tasks"))
+            self.adapter.deploy(ctx, data)
+            out.deliveries_log.append({"step": index + 1, "kind": "deploy", "version": data["version"],
+                                       "definition": data})
+            out.deliveries_log.append({"step": index + 1, "kind": "deploy", "definition": data})
         elif kind == "restart":
             pass  # the next worker is a new process on the same files, like every worker
         else:  # the loader rejects unknown types; this guards programmatic callers
@@ -197,6 +260,9 @@ class Driver:
                 return
             if rc == -signal.SIGKILL and len(crashpoints.fired_points(ctx.run_dir)) > fired_before:
                 out.kills += 1
+                out.deliveries_log.append({"step": out.deliveries_log[-1]["step"] if out.deliveries_log else 0,
+                                           "kind": "kill", "worker": out.workers,
+                                           "crash_point": crashpoints.fired_points(ctx.run_dir)[-1]})
                 continue
             tail = log.read_text(errors="replace").strip().splitlines()[-6:] if log.exists() else []
             raise EngineCrashed(f"worker exited with {rc} (not a harness kill): " + " | ".join(tail))

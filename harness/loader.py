@@ -38,7 +38,8 @@ Shapes (after loading, defaults filled from the schemas):
   Fields marked ``?`` may be absent (the engine picks their defaults).
 * ``Pack.effects[name]``: ``{"tool", "compensation"?, "gated_by"?, "after"?, "required_on_success"}``.
 * ``Case.events``: event mappings with ``times`` (tool events), ``retryable``
-  (``tool_failure``) and ``deliveries`` (approval decisions, ``cancel``, ``start``) filled.
+  (``tool_failure``), ``deliveries`` (approval decisions, ``cancel``, ``start``),
+  ``before_wait`` (approval decisions) and ``rename_tasks`` (``deploy``) filled.
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ from crashpoint.scenarios import SCHEMA_DIR
 
 __all__ = [
     "APPROVAL_TOOL", "MAX_DEPTH", "MAX_FILE_BYTES", "TRACE_KINDS", "Case", "Locator", "Pack", "dotted",
-    "find_pack_dir", "load_case", "load_pack", "load_target", "load_yaml", "validate", "workflow_tools",
+    "find_pack_dir", "first_gate", "load_case", "load_pack", "load_target", "load_yaml", "redeployed", "validate",
+    "workflow_tools",
 ]
 
 #: The tool the engine calls to ask for a human approval; cases may script it.
@@ -760,12 +762,37 @@ def load_case(path: str | Path, pack: Pack) -> Case:
              f"tasks: {', '.join(task_ids)}", ("initial_step",))
 
     tools = workflow_tools(wf)
+    later = None  # index of the first external event that is neither `start` nor an early approval
+    version = wf["version"]
     for i, event in enumerate(data["events"]):
         if "tool" in event and event["tool"] not in tools:
             fail(f"tool {event['tool']!r} is not used by workflow {workflow!r}; "
                  f"tools: {', '.join(sorted(tools))}", ("events", i, "tool"))
         if event["type"] == "start" and i > 0:
             fail("a start event is only allowed as the first event", ("events", i, "type"))
+        if event.get("before_wait"):
+            if first_gate(wf) is None:
+                fail(f"before_wait: workflow {workflow!r} has no human_gate to wait at", ("events", i, "before_wait"))
+            if later is not None:
+                fail(f"an approval with before_wait: true is delivered right after the start request, so it must "
+                     f"come before every other event but tool events and start (event {later} is a "
+                     f"{data['events'][later]['type']})", ("events", i, "before_wait"))
+        elif event["type"] != "start" and not event["type"].startswith("tool_") and later is None:
+            later = i
+        if event["type"] == "deploy":
+            if event["version"] <= version:
+                fail(f"deploy version {event['version']} must be greater than {version} (the workflow's "
+                     "version or an earlier deploy's)", ("events", i, "version"))
+            version = event["version"]
+            for old in event["rename_tasks"]:
+                if old not in task_ids:
+                    fail(f"rename_tasks: {old!r} is not a task of workflow {workflow!r}; tasks: "
+                         f"{', '.join(task_ids)}", ("events", i, "rename_tasks", old))
+            ids = [p["id"] for p in wf["phases"]] + [event["rename_tasks"].get(t, t) for t in task_ids]
+            twice = sorted({x for x in ids if ids.count(x) > 1})
+            if twice:
+                fail(f"rename_tasks: the new version would use the id {twice[0]!r} twice (phase and task ids "
+                     "share one namespace)", ("events", i, "rename_tasks"))
 
     expected = data["expected"]
     known = ", ".join(pack.effects) or "(none)"
@@ -791,6 +818,31 @@ def load_case(path: str | Path, pack: Pack) -> Case:
         tags=tuple(data["tags"]), description=data.get("description", ""),
         line_of={dotted(p): line for p, line in loc.lines.items() if p},
     )
+
+
+def first_gate(workflow: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``human_gate`` of the workflow's first gated phase (``{"approval_id", ...}``), or ``None``."""
+    return next((p["human_gate"] for p in workflow["phases"] if p["human_gate"]), None)
+
+
+def redeployed(workflow: dict[str, Any], version: int, rename_tasks: dict[str, str] | None = None) -> dict[str, Any]:
+    """A copy of the workflow data as a ``deploy`` event deploys it: ``version`` replaced, tasks renamed.
+
+    A renamed task keeps its checkpoint name; ``$result.OLD.field`` references in task args follow
+    the rename (``$result.NEW.field``), so the new version is consistent on its own.
+    """
+    rename = dict(rename_tasks or {})
+    data = copy.deepcopy(workflow)
+    data["version"] = version
+    for phase in data["phases"]:
+        for task in phase["tasks"]:
+            task["checkpoint"] = task.get("checkpoint", task["id"])
+            task["id"] = rename.get(task["id"], task["id"])
+            for name, value in task["args"].items():
+                ref = _REF.match(value) if isinstance(value, str) else None
+                if ref and ref.group(1) in rename:
+                    task["args"][name] = f"$result.{rename[ref.group(1)]}.{value[ref.end():]}"
+    return data
 
 
 def _check_case_path(path: Path, pack_root: Path) -> None:

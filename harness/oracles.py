@@ -5,12 +5,13 @@
   effect, exactly once when the workflow succeeded, never without the approval that
   gates it, never before the effects the pack says come first (``after``), compensated
   when the workflow failed or was cancelled after it, never without an idempotency key,
-  no more repeated calls than kills; the case's ``must_not_*``, ``effects`` and ``compensated``.
+  no more repeated calls than kills plus lost responses (each may repeat the one call whose answer
+  it cut off); the case's ``must_not_*``, ``effects`` and ``compensated``.
 * ``trace``: required events and checkpoints present, every transition legal in
   :data:`crashpoint.engine.states.TRANSITIONS` and chained, every side effect audited with
   its key, a checkpoint after every side effect and approval request, no step run again
-  after its result was checkpointed (a resume that lost its place), a stop reason on
-  every terminal state.
+  after its result was checkpointed (a resume that lost its place), one definition version
+  for the whole run (every event that names a ``version``), a stop reason on every terminal state.
 * ``differential``: a crashed-and-resumed run ends in the golden run's state with the
   golden run's effects (after the differential testing of McKeeman, 1998, and the
   crash-consistency checkers of ALICE, OSDI 2014).
@@ -126,11 +127,12 @@ def side_effects(case: Case, pack: Pack, out: RunOutcome) -> list[Failure]:
             failures.append(Failure("side_effects", f"expected effect {name} compensated, but its compensation "
                                                     f"{comp or '(none in the pack)'} was never applied", lines))
     repeats = [c for c in out.calls if c["outcome"] == "duplicate"]
-    if len(repeats) > out.kills:
+    lost = sum(1 for c in out.calls if c.get("lost"))  # answers the tool never delivered (tool_lost_response)
+    if len(repeats) > out.kills + lost:
         failures.append(Failure("side_effects", f"{len(repeats)} tool calls repeated an idempotency key after "
-                                                f"{out.kills} kill(s): each kill may repeat at most the one call "
-                                                "whose result it cut off; the rest re-ran finished steps",
-                                [call_line(c) for c in repeats][:6]))
+                                                f"{out.kills} kill(s) and {lost} lost response(s): each may repeat "
+                                                "at most the one call whose result it cut off; the rest re-ran "
+                                                "finished steps", [call_line(c) for c in repeats][:6]))
     for name, info in pack.effects.items():
         mine = [c for c in applied if c["tool"] == info["tool"]]
         for before in info.get("after", ()):
@@ -207,6 +209,13 @@ def trace_completeness(case: Case, out: RunOutcome) -> list[Failure]:
             failures.append(Failure("trace", f"step {event.get('task')} ran again after its result was checkpointed: "
                                              "the resumed workflow lost its place", [trace_line(event)]))
             settled.discard(event.get("task"))
+    versions = [e for e in trace if e.get("version") is not None
+                and e["kind"] in ("workflow_accepted", "workflow_started", "workflow_resumed")]
+    changed = [e for e in versions if e["version"] != versions[0]["version"]]
+    if changed:
+        failures.append(Failure("trace", f"the run changed definition version mid-run: it started on version "
+                                         f"{versions[0]['version']}, then ran version {changed[0]['version']}",
+                                [trace_line(versions[0]), trace_line(changed[0])]))
     if out.status in TERMINAL_NAMES:
         if not out.stop_reason:
             failures.append(Failure("trace", f"terminal status {out.status} has no stop reason"))

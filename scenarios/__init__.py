@@ -3,7 +3,7 @@
 Layout::
 
     scenarios/
-      schemas/{case,pack,workflow}.schema.json   JSON Schema draft 2020-12
+      schemas/{case,pack,workflow,trace}.schema.json   JSON Schema draft 2020-12
       refunds/                                   a pack
         pack.yaml                                workflows, effect vocabulary, cases folder
         workflows/refund.yaml                    a workflow: phases of tasks
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from crashpoint.errors import UsageError
 
-#: Folder of ``case.schema.json``, ``pack.schema.json`` and ``workflow.schema.json``.
+#: Folder of ``case.schema.json``, ``pack.schema.json``, ``workflow.schema.json`` and ``trace.schema.json``.
 SCHEMA_DIR: Path = Path(__file__).resolve().parent / "schemas"
 #: Folder holding the built-in packs, one sub-folder (with a ``pack.yaml``) each.
 PACKS_DIR: Path = Path(__file__).resolve().parent

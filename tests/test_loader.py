@@ -114,7 +114,7 @@ def test_good_yaml_case_fills_defaults(pack_dir: Path, pack: loader.Pack) -> Non
     case = load_case(path, pack)
     assert case.events == [
         {"type": "tool_success", "tool": "refunds.draftRefundRequest", "times": 1},
-        {"type": "approval_granted", "approval_id": "refund_approval", "deliveries": 1},
+        {"type": "approval_granted", "approval_id": "refund_approval", "deliveries": 1, "before_wait": False},
     ]
     assert case.tags == ("happy",) and case.input["amount_cents"] == 500
     assert case.description == "the happy path"
@@ -437,3 +437,66 @@ def test_irreversible_task_needs_an_earlier_gate(pack_dir: Path) -> None:
     err = pack_error(pack_dir)
     assert (err.field, err.line) == ("phases[1].tasks[0].irreversible", 38 - 6)
     assert "irreversible task 'issue_refund' needs a human_gate in an earlier phase" in err.message
+
+
+# ---------------------------------------------------------------- the fault model's newer event types
+
+def test_new_fault_events_load_with_defaults(pack_dir: Path, pack: loader.Pack) -> None:
+    path = write(pack_dir / "cases" / "faults.yaml", """\
+        case_id: faults
+        events:
+          - {type: approval_granted, approval_id: ap_1, before_wait: true}
+          - {type: tool_timeout, tool: refunds.draftRefundRequest}
+          - {type: tool_lost_response, tool: refunds.issueRefund, times: 2}
+          - {type: tool_slow, tool: notify.sendCustomerEmail, seconds: 1.5}
+          - {type: deploy, version: 2}
+          - {type: deploy, version: 3, rename_tasks: {notify_customer: tell_customer}}
+        expected: {}
+        """)
+    case = load_case(path, pack)
+    assert case.events == [
+        {"type": "approval_granted", "approval_id": "ap_1", "before_wait": True, "deliveries": 1},
+        {"type": "tool_timeout", "tool": "refunds.draftRefundRequest", "times": 1},
+        {"type": "tool_lost_response", "tool": "refunds.issueRefund", "times": 2},
+        {"type": "tool_slow", "tool": "notify.sendCustomerEmail", "seconds": 1.5, "times": 1},
+        {"type": "deploy", "version": 2, "rename_tasks": {}},
+        {"type": "deploy", "version": 3, "rename_tasks": {"notify_customer": "tell_customer"}},
+    ]
+
+
+@pytest.mark.parametrize("events, line, field, message", [
+    ("[{type: tool_slow, tool: refunds.issueRefund}]", 2, "events[0].seconds", "missing required field 'seconds'"),
+    ("[{type: tool_slow, tool: refunds.issueRefund, seconds: 0}]", 2, "events[0].seconds",
+     "0 is less than or equal to the minimum of 0"),
+    ("[{type: tool_timeout, tool: refunds.issueRefund, retryable: false}]", 2, "events[0].retryable",
+     "unknown field 'retryable'; allowed: times, tool, type"),
+    ("[{type: tool_lost_response, tool: payments.charge}]", 2, "events[0].tool",
+     "tool 'payments.charge' is not used by workflow 'refund'"),
+    ("[{type: restart}, {type: approval_granted, approval_id: a, before_wait: true}]", 2, "events[1].before_wait",
+     ("an approval with before_wait: true is delivered right after the start request, so it must come before "
+      "every other event but tool events and start (event 0 is a restart)")),
+    ("[{type: deploy, version: 1}]", 2, "events[0].version", "1 is less than the minimum of 2"),
+    ("[{type: deploy, version: 3}, {type: deploy, version: 3}]", 2, "events[1].version",
+     "deploy version 3 must be greater than 3"),
+    ("[{type: deploy, version: 2, rename_tasks: {nope: x}}]", 2, "events[0].rename_tasks.nope",
+     "rename_tasks: 'nope' is not a task of workflow 'refund'"),
+    ("[{type: deploy, version: 2, rename_tasks: {notify_customer: issue_refund}}]", 2, "events[0].rename_tasks",
+     "rename_tasks: the new version would use the id 'issue_refund' twice"),
+    ("[{type: deploy, version: 2, rename_tasks: {notify_customer: a.b}}]", 2, "events[0].rename_tasks.notify_customer",
+     "'a.b' does not match"),
+])
+def test_new_fault_event_errors(pack_dir: Path, pack: loader.Pack, events: str, line: int, field: str,
+                                message: str) -> None:
+    err = case_error(write(pack_dir / "cases" / "f.yaml", f"case_id: f\nevents: {events}\nexpected: {{}}\n"), pack)
+    assert (err.line, err.field) == (line, field) and err.message.startswith(message), str(err)
+
+
+def test_redeployed_renames_tasks_and_their_result_references(pack: loader.Pack) -> None:
+    wf = pack.workflows["refund"]
+    v2 = loader.redeployed(wf, 2, {"draft_refund": "create_draft"})
+    assert (v2["version"], wf["version"]) == (2, 1)  # a copy: the pack's own data is untouched
+    draft, issue = v2["phases"][0]["tasks"][0], v2["phases"][1]["tasks"][0]
+    assert (draft["id"], draft["checkpoint"]) == ("create_draft", "refund_draft")
+    assert issue["args"]["draft_id"] == "$result.create_draft.draft_id"
+    assert wf["phases"][1]["tasks"][0]["args"]["draft_id"] == "$result.draft_refund.draft_id"
+    assert loader.first_gate(v2)["approval_id"] == "refund_approval"

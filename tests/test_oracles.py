@@ -654,3 +654,28 @@ def test_differential_same_key_other_arguments_fails(golden: Callable[[str], Run
     out.crash_point = "after_checkpoint:refund_issued"
     the_call(out, NOTIFY)["args"]["refund_id"] = None
     assert_fails(differential(out, gold), "differential", "effects differ from the golden run", only=True)
+
+
+# ---------------------------------------------------------------- checks added with the fault model's new faults
+
+def test_a_lost_response_allows_one_repeated_call(pack: Pack, case: Callable[..., Case],
+                                                  golden: Callable[[str], RunOutcome]) -> None:
+    out = golden(HAPPY)
+    add_call(out, the_call(out, DRAFT), outcome="duplicate")  # the engine retried with the same key...
+    assert_fails(side_effects(case(HAPPY), pack, out), "side_effects",
+                 "1 tool calls repeated an idempotency key after 0 kill(s) and 0 lost response(s)", only=True)
+    the_call(out, DRAFT)["lost"] = True  # ...because the tool never delivered the first answer
+    assert side_effects(case(HAPPY), pack, out) == []
+    add_call(out, the_call(out, ISSUE), outcome="duplicate")  # one more repeat is one too many
+    assert_fails(side_effects(case(HAPPY), pack, out), "side_effects",
+                 "2 tool calls repeated an idempotency key after 0 kill(s) and 1 lost response(s)", only=True)
+
+
+def test_a_run_that_changes_definition_version_fails(case: Callable[..., Case],
+                                                     golden: Callable[[str], RunOutcome]) -> None:
+    out = golden(RESTART)
+    resumed = [e for e in out.trace if e["kind"] == "workflow_resumed"]
+    assert resumed and all(e["version"] == 1 for e in resumed)
+    resumed[-1]["version"] = 2
+    assert_fails(trace_completeness(bare(case(RESTART)), out), "trace",
+                 "the run changed definition version mid-run: it started on version 1, then ran version 2", only=True)

@@ -180,3 +180,85 @@ def test_argument_lost_on_resume_is_caught_by_the_differential_oracle() -> None:
 def test_notification_before_the_refund_is_caught_by_effect_order() -> None:
     result = run_golden("variants.engines:NotifyBeforeIssue", HAPPY)
     assert_caught(result, "side_effects", "effect notify_customer was applied before effect issue_refund")
+
+
+# ------------------------------------------------------------------ bugs only the fault model's faults expose
+# Each test runs the golden run of the case whose fault exposes the bug, next to a control case that
+# does not have that fault (the variant passes it), so the catch is the fault's doing.
+
+RETRY_503 = "draft_retryable_failure_then_success"
+TIMEOUT_RETRIED = "draft_timeout_then_retry_succeeds"
+DRAFT_LOST = "draft_response_lost_retried_with_same_key"
+ISSUE_LOST = "issue_refund_response_lost_issued_once"
+SLOW = "issue_refund_slow_exceeds_phase_timeout"
+EARLY_GRANT = "approval_granted_before_wait"
+EARLY_DENY = "approval_denied_before_wait"
+DEPLOY = "deploy_mid_run_keeps_pinned_version"
+
+
+def test_reference_engine_passes_the_fault_model_golden_runs() -> None:
+    result = run_golden("crashpoint.engine.engine:Engine", TIMEOUT_RETRIED, DRAFT_LOST, ISSUE_LOST, SLOW,
+                        EARLY_GRANT, EARLY_DENY, DEPLOY)
+    assert {r.verdict for r in result.results} == {"passed"}, describe(result.results)
+    lost = golden(result, DRAFT_LOST).outcome
+    assert [(c["outcome"], c["lost"]) for c in lost.calls if c["tool"] == "refunds.draftRefundRequest"] == \
+        [("applied", True), ("duplicate", False)]
+    assert golden(result, EARLY_GRANT).outcome.workers == 2  # the first worker already finished the run
+    deployed = golden(result, DEPLOY).outcome
+    assert {e.get("version") for e in deployed.trace if e["kind"].startswith("workflow_") and "version" in e} == {1}
+
+
+def test_lost_response_retried_with_a_new_key_duplicates_the_effect() -> None:
+    result = run_golden("variants.engines:NewKeyOnRetry", DRAFT_LOST, RETRY_503)
+    assert golden(result, RETRY_503).verdict == "passed", "a failure that applied nothing cannot show this bug"
+    hits = assert_caught(result, "side_effects",
+                         "effect draft_refund (refunds.draftRefundRequest) applied 2 times; at most once is allowed")
+    assert golden(result, DRAFT_LOST) in hits
+
+
+def test_lost_response_of_the_irreversible_refund_is_caught_too() -> None:
+    """The refund service refuses a second issue of one draft: the new key turns into a failed workflow."""
+    result = run_golden("variants.engines:NewKeyOnRetry", ISSUE_LOST)
+    assert_caught(result, "final_status", "expected final status succeeded, got failed")
+
+
+def test_timeout_treated_as_fatal_is_caught() -> None:
+    result = run_golden("variants.engines:TimeoutNotRetried", TIMEOUT_RETRIED, RETRY_503)
+    assert golden(result, RETRY_503).verdict == "passed", "a 503 is still retried"
+    hits = assert_caught(result, "final_status", "expected final status succeeded, got failed")
+    assert golden(result, TIMEOUT_RETRIED) in hits
+    assert "timeout" in (golden(result, TIMEOUT_RETRIED).outcome.stop_reason or "")
+
+
+def test_phase_timeout_restarted_per_task_is_caught_by_a_slow_call() -> None:
+    result = run_golden("variants.engines:PhaseTimeoutPerTask", SLOW, HAPPY)
+    assert golden(result, HAPPY).verdict == "passed", "without a slow call no phase runs out of time"
+    hits = assert_caught(result, "side_effects", "expected effect notify_customer applied 0 time(s), got 1")
+    assert golden(result, SLOW) in hits
+    assert_caught(result, "trace", "required trace events missing: ['task_skipped']")
+
+
+def test_slow_call_then_crash_keeps_the_issued_refund() -> None:
+    """A kill after a slow irreversible call: the resumed worker reconciles the call before the phase timeout."""
+    pack, cases = _target()
+    result = sweep(pack, [cases[SLOW]], ReferenceAdapter(), crash="every", jobs=2,
+                   only=["after_effect:refunds.issueRefund", "before_checkpoint:refund_issued"])
+    assert {r.verdict for r in result.results} == {"passed"}, describe(result.results)
+    assert all(r.outcome.crash_fired for r in result.results if r.crash_point)
+
+
+def test_early_approval_dropped_is_caught() -> None:
+    result = run_golden("variants.engines:IgnoresEarlyApproval", EARLY_GRANT, HAPPY)
+    assert golden(result, HAPPY).verdict == "passed", "an approval that arrives while waiting is not dropped"
+    hits = assert_caught(result, "final_status", "expected final status succeeded, got escalated")
+    assert golden(result, EARLY_GRANT) in hits
+    assert_caught(result, "trace", "forbidden trace events present: ['approval_timeout']")
+
+
+def test_running_the_latest_version_after_a_deploy_is_caught() -> None:
+    result = run_golden("variants.engines:RunsLatestVersion", DEPLOY, HAPPY)
+    assert golden(result, HAPPY).verdict == "passed", "with one version deployed the bug is invisible"
+    hits = assert_caught(result, "trace", "the run changed definition version mid-run: it started on version 1, "
+                                          "then ran version 2")
+    assert golden(result, DEPLOY) in hits
+    assert_caught(result, "final_status", "expected final status succeeded, got failed")

@@ -59,6 +59,11 @@ class ReferenceAdapter:
             for data in workflows.values():
                 engine.deploy(WorkflowDefinition.from_dict(data))
 
+    def deploy(self, run: RunContext, workflow: Mapping[str, Any]) -> bool:
+        """Deploy one more version of a workflow definition (the engine pins running workflows to theirs)."""
+        with self._client(run) as engine:
+            return engine.deploy(WorkflowDefinition.from_dict(dict(workflow)))
+
     def start(self, run: RunContext, workflow_id: str, workflow: str, input: Mapping[str, Any], *,
               initial_step: str | None, idempotency_key: str) -> bool:
         """See :class:`~crashpoint.harness.adapter.EngineAdapter`."""

@@ -362,3 +362,97 @@ class NoLease(Engine):
         for workflow_id in self.store.workflow_ids(live):
             self.advance(workflow_id)
         return {wid: self.store.workflow(wid)["status"] for wid in self.store.workflow_ids()}
+
+
+# Bugs that only the fault kinds of the fault model expose (tool_timeout, tool_lost_response,
+# tool_slow, early approvals, deploys): a fault-free run, and a plain retryable failure, look fine.
+
+class NewKeyOnRetry(Engine):
+    """Bug: the idempotency key includes the attempt number (``<wid>/<task>#attempt<N>`` from the second try on).
+
+    The key is durable and stable across crashes (the attempt count is checkpointed), so kills
+    alone do not show it, and neither do failures that applied nothing (a 503, a timeout). When
+    the effect was applied and only the answer was lost, the retry's new key is a new effect.
+
+    Seed failure mode: "side-effect steps are retried without idempotency".
+    Caught by: ``side_effects`` ("effect draft_refund ... applied 2 times") on a ``tool_lost_response``
+    case, already in the golden run.
+    """
+
+    def _run_step(self, wid: str, status: Status, st: dict[str, Any], definition: WorkflowDefinition) -> None:
+        if st["stage"] != "gate" and st["attempt"] > 0:
+            task = definition.phases[st["phase"]].tasks[st["task"]]
+            st["keys"][task.id] = f"{wid}/{task.id}#attempt{st['attempt'] + 1}"  # the bug: a key per attempt
+        super()._run_step(wid, status, st, definition)
+
+
+class TimeoutNotRetried(Engine):
+    """Bug: a tool error that says ``timeout`` is treated as fatal, although it is retryable.
+
+    Seed failure mode: a transient fault ends the workflow ("retries" that never happen).
+    Caught by: ``final_status`` ("expected final status succeeded, got failed") on a
+    ``tool_timeout`` case, already in the golden run; a 503 is still retried.
+    """
+
+    def _task_failed(self, wid: str, st: dict[str, Any], definition: WorkflowDefinition, phase: Phase, task: Any,
+                     moves: list[Status], error: str, *, retryable: bool, **kwargs: Any) -> None:
+        if "timeout" in error:
+            retryable = False  # the bug
+        super()._task_failed(wid, st, definition, phase, task, moves, error, retryable=retryable, **kwargs)
+
+
+class PhaseTimeoutPerTask(Engine):
+    """Bug: the phase's timer restarts at every task, so a phase's ``timeout_s`` bounds each task, not the phase.
+
+    Only a phase whose tasks together take longer than its timeout shows it: a ``tool_slow`` call
+    that eats the issue phase's hour, after which the notification goes out anyway.
+
+    Seed failure mode: a deadline that is never enforced ("the workflow runs past its time budget").
+    Caught by: ``side_effects`` ("expected effect notify_customer applied 0 time(s), got 1") and
+    ``trace`` (``task_skipped`` missing) on a ``tool_slow`` case, already in the golden run.
+    """
+
+    def _run_step(self, wid: str, status: Status, st: dict[str, Any], definition: WorkflowDefinition) -> None:
+        if st["stage"] == "task" and status is S.RUNNING:
+            st["phase_started_at"] = self.clock.now()  # the bug
+        super()._run_step(wid, status, st, definition)
+
+
+class IgnoresEarlyApproval(Engine):
+    """Bug: when the workflow starts waiting for an approval it discards the decisions already in its inbox.
+
+    A decision that arrives before the wait is registered (the human was quick, or the message
+    overtook the request) is consumed as stale, in the approval request's checkpoint; the workflow
+    then waits for an answer that already came, and escalates when the deadline passes.
+
+    Seed failure mode: "approval arrives before the wait is registered" (a lost signal).
+    Caught by: ``final_status`` ("expected final status succeeded, got escalated") on a case with an
+    approval ``before_wait: true``, already in the golden run.
+    """
+
+    def _commit(self, name: str, wid: str, st: dict[str, Any], moves: list[Status], **kwargs: Any) -> None:
+        if moves[0] is S.RUNNING and moves[-1] is S.WAITING_APPROVAL:
+            stale = [m["seq"] for m in self.store.pending_inbox(wid, "approval")]  # the bug: dropped
+            kwargs["consume"] = [*kwargs.get("consume", ()), *stale]
+            kwargs["events"] = [("event_ignored", {"event": "approval", "inbox_seq": s,
+                                                   "why": "arrived before the wait"}) for s in stale] + \
+                list(kwargs.get("events", ()))
+        super()._commit(name, wid, st, moves, **kwargs)
+
+
+class RunsLatestVersion(Engine):
+    """Bug: a worker runs every workflow on the latest deployed definition instead of the version it is pinned to.
+
+    While nothing is deployed mid-run this is invisible. After a ``deploy`` of version 2 (which
+    renames the draft task, and so where the issue task reads the draft id from), a resumed run
+    reads its version-1 state with version-2 code: the refund is issued for no draft, fails, and the
+    draft is compensated.
+
+    Seed failure mode: "workflow definitions change under running instances" (no versioning).
+    Caught by: ``trace`` ("changed definition version mid-run") and ``final_status`` ("expected final
+    status succeeded, got failed"), already in the golden run.
+    """
+
+    def _definition(self, name: str, version: int) -> WorkflowDefinition:
+        latest = self.store.definition(name)
+        return super()._definition(name, latest[0] if latest else version)  # the bug: ignores the pinned version
