@@ -9,8 +9,11 @@ again, so ``tests/`` goes on both ``sys.path`` and ``PYTHONPATH``, keeping what 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
+
+import pytest
 
 TESTS_DIR = str(Path(__file__).resolve().parent)
 
@@ -19,3 +22,27 @@ if TESTS_DIR not in sys.path:
 _paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
 if TESTS_DIR not in _paths:
     os.environ["PYTHONPATH"] = os.pathsep.join([TESTS_DIR, *_paths])
+
+
+#: The seed's case, the one every pack copy below keeps.
+SEED = "approval_timeout_after_refund_draft.json"
+
+
+@pytest.fixture()
+def pack_dir(tmp_path: Path) -> Path:
+    """A private copy of the built-in refunds pack with only its seed case, to break at will."""
+    from crashpoint.scenarios import builtin_pack
+
+    dst = Path(shutil.copytree(builtin_pack("refunds"), tmp_path / "refunds"))
+    for case in (dst / "cases").iterdir():
+        if case.name != SEED:
+            case.unlink()
+    return dst
+
+
+@pytest.fixture()
+def pack(pack_dir: Path):
+    """The pack of :func:`pack_dir`, loaded."""
+    from crashpoint.harness.loader import load_pack
+
+    return load_pack(pack_dir)

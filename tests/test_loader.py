@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import textwrap
 from pathlib import Path
 
@@ -35,21 +34,6 @@ def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text), encoding="utf-8")
     return path
-
-
-@pytest.fixture()
-def pack_dir(tmp_path: Path) -> Path:
-    """A private copy of the built-in refunds pack with only its seed case."""
-    dst = Path(shutil.copytree(builtin_pack("refunds"), tmp_path / "refunds"))
-    for case in (dst / "cases").iterdir():
-        if case.name != SEED:
-            case.unlink()
-    return dst
-
-
-@pytest.fixture()
-def pack(pack_dir: Path) -> loader.Pack:
-    return load_pack(pack_dir)
 
 
 def case_error(path: Path, pack: loader.Pack) -> CaseError:

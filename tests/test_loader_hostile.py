@@ -37,21 +37,6 @@ def edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new, 1), encoding="utf-8")
 
 
-@pytest.fixture()
-def pack_dir(tmp_path: Path) -> Path:
-    """A private copy of the built-in refunds pack with only its seed case."""
-    dst = Path(shutil.copytree(builtin_pack("refunds"), tmp_path / "refunds"))
-    for case in (dst / "cases").iterdir():
-        if case.name != SEED:
-            case.unlink()
-    return dst
-
-
-@pytest.fixture()
-def pack(pack_dir: Path) -> loader.Pack:
-    return load_pack(pack_dir)
-
-
 def raises(fn, *args, line: bool = True) -> CaseError:
     """The one CaseError ``fn(*args)`` raises; its str() must be one line in the FILE:LINE form.
 
@@ -460,7 +445,6 @@ def test_pack_effect_after_must_name_another_effect(tmp_path: Path) -> None:
     import shutil
 
     from crashpoint.harness.loader import load_pack
-    from crashpoint.scenarios import builtin_pack
 
     dst = Path(shutil.copytree(builtin_pack("refunds"), tmp_path / "refunds"))
     pack_file = dst / "pack.yaml"
