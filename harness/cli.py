@@ -147,6 +147,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if bad:
         print(bad)
         print()
+    print(text.coverage(data))
+    print()
     print(text.summary(data))
     if args.json:
         json_report.write(args.json, data)

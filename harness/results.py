@@ -10,6 +10,9 @@ Shape (stable; README "The JSON report")::
      "per_case": {case_id: {"runs", "passed", "failed", "errors", "unknown", "crash_points",
                             "recovery_pairs", "metrics": {...}}},
 
+plus ``"coverage"``: ``{step: {fault kind: {"runs", "passed", "failed"}}}`` (the durability-coverage
+matrix) and ``"vacuity"``: ``{"runs_with_findings", "findings"}``; each result also has ``"vacuity"``.
+
 ``crash_point`` of a result is ``"none"`` (golden run), an id, or ``"A >> B"`` (killed at ``A``,
 then at ``B`` during the recovery).
      "results": [{"case_id", "crash_point", "verdict", "failures": [{"oracle", "message",
@@ -27,6 +30,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from crashpoint import __version__
+from crashpoint.harness.coverage import matrix
 from crashpoint.harness.crashpoints import THEN
 from crashpoint.harness.metrics import aggregate
 from crashpoint.harness.sweep import SweepResult
@@ -50,6 +54,10 @@ def sweep_data(result: SweepResult) -> dict[str, Any]:
         per_case[case_id] = _counts(verdicts) | {"crash_points": len(points), "recovery_pairs": pairs,
                                                  "metrics": metrics["per_case"].get(case_id, {})}
     verdicts = Counter(r.verdict for r in result.results)
+    cases = {c.case_id: c for c in result.cases}
+    events_of = {cid: cases[cid].events if cid in cases else [] for cid in per_case}
+    workflows_of = {cid: result.pack.workflows[cases[cid].workflow] if cid in cases else {"phases": []}
+                    for cid in per_case}
     return {
         "format": FORMAT,
         "crashpoint_version": __version__,
@@ -63,5 +71,8 @@ def sweep_data(result: SweepResult) -> dict[str, Any]:
             "recovery_pairs": sum(c["recovery_pairs"] for c in per_case.values()),
             "metrics": metrics["overall"]},
         "per_case": per_case,
-        "results": [r.to_dict() for r in result.results],
+        "results": (rows := [r.to_dict() for r in result.results]),
+        "coverage": matrix(rows, {c: events_of[c] for c in per_case}, {c: workflows_of[c] for c in per_case}),
+        "vacuity": {"runs_with_findings": sum(1 for r in rows if r["vacuity"]),
+                    "findings": sorted({f for r in rows for f in r["vacuity"]})},
     }

@@ -22,6 +22,7 @@ from typing import Any, Callable, Sequence
 from crashpoint.errors import WorkerTimeout
 from crashpoint.harness import crashpoints
 from crashpoint.harness.adapter import EngineAdapter
+from crashpoint.harness.coverage import vacuity
 from crashpoint.harness.driver import Driver, RunOutcome
 from crashpoint.harness.loader import Case, Pack
 from crashpoint.harness.oracles import Failure, judge
@@ -40,6 +41,8 @@ class RunResult:
             ``unknown`` (a worker neither finished nor crashed in time; never counts as passed).
         failures: oracle findings (empty when passed).
         error: the error text for ``error``/``unknown``.
+        vacuity: faults scheduled that never fired, work that never happened (see
+            :mod:`crashpoint.harness.coverage`).
         outcome: the run's outcome (``None`` when the run could not produce one).
     """
 
@@ -50,6 +53,7 @@ class RunResult:
     error: str | None = None
     outcome: RunOutcome | None = None
     wall_s: float = 0.0
+    vacuity: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (see README, "The JSON report")."""
@@ -66,6 +70,7 @@ class RunResult:
             "workers": out.workers if out else 0,
             "kills": out.kills if out else 0,
             "notes": out.notes if out else [],
+            "vacuity": list(self.vacuity),
             "wall_s": round(self.wall_s, 3),
         }
 
@@ -81,6 +86,7 @@ class SweepResult:
     results: list[RunResult]
     crash_points: dict[str, list[str]]
     wall_s: float
+    cases: list[Case] = field(default_factory=list)
 
 
 def _run_one(driver: Driver, case: Case, pack: Pack, run_dir: Path, crash_point: str | None,
@@ -96,14 +102,19 @@ def _run_one(driver: Driver, case: Case, pack: Pack, run_dir: Path, crash_point:
             text += "\n" + traceback.format_exc(limit=3)
         return RunResult(case.case_id, crash_point, "error", error=text, wall_s=time.perf_counter() - began)
     failures = judge(case, pack, outcome, golden)
+    findings, nothing = vacuity(outcome, golden=crash_point is None)
+    if nothing:
+        return RunResult(case.case_id, crash_point, "error", failures,
+                         error="the golden run made no tool call: the case exercised nothing",
+                         outcome=outcome, vacuity=findings, wall_s=time.perf_counter() - began)
     if crash_point is not None and not outcome.crash_fired:
         known = ", ".join(golden.crash_points) if golden else "(no golden run)"
         return RunResult(case.case_id, crash_point, "error", failures,
                          error=f"crash point {crash_point} was never reached, so nothing was tested; "
                                f"the golden run of {case.case_id} passes: {known}",
-                         outcome=outcome, wall_s=time.perf_counter() - began)
+                         outcome=outcome, vacuity=findings, wall_s=time.perf_counter() - began)
     return RunResult(case.case_id, crash_point, "failed" if failures else "passed", failures, outcome=outcome,
-                     wall_s=time.perf_counter() - began)
+                     vacuity=findings, wall_s=time.perf_counter() - began)
 
 
 def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: str = "every",
@@ -183,4 +194,5 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
             pool.shutdown(wait=True, cancel_futures=True)
         if not keep and workdir is None:
             shutil.rmtree(root, ignore_errors=True)
-    return SweepResult(pack, adapter.name, adapter.version(), crash, results, points, time.perf_counter() - began)
+    return SweepResult(pack, adapter.name, adapter.version(), crash, results, points, time.perf_counter() - began,
+                       list(cases))

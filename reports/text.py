@@ -47,6 +47,21 @@ def failures(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def coverage(data: dict[str, Any]) -> str:
+    """The durability-coverage matrix: a row per workflow step, a column per fault kind, cells ``passed/runs``."""
+    cells = data.get("coverage") or {}
+    kinds = sorted({k for row in cells.values() for k in row})
+    rows = [[step] + [f"{row[k]['passed']}/{row[k]['runs']}" if k in row else "-" for k in kinds]
+            for step, row in sorted(cells.items())]
+    head = ["step"] + [k.replace("kill@", "kill ").replace("_", " ") for k in kinds]
+    lines = ["durability coverage (passed/runs; - = not covered)", tabulate(rows, headers=head)]
+    vac = data.get("vacuity") or {}
+    if vac.get("findings"):
+        lines.append(f"vacuity: {vac['runs_with_findings']} run(s) with faults or events that did nothing:")
+        lines.extend(f"  - {f}" for f in vac["findings"][:10])
+    return "\n".join(lines)
+
+
 def summary(data: dict[str, Any]) -> str:
     """The summary block: counts, crash points, metrics, wall time."""
     s = data["summary"]

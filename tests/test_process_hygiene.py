@@ -49,10 +49,10 @@ def test_a_hung_worker_is_unknown_not_passed(tmp_path: Path) -> None:
     assert not _survivors(tmp_path / "runs")
 
 
-def test_a_worker_that_does_nothing_fails_the_oracles(tmp_path: Path) -> None:
+def test_a_worker_that_does_nothing_is_an_error_not_a_pass(tmp_path: Path) -> None:
     result = _sweep("variants.misbehaving:ExitsEarly", tmp_path, crash="none")
     (run,) = result.results
-    assert run.verdict == "failed"
+    assert run.verdict == "error" and "exercised nothing" in run.error
     assert any(f.oracle == "final_status" for f in run.failures)
 
 
