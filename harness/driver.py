@@ -235,7 +235,6 @@ class Driver:
             self.adapter.deploy(ctx, data)
             out.deliveries_log.append({"step": index + 1, "kind": "deploy", "version": data["version"],
                                        "definition": data})
-            out.deliveries_log.append({"step": index + 1, "kind": "deploy", "definition": data})
         elif kind == "restart":
             pass  # the next worker is a new process on the same files, like every worker
         else:  # the loader rejects unknown types; this guards programmatic callers
