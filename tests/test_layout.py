@@ -1,0 +1,44 @@
+"""The dependency rules of the architecture, checked on the import statements themselves."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+#: package folder -> crashpoint subpackages it must never import
+FORBIDDEN = {
+    "engine": ("crashpoint.harness", "crashpoint.fakes", "crashpoint.reports"),
+    "fakes": ("crashpoint.engine", "crashpoint.harness", "crashpoint.reports"),
+    "reports": ("crashpoint.engine", "crashpoint.harness", "crashpoint.fakes"),
+}
+
+
+def imported(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+@pytest.mark.parametrize("folder", sorted(FORBIDDEN))
+def test_dependencies_point_one_way(folder: str) -> None:
+    offending = {f"{path.name}: {name}" for path in (ROOT / folder).glob("*.py") for name in imported(path)
+                 if name.startswith(FORBIDDEN[folder])}
+    assert not offending
+
+
+def test_the_worker_imports_no_heavy_library() -> None:
+    """A worker is started thousands of times: pandas, faker, jsonschema and yaml stay out of it."""
+    import subprocess
+    import sys
+
+    code = ("import sys, crashpoint.engine.worker, crashpoint.fakes.world, crashpoint.harness.crashpoints; "
+            "print(sorted(m for m in ('pandas', 'faker', 'jsonschema', 'yaml') if m in sys.modules))")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.strip() == "[]"
