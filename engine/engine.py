@@ -325,11 +325,15 @@ class Engine:
                                            "retryable": retryable, "idempotency_key": key, "attempt": attempt}))
         outcome = decide_task(definition, st, phase, task, now=self.clock.now(), error=error, retryable=retryable,
                               attempt=attempt)
-        self._apply(wid, st, task, outcome, events, moves + [S.CHECKPOINTED], None)
+        self._apply(wid, st, task, outcome, events, moves + [S.CHECKPOINTED], None, error=error)
 
     def _apply(self, wid: str, st: dict[str, Any], task: Task, outcome: StepResult,
-               events: list[tuple[str, dict[str, Any]]], moves: list[Status], effect: tuple | None) -> None:
-        """Apply a step's typed transition in one checkpoint transaction named after the task's checkpoint."""
+               events: list[tuple[str, dict[str, Any]]], moves: list[Status], effect: tuple | None,
+               error: str | None = None) -> None:
+        """Apply a step's typed transition in one checkpoint transaction named after the task's checkpoint.
+
+        ``error`` is why the step failed (a tool error, a phase timeout), written into ``task_skipped``.
+        """
         now = self.clock.now()
         st.pop("in_flight", None)
         events = events + [("step_result", {"task": task.id, "transition": TRANSITION_NAMES[type(outcome)]})]
@@ -340,7 +344,6 @@ class Engine:
                 st["results"][done[0]] = done[1]
             if skipped is not None:
                 st["skipped"].append(skipped)
-                error = events[0][1].get("error") if events and events[0][0] == "tool_result" else None
                 events.insert(-1, ("task_skipped", {"task": skipped, "critical": task.critical, "error": error}))
             st.update(patch)
             if isinstance(outcome, Complete):

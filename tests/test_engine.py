@@ -211,3 +211,18 @@ def test_corrupt_database_gives_store_error_naming_the_file(tmp_path: Path) -> N
         assert str(db) in str(info.value)
     finally:
         ledger.close()
+
+
+def test_a_skipped_task_says_why_in_the_trace(tmp_path: Path) -> None:
+    """task_skipped carries the error, for a tool failure and for a phase timeout alike."""
+    from crashpoint.harness.adapters.reference import ReferenceAdapter
+    from crashpoint.harness.driver import Driver
+    from crashpoint.harness.loader import load_target
+
+    root = Path(__file__).resolve().parents[1] / "scenarios" / "refunds" / "cases"
+    for name, why in (("notify_failure_is_not_critical.yaml", "mailbox unavailable"),
+                      ("issue_refund_slow_exceeds_phase_timeout.yaml", "exceeded its timeout")):
+        pack, (case,) = load_target(root / name)
+        out = Driver(ReferenceAdapter(), pack).run(case, tmp_path / name)
+        (skipped,) = [e for e in out.trace if e["kind"] == "task_skipped"]
+        assert why in skipped["error"]
