@@ -368,9 +368,6 @@ class Engine:
         else:  # WaitForApproval comes from the gate step, never from a task
             raise CrashpointError(f"{wid}: task {task.id!r} returned {outcome!r}")
 
-    def _next_phase(self, st: dict[str, Any], definition: WorkflowDefinition) -> None:
-        st.update(next_position(definition, {**st, "stage": "gate"}, self.clock.now()))
-
     # ------------------------------------------------------------------ approvals
     def _request_approval(self, wid: str, st: dict[str, Any], phase: Phase) -> None:
         gate = phase.human_gate
@@ -421,8 +418,7 @@ class Engine:
             extra = [("event_ignored", {"event": "approval", "inbox_seq": s, "why": "approval already decided"})
                      for s in consumed[1:]]
             if decision["granted"]:
-                st["stage"] = "task"
-                self._next_phase(st, definition)
+                st.update(next_position(definition, st, now))  # the gate is granted: the next phase, or done
                 events = [("approval_granted", {"approval_id": pending["approval_id"], "by": decision["by"],
                                                 "waited_s": waited})] + extra
                 moves = [S.WAITING_APPROVAL, S.RUNNING]

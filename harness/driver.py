@@ -138,8 +138,6 @@ class Driver:
             for index, ev in enumerate(external):  # decisions that arrive before the workflow waits for them
                 if ev.get("before_wait"):
                     self._deliver(ctx, out, ledger, clock, ev, index, workflow=case.workflow)
-            for entry in out.deliveries_log:  # those went out with the start request, before any worker
-                entry["step"] = 0
             self._work(ctx, out, crash_point)
             for index, ev in enumerate(external):
                 if ev.get("before_wait"):

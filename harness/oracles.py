@@ -28,7 +28,7 @@ from typing import Any
 
 from crashpoint.engine.states import TERMINAL, Status, is_legal
 from crashpoint.harness.driver import RunOutcome
-from crashpoint.harness.loader import Case, Pack
+from crashpoint.harness.loader import APPROVAL_TOOL, Case, Pack
 
 STATUS_ALIASES = {"waiting_or_escalated": {"waiting_approval", "escalated"}}
 TERMINAL_NAMES = {s.value for s in TERMINAL}
@@ -108,6 +108,12 @@ def side_effects(case: Case, pack: Pack, out: RunOutcome) -> list[Failure]:
                 if not granted:
                     failures.append(Failure("side_effects", f"effect {name} applied without a granted approval "
                                                             f"{gate!r} before it", [call_line(call)]))
+        for before in info.get("after", ()):
+            tool = pack.effects[before]["tool"]
+            for call in done:
+                if not any(c["tool"] == tool and c["gseq"] < call["gseq"] for c in applied):
+                    failures.append(Failure("side_effects", f"effect {name} was applied before effect {before}, "
+                                                            f"which must come first", [call_line(call)]))
         comp = info.get("compensation")
         undone = [c for c in applied if comp and c["tool"] == comp]
         if comp and done and out.status in ("failed", "cancelled") and not undone:
@@ -133,15 +139,7 @@ def side_effects(case: Case, pack: Pack, out: RunOutcome) -> list[Failure]:
                                                 f"{out.kills} kill(s) and {lost} lost response(s): each may repeat "
                                                 "at most the one call whose result it cut off; the rest re-ran "
                                                 "finished steps", [call_line(c) for c in repeats][:6]))
-    for name, info in pack.effects.items():
-        mine = [c for c in applied if c["tool"] == info["tool"]]
-        for before in info.get("after", ()):
-            tool = pack.effects[before]["tool"]
-            for call in mine:
-                if not any(c["tool"] == tool and c["gseq"] < call["gseq"] for c in applied):
-                    failures.append(Failure("side_effects", f"effect {name} was applied before effect {before}, "
-                                                            f"which must come first", [call_line(call)]))
-    asked = Counter(c["args"].get("approval_id") for c in applied if c["tool"] == "approvals.request")
+    asked = Counter(c["args"].get("approval_id") for c in applied if c["tool"] == APPROVAL_TOOL)
     for approval_id, n in asked.items():
         if n > 1:
             failures.append(Failure("side_effects", f"approval {approval_id!r} was requested from a human {n} times"))

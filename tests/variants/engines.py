@@ -17,6 +17,7 @@ import sqlite3
 import uuid
 from typing import Any
 
+from crashpoint.engine.decide import next_position
 from crashpoint.engine.definition import APPROVAL_TOOL, Phase, WorkflowDefinition
 from crashpoint.engine.engine import Engine
 from crashpoint.engine.states import TERMINAL, Status
@@ -184,7 +185,7 @@ class IssueWithoutApproval(Engine):
         definition = self._definition(row["definition"], row["version"])
         st["approvals"][gate.approval_id] = {"granted": True, "by": "nobody (never asked)",  # the bug
                                              "at": self.clock.now()}
-        self._next_phase(st, definition)
+        st.update(next_position(definition, st, self.clock.now()))
         self._commit(gate.checkpoint, wid, st, [S.RUNNING, S.CHECKPOINTED, S.RUNNING],
                      events=[("step_result", {"task": f"{phase.id}.human_gate", "transition": "continue"})])
 
