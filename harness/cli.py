@@ -120,7 +120,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from crashpoint.harness.sweep import sweep
     from crashpoint.reports import json_report, text
 
+    from crashpoint.harness import cli_report
+
+    recorder = cli_report.start_recording(args, pack, cases, adapter)
+
     def progress(result) -> None:
+        if recorder is not None:
+            recorder.on_result(result)
         if not args.quiet:
             sys.stderr.write("." if result.verdict == "passed" else "F")
             sys.stderr.flush()
@@ -153,6 +159,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         json_report.write(args.json, data)
         print(f"results written to {args.json}")
+    if recorder is not None:
+        recorder.finish(data)
+        print(f"run {recorder.recorder.run_id} recorded in {recorder.where}")
     if args.save_traces:
         from crashpoint.harness.tracefile import save_traces
 
@@ -225,6 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-q", "--quiet", action="store_true", help="only the summary and the failures")
     run.add_argument("--save-traces", type=Path, metavar="DIR",
                      help="write one trace file per run here (<case_id>__<crash point>.trace.json)")
+    from crashpoint.harness import cli_report
+
+    cli_report.add_run_options(run)
     run.set_defaults(func=_cmd_run)
     val = sub.add_parser("validate", help="check a pack or case files against their schemas without running")
     val.add_argument("path")
@@ -241,6 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
     inc.add_argument("--out", type=Path, metavar="FILE",
                      help="where to write the case (default ./<case_id>.yaml; never overwritten)")
     inc.set_defaults(func=_cmd_incident)
+    cli_report.add_report_parser(sub)
     return parser
 
 

@@ -52,6 +52,13 @@ def _row(r: RunResult) -> dict[str, Any]:
     }
 
 
+def run_row(r: RunResult) -> dict[str, Any]:
+    """The per-run inputs of the metrics: ``{"case_id", "point", "crashed", "is_crash_run", "passed",
+    "dup", "dup_safe", "retry", "retry_ok", "comp", "comp_ok", "golden_points"}`` (booleans, one int).
+    The results store keeps them with each result, so trends over weeks use the same definitions."""
+    return _row(r)
+
+
 def _ratio(num: int, den: int) -> float | None:
     return None if den == 0 else round(num / den, 4)
 

@@ -1,0 +1,68 @@
+"""JUnit XML of a stored run, for CI test views.
+
+One ``<testsuite>`` per case (``name`` = case id, ``package`` = pack), one ``<testcase>`` per
+(case, crash point) (``classname`` = ``crashpoint.<pack>.<case_id>``, ``name`` = ``golden`` or
+``kill@POINT``, ``time`` = wall seconds). A ``failed`` run has one ``<failure>`` per oracle finding
+(``type`` = the oracle, ``message`` = its message; the text holds the evidence and the
+``reproduce:`` command); ``error`` and ``unknown`` runs have an ``<error>``. Valid against the
+JUnit schema (``tests/data/junit-10.xsd``). Escaping is ElementTree's; characters XML 1.0 cannot
+carry (control characters) are replaced by ``?``.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from crashpoint.reports.summary import counts, per_case
+
+_BAD_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _clean(value: Any) -> str:
+    return _BAD_XML.sub("?", "" if value is None else str(value))
+
+
+def _time(seconds: Any) -> str:
+    return f"{float(seconds or 0.0):.3f}"
+
+
+def _problem(parent: ET.Element, r: dict[str, Any]) -> None:
+    repro = f"reproduce: {r['reproduce']}" if r.get("reproduce") else ""
+    if r["verdict"] == "failed":
+        for f in r.get("failures") or []:
+            el = ET.SubElement(parent, "failure", type=_clean(f["oracle"]), message=_clean(f["message"]))
+            el.text = _clean("\n".join([f"[{f['oracle']}] {f['message']}", *f.get("evidence", []), repro]).strip())
+        if not r.get("failures"):
+            ET.SubElement(parent, "failure", type="verdict", message="failed").text = _clean(repro)
+    elif r["verdict"] in ("error", "unknown"):
+        el = ET.SubElement(parent, "error", type=r["verdict"], message=_clean(r.get("error") or r["verdict"]))
+        el.text = _clean("\n".join(x for x in (r.get("error") or "", repro) if x))
+
+
+def render(stored: dict[str, Any]) -> str:
+    """The JUnit XML document (a ``str`` with the XML declaration) of a stored run."""
+    run, results = stored["run"], stored["results"]
+    total = counts(results)
+    root = ET.Element("testsuites", name=_clean(f"crashpoint {run.get('pack')}"),
+                      tests=str(total["runs"]), failures=str(total["failed"]),
+                      errors=str(total["error"] + total["unknown"]),
+                      time=_time(sum(float(r.get("wall_s") or 0) for r in results)))
+    for case_id, c in per_case(results).items():
+        rows = [r for r in results if r["case_id"] == case_id]
+        suite = ET.SubElement(root, "testsuite", name=_clean(case_id), tests=str(c["runs"]),
+                              failures=str(c["failed"]), errors=str(c["error"] + c["unknown"]), skipped="0",
+                              time=_time(sum(float(r.get("wall_s") or 0) for r in rows)),
+                              timestamp=_clean(run.get("started_at")), hostname=_clean(run.get("host") or "unknown"),
+                              package=_clean(run.get("pack")))
+        props = ET.SubElement(suite, "properties")
+        for key in ("run_id", "engine", "engine_version", "adapter", "pack_version", "crash", "git_commit"):
+            ET.SubElement(props, "property", name=key, value=_clean(run.get(key)))
+        for r in rows:
+            name = "golden" if r["crash_point"] == "none" else f"kill@{r['crash_point']}"
+            case = ET.SubElement(suite, "testcase", name=_clean(name), classname=_clean(f"crashpoint.{run.get('pack')}.{case_id}"),
+                                 time=_time(r.get("wall_s")))
+            _problem(case, r)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

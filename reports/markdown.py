@@ -1,0 +1,67 @@
+"""Markdown of a stored run, for a pull-request comment.
+
+Shape: a title line with the verdict, a summary table (runs by verdict), the metrics table, a table
+of the cases that did not pass every run, then each failing run (at most :data:`MAX_FAILURES`) with
+its oracle findings, and the ``reproduce`` commands in one fenced block. Every string that came
+from a case, an engine or a trace goes through :func:`escape`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from crashpoint.reports.summary import METRICS, counts, fmt_metric, metrics, per_case, result_id, run_title
+
+#: Failing runs shown in detail; the rest are counted.
+MAX_FAILURES = 25
+
+_SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
+
+
+def escape(value: Any) -> str:
+    """``value`` as inline Markdown text: ``\\ ` * _ [ ] | # ~`` backslash-escaped, ``<``, ``>`` and
+    ``&`` as entities, newlines as spaces (a table row stays one row)."""
+    text = "" if value is None else str(value)
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = _SPECIAL.sub(r"\\\1", text)
+    return " ".join(text.splitlines())
+
+
+def _fence(line: str) -> str:
+    return line.replace("`", "'")
+
+
+def render(stored: dict[str, Any]) -> str:
+    """The Markdown text of a stored run."""
+    run, results = stored["run"], stored["results"]
+    c = counts(results)
+    ok = c["passed"] == c["runs"] and run.get("complete")
+    mark = "PASSED" if ok else ("INCOMPLETE" if not run.get("complete") else "FAILED")
+    lines = [f"### crashpoint: {mark}: {c['passed']}/{c['runs']} runs passed", "", escape(run_title(run)), "",
+             "| cases | runs | passed | failed | errors | unknown |", "|---:|---:|---:|---:|---:|---:|",
+             f"| {c['cases']} | {c['runs']} | {c['passed']} | {c['failed']} | {c['error']} | {c['unknown']} |", "",
+             "| metric | value |", "|---|---:|"]
+    values = metrics(results)
+    lines += [f"| {label} | {fmt_metric(name, values[name])} |" for name, (label, _) in METRICS.items()]
+    bad_cases = {cid: x for cid, x in per_case(results).items() if x["passed"] != x["runs"]}
+    if bad_cases:
+        lines += ["", "| case | runs | passed | failed | errors | unknown |", "|---|---:|---:|---:|---:|---:|"]
+        lines += [f"| {escape(cid)} | {x['runs']} | {x['passed']} | {x['failed']} | {x['error']} | {x['unknown']} |"
+                  for cid, x in bad_cases.items()]
+    bad = [r for r in results if r["verdict"] != "passed"]
+    if bad:
+        lines += ["", f"#### Runs that did not pass ({len(bad)})", ""]
+        for r in bad[:MAX_FAILURES]:
+            lines.append(f"- **{escape(r['verdict'].upper())}** {escape(result_id(r))}: final status "
+                         f"{escape(r.get('final_status') or '-')}")
+            for f in r.get("failures") or []:
+                lines.append(f"  - \\[{escape(f['oracle'])}\\] {escape(f['message'])}")
+            if r.get("error"):
+                lines.append(f"  - {escape(r['error'])}")
+        if len(bad) > MAX_FAILURES:
+            lines.append(f"- ... and {len(bad) - MAX_FAILURES} more (see the HTML or JUnit report)")
+        repro = [r["reproduce"] for r in bad[:MAX_FAILURES] if r.get("reproduce")]
+        if repro:
+            lines += ["", "Reproduce:", "", "```", *(_fence(x) for x in repro), "```"]
+    return "\n".join(lines) + "\n"

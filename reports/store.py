@@ -1,0 +1,327 @@
+"""The results store: an append-only history of runs and their results, over SQLAlchemy Core.
+
+A store is named by a database URL:
+
+* ``sqlite:///PATH`` (default ``sqlite:///.crashpoint/results.db``): one file, WAL journal, a 30 s
+  busy timeout, so parallel writers (``--jobs`` workers, two CI jobs on one machine) queue instead of
+  corrupting it. A bare file path is taken as a SQLite file.
+* ``postgresql+psycopg://USER@HOST/DB``: one store shared by many CI machines.
+
+Schema (format ``crashpoint.store/1``, recorded in ``crashpoint_meta``):
+
+``crashpoint_runs``: one row per run: ``run_id`` (32 hex), ``engine``, ``engine_version``,
+``adapter``, ``pack``, ``pack_version``, ``crash`` (mode), ``seed`` (or NULL), ``git_commit`` (or
+NULL), ``host``, ``source`` (``cli`` | ``pytest``), ``started_at``/``ended_at`` (UTC),
+``complete`` (false until :meth:`ResultStore.finish_run`), ``summary`` (JSON: ``summary``,
+``per_case``, ``coverage``, ``vacuity`` of the result document, set at the end).
+
+``crashpoint_results``: one row per (case, crash point/fault) of a run, committed as it arrives:
+``id`` (order of arrival), ``run_id``, ``case_id``, ``crash_point`` (``none`` for a golden run),
+``verdict`` (passed|failed|error|unknown), ``oracle`` (first failing oracle or NULL), ``message``
+(first finding or the error), ``final_status``, ``wall_s``, ``recorded_at``, ``reproduce`` (or
+NULL), ``tags`` (JSON list), ``measures`` (JSON: per-run metric inputs, see
+:mod:`crashpoint.harness.record`) and ``data`` (JSON: the full result dict, with ``timeline`` for a
+run that did not pass).
+
+Rows are only ever inserted (and a run's end stamped once), so a run killed half-way keeps
+every finished row readable and stays ``complete = false``. Reports read this data only.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+from sqlalchemy import (JSON, Boolean, Column, DateTime, Float, Integer, MetaData, String, Table, Text,
+                        create_engine, event, inspect, select, update)
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError, ProgrammingError
+
+from crashpoint.errors import UsageError
+
+FORMAT = "crashpoint.store/1"
+DEFAULT_PATH = Path(".crashpoint") / "results.db"
+DEFAULT_URL = f"sqlite:///{DEFAULT_PATH}"
+ENV_URL = "CRASHPOINT_RESULTS_DB"
+
+metadata = MetaData()
+
+meta_table = Table(
+    "crashpoint_meta", metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+runs_table = Table(
+    "crashpoint_runs", metadata,
+    Column("run_id", String(32), primary_key=True),
+    Column("engine", String(200), nullable=False),
+    Column("engine_version", String(100)),
+    Column("adapter", String(200)),
+    Column("pack", String(200)),
+    Column("pack_version", String(100)),
+    Column("crash", String(20)),
+    Column("seed", String(100)),
+    Column("git_commit", String(64)),
+    Column("host", String(255)),
+    Column("source", String(20)),
+    Column("started_at", DateTime(timezone=True), nullable=False, index=True),
+    Column("ended_at", DateTime(timezone=True)),
+    Column("complete", Boolean, nullable=False, default=False),
+    Column("summary", JSON),
+)
+
+results_table = Table(
+    "crashpoint_results", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(32), nullable=False, index=True),
+    Column("case_id", String(300), nullable=False),
+    Column("crash_point", Text, nullable=False),
+    Column("verdict", String(10), nullable=False),
+    Column("oracle", String(50)),
+    Column("message", Text),
+    Column("final_status", String(50)),
+    Column("wall_s", Float),
+    Column("recorded_at", DateTime(timezone=True), nullable=False),
+    Column("reproduce", Text),
+    Column("tags", JSON),
+    Column("measures", JSON),
+    Column("data", JSON),
+)
+
+RUN_FIELDS = ("engine", "engine_version", "adapter", "pack", "pack_version", "crash", "seed", "git_commit",
+              "host", "source")
+
+
+def normalize_url(raw: str | os.PathLike[str] | None) -> str:
+    """A database URL from ``raw``: ``None`` -> ``$CRASHPOINT_RESULTS_DB`` or :data:`DEFAULT_URL`; a
+    plain path -> ``sqlite:///PATH``; a URL as given. Raises :class:`UsageError` for a malformed URL."""
+    value = str(raw) if raw else os.environ.get(ENV_URL) or DEFAULT_URL
+    if "://" not in value:
+        value = f"sqlite:///{value}"
+    try:
+        make_url(value)
+    except ArgumentError as exc:
+        raise UsageError(f"results database {value!r}: not a database URL ({exc})") from None
+    return value
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.close()
+
+
+class ResultStore:
+    """An open results store.
+
+    Args:
+        url: database URL or SQLite path (see :func:`normalize_url`).
+        create: create the tables when the database is empty (``False``: a missing store is an error,
+            for readers).
+
+    Raises:
+        UsageError: the URL is malformed, the database cannot be opened, a SQLite file is not a
+            SQLite database, or the database holds tables that are not a crashpoint store of this
+            format (the message names the file or URL; nothing is recreated or overwritten).
+    """
+
+    def __init__(self, url: str | os.PathLike[str] | None = None, *, create: bool = True) -> None:
+        self.url = normalize_url(url)
+        parsed = make_url(self.url)
+        self.where = parsed.database if parsed.get_backend_name() == "sqlite" else \
+            parsed.render_as_string(hide_password=True)
+        self.is_sqlite = parsed.get_backend_name() == "sqlite"
+        if self.is_sqlite:
+            if not parsed.database or parsed.database == ":memory:":
+                raise UsageError(f"results database {self.url}: give a file (sqlite:///PATH)")
+            path = Path(parsed.database)
+            if not path.exists():
+                if not create:
+                    raise UsageError(f"results database {path}: no such file (record a run with --results-db first)")
+                try:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise UsageError(f"results database {path}: cannot create its folder: {exc}") from None
+            elif path.is_dir():
+                raise UsageError(f"results database {path}: is a folder, not a SQLite file")
+            else:
+                with path.open("rb") as fh:
+                    head = fh.read(16)
+                if head and head != b"SQLite format 3\x00":
+                    raise UsageError(f"results database {path}: not a SQLite database (refusing to touch it)")
+            self.engine: Engine = create_engine(self.url, connect_args={"timeout": 30})
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        else:
+            try:
+                self.engine = create_engine(self.url, pool_pre_ping=True)
+            except Exception as exc:  # an unknown dialect or a missing driver
+                raise UsageError(f"results database {self.where}: {type(exc).__name__}: {exc}") from None
+        self._check_schema(create)
+
+    def _check_schema(self, create: bool) -> None:
+        for attempt in range(3):
+            try:
+                tables = set(inspect(self.engine).get_table_names())
+                ours = {t.name for t in metadata.sorted_tables}
+                if not tables:
+                    if not create:
+                        raise UsageError(f"results database {self.where}: empty, no run recorded yet")
+                    metadata.create_all(self.engine)
+                    with self.engine.begin() as conn:
+                        if conn.execute(select(meta_table.c.value).where(meta_table.c.key == "format")).first() is None:
+                            conn.execute(meta_table.insert().values(key="format", value=FORMAT))
+                    self._wal()
+                    return
+                if not ours <= tables:
+                    raise UsageError(f"results database {self.where}: holds other tables "
+                                     f"({', '.join(sorted(tables)[:5])}), not a crashpoint results store; "
+                                     f"refusing to touch it (give another --results-db)")
+                insp = inspect(self.engine)
+                for table in metadata.sorted_tables:
+                    have = {c["name"] for c in insp.get_columns(table.name)}
+                    missing = {c.name for c in table.columns} - have
+                    if missing:
+                        raise UsageError(f"results database {self.where}: table {table.name} lacks column(s) "
+                                         f"{', '.join(sorted(missing))}: not a {FORMAT} store")
+                with self.engine.connect() as conn:
+                    fmt = conn.execute(select(meta_table.c.value).where(meta_table.c.key == "format")).scalar()
+                if fmt != FORMAT:
+                    raise UsageError(f"results database {self.where}: format {fmt!r}, expected {FORMAT!r}")
+                self._wal()
+                return
+            except (OperationalError, ProgrammingError, DatabaseError) as exc:
+                # two writers creating the tables at once: the loser retries and finds them made
+                if attempt == 2 or "already exists" not in str(exc) and "locked" not in str(exc) \
+                        and "duplicate key" not in str(exc):
+                    raise UsageError(f"results database {self.where}: cannot be used: "
+                                     f"{str(exc).splitlines()[0]}") from None
+
+    def _wal(self) -> None:
+        """Switch a SQLite store (ours, checked) to the WAL journal: readers never block the writer,
+        and a writer killed mid-transaction leaves the last committed state (a persistent setting)."""
+        if self.is_sqlite:
+            with self.engine.connect() as conn:
+                conn.exec_driver_sql("PRAGMA journal_mode=WAL")
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    def begin_run(self, info: dict[str, Any], started_at: datetime | None = None) -> str:
+        """Record the start of a run; returns its ``run_id`` (32 hex characters).
+
+        ``info`` has the keys of :data:`RUN_FIELDS` (missing ones are NULL; ``engine`` is required).
+        The row is committed at once with ``complete = false``.
+        """
+        if not info.get("engine"):
+            raise UsageError("begin_run: field engine is required")
+        run_id = uuid.uuid4().hex
+        row = {k: (str(info[k]) if info.get(k) is not None else None) for k in RUN_FIELDS}
+        with self.engine.begin() as conn:
+            conn.execute(runs_table.insert().values(run_id=run_id, started_at=_utc(started_at) or _now(),
+                                                    complete=False, **row))
+        return run_id
+
+    def add_result(self, run_id: str, result: dict[str, Any]) -> None:
+        """Append one result (a result dict of the document, plus optional ``tags``, ``measures``,
+        ``timeline``, ``reproduce``) to ``run_id``, in its own committed transaction."""
+        failures = result.get("failures") or []
+        first = failures[0] if failures else None
+        message = first["message"] if first else result.get("error")
+        with self.engine.begin() as conn:
+            conn.execute(results_table.insert().values(
+                run_id=run_id, case_id=str(result["case_id"]), crash_point=str(result.get("crash_point") or "none"),
+                verdict=str(result["verdict"]), oracle=first["oracle"] if first else None, message=message,
+                final_status=result.get("final_status"), wall_s=result.get("wall_s"), recorded_at=_now(),
+                reproduce=result.get("reproduce"), tags=list(result.get("tags") or []),
+                measures=result.get("measures") or {}, data=result))
+
+    def finish_run(self, run_id: str, summary: dict[str, Any] | None = None,
+                   ended_at: datetime | None = None) -> None:
+        """Stamp the end of ``run_id``: ``complete = true``, ``ended_at``, and the ``summary`` JSON."""
+        with self.engine.begin() as conn:
+            conn.execute(update(runs_table).where(runs_table.c.run_id == run_id)
+                         .values(complete=True, ended_at=_utc(ended_at) or _now(), summary=summary))
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def runs(self, since: datetime | None = None, until: datetime | None = None) -> list[dict[str, Any]]:
+        """Runs started in ``[since, until)`` (UTC; either bound optional), oldest first, as dicts."""
+        query = select(runs_table).order_by(runs_table.c.started_at, runs_table.c.run_id)
+        if since is not None:
+            query = query.where(runs_table.c.started_at >= _utc(since))
+        if until is not None:
+            query = query.where(runs_table.c.started_at < _utc(until))
+        with self.engine.connect() as conn:
+            rows = [dict(r._mapping) for r in conn.execute(query)]
+        for r in rows:
+            r["started_at"], r["ended_at"] = _utc(r["started_at"]), _utc(r["ended_at"])
+        return rows
+
+    def resolve(self, ref: str | None) -> str:
+        """The run id that ``ref`` names: ``None``/``latest`` -> the most recently started run; a full
+        id or a unique prefix (at least 4 characters). Raises :class:`UsageError` otherwise."""
+        with self.engine.connect() as conn:
+            if not ref or ref == "latest":
+                found = conn.execute(select(runs_table.c.run_id).order_by(runs_table.c.started_at.desc(),
+                                                                          runs_table.c.run_id.desc())).first()
+                if found is None:
+                    raise UsageError(f"results database {self.where}: no run recorded yet")
+                return found[0]
+            if len(ref) < 4 or not all(c in "0123456789abcdef" for c in ref):
+                raise UsageError(f"run id {ref!r}: give 'latest' or at least 4 hex characters of a run id")
+            found = conn.execute(select(runs_table.c.run_id).where(runs_table.c.run_id.like(ref + "%"))).all()
+        if len(found) != 1:
+            raise UsageError(f"run id {ref!r}: {'no' if not found else len(found)} matching run(s) in {self.where}")
+        return found[0][0]
+
+    def results(self, run_ids: Iterable[str]) -> list[dict[str, Any]]:
+        """Result rows of the given runs, in order of arrival, as dicts (columns of
+        ``crashpoint_results``)."""
+        ids = list(run_ids)
+        if not ids:
+            return []
+        out: list[dict[str, Any]] = []
+        with self.engine.connect() as conn:
+            for i in range(0, len(ids), 500):
+                query = select(results_table).where(results_table.c.run_id.in_(ids[i:i + 500])) \
+                    .order_by(results_table.c.id)
+                out.extend(dict(r._mapping) for r in conn.execute(query))
+        return out
+
+    def load_run(self, ref: str | None) -> dict[str, Any]:
+        """A stored run as the data every renderer takes::
+
+            {"run": {run columns, "started_at"/"ended_at" ISO strings}, "results": [result dicts]}
+
+        where each result dict is the stored ``data`` (the result document's result, with
+        ``reproduce``, ``tags``, ``measures``, ``timeline`` when recorded). Raises
+        :class:`UsageError` for an unknown run."""
+        run_id = self.resolve(ref)
+        run = next(r for r in self.runs() if r["run_id"] == run_id)
+        run = {k: (v.isoformat(timespec="seconds") if isinstance(v, datetime) else v) for k, v in run.items()}
+        return {"run": run, "results": [r["data"] for r in self.results([run_id])]}
+
+    def close(self) -> None:
+        """Release the connection pool."""
+        self.engine.dispose()
+
+
+def host_name() -> str:
+    """This machine's host name (recorded with each run)."""
+    return socket.gethostname()
+

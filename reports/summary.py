@@ -1,0 +1,89 @@
+"""Counts and metrics of a stored run, computed from its result data alone.
+
+A *stored run* is what :meth:`crashpoint.reports.store.ResultStore.load_run` returns and every
+renderer takes: ``{"run": {run columns}, "results": [result dicts]}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+VERDICTS = ("passed", "failed", "error", "unknown")
+
+#: metric name -> (label, unit): every metric of a stored run and of the weekly report.
+METRICS = {
+    "resume_success": ("resume success", "ratio"),
+    "duplicate_event_safety": ("duplicate-event safety", "ratio"),
+    "retry_success": ("retry success", "ratio"),
+    "compensation_success": ("compensation success", "ratio"),
+    "cancellation_correctness": ("cancellation correctness", "ratio"),
+    "approval_wait_s": ("approval wait time", "virtual s"),
+    "crash_points_covered": ("crash points covered", "crash points"),
+}
+
+
+def counts(results: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """``{"runs", "passed", "failed", "error", "unknown", "cases"}`` over ``results``."""
+    out = {"runs": 0, **{v: 0 for v in VERDICTS}}
+    cases = set()
+    for r in results:
+        out["runs"] += 1
+        out[r["verdict"]] = out.get(r["verdict"], 0) + 1
+        cases.add(r["case_id"])
+    out["cases"] = len(cases)
+    return out
+
+
+def per_case(results: Iterable[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """``{case_id: counts}`` in order of first appearance."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in results:
+        groups.setdefault(r["case_id"], []).append(r)
+    return {cid: counts(rows) for cid, rows in groups.items()}
+
+
+def _ratio(num: int, den: int) -> float | None:
+    return None if den == 0 else round(num / den, 4)
+
+
+def metrics(results: Iterable[dict[str, Any]]) -> dict[str, float | None]:
+    """Every metric of :data:`METRICS` from the stored ``measures`` of each result (``None`` when
+    nothing measured it). Ratios in [0, 1]; ``approval_wait_s`` is the mean virtual wait in seconds;
+    ``crash_points_covered`` counts distinct (case, crash point) whose kill fired."""
+    m = [(r, r.get("measures") or {}) for r in results]
+    crashed = [(r, x) for r, x in m if x.get("crashed")]
+    waits = [x["approval_wait_s"] for _, x in m if x.get("approval_wait_s") is not None]
+    return {
+        "resume_success": _ratio(sum(r["verdict"] == "passed" for r, _ in crashed), len(crashed)),
+        "duplicate_event_safety": _ratio(sum(bool(x.get("dup_safe")) for _, x in m), sum(bool(x.get("dup")) for _, x in m)),
+        "retry_success": _ratio(sum(bool(x.get("retry_ok")) for _, x in m), sum(bool(x.get("retry")) for _, x in m)),
+        "compensation_success": _ratio(sum(bool(x.get("comp_ok")) for _, x in m), sum(bool(x.get("comp")) for _, x in m)),
+        "cancellation_correctness": _ratio(sum(bool(x.get("cancel_ok")) for _, x in m),
+                                           sum(bool(x.get("cancel")) for _, x in m)),
+        "approval_wait_s": round(sum(waits) / len(waits), 3) if waits else None,
+        "crash_points_covered": len({(r["case_id"], r["crash_point"]) for r, _ in crashed}) if m else None,
+    }
+
+
+def fmt_metric(name: str, value: float | None) -> str:
+    """A metric value for people: ``97.5%``, ``3600 s``, ``12``, or ``n/a``."""
+    if value is None:
+        return "n/a"
+    unit = METRICS.get(name, ("", "ratio"))[1]
+    if unit == "ratio":
+        return f"{100 * value:.1f}%"
+    if unit == "virtual s":
+        return f"{value:g} s"
+    return f"{value:g}"
+
+
+def run_title(run: dict[str, Any]) -> str:
+    """``refunds 1.0.0 on reference 0.1.0 (crash every), run 1a2b3c4d, 2026-11-30T11:00:00+00:00``."""
+    state = "" if run.get("complete") else " [INCOMPLETE: the run did not finish]"
+    return (f"{run.get('pack')} {run.get('pack_version')} on {run.get('engine')} {run.get('engine_version')} "
+            f"(crash {run.get('crash')}), run {str(run.get('run_id'))[:8]}, {run.get('started_at')}{state}")
+
+
+def result_id(r: dict[str, Any]) -> str:
+    """``case_id[golden]`` or ``case_id[kill@POINT]``: the id of one result, as pytest names it."""
+    return f"{r['case_id']}[golden]" if r["crash_point"] == "none" else f"{r['case_id']}[kill@{r['crash_point']}]"

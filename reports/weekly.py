@@ -1,0 +1,275 @@
+"""The weekly reliability report: stored runs of a date range compared week by week (pandas).
+
+Weeks are 7-day windows from ``since`` (``since``, ``since + 7 d``, ...; the last ends at ``until``,
+inclusive), keyed by the runs' start time (UTC). A *key* is a (case, crash point) pair; a key is
+*failing* in a set of runs when any of its runs there did not pass (failed, error or unknown).
+The *latest week* is the last week with data; *before* is every earlier run in the range.
+
+* **trends**: each metric of :data:`crashpoint.reports.summary.METRICS` per week (same definitions
+  as a single run), and its direction from the last earlier week that measured it to the latest
+  week: ``improved``, ``worsened``, ``unchanged`` (lower is better for approval wait time), or
+  ``n/a`` when the latest week did not measure it or no earlier week did.
+* **new failures**: keys failing in the latest week whose last run before it passed, or that never
+  ran before. **fixed**: keys whose runs all passed in the latest week and whose last run before it
+  failed. Flaky keys are in neither.
+* **flaky**: keys whose verdict flips between runs on the same git commit (anywhere in the range).
+* **disappeared**: cases run before the latest week and not in it (a coverage gap, not a
+  regression).
+* **incident recurrences**: cases tagged ``incident`` (regression cases from ``crashpoint incident``)
+  with a run that did not pass, anywhere in the range.
+* **alerts**: runs with a retry storm (at least :data:`RETRY_STORM` retries scheduled), an approval
+  stuck past its deadline, a side effect applied more than once, or a replay failure (the
+  differential oracle: a resumed run that did not end as its golden run did).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime, time, timedelta, timezone
+from typing import Any
+
+import pandas as pd
+
+from crashpoint.errors import UsageError
+from crashpoint.reports.summary import METRICS, fmt_metric
+
+#: A run with at least this many ``retry_scheduled`` events is a retry storm.
+RETRY_STORM = 6
+
+ALERTS = {
+    "retry_storm": "retry storm",
+    "approval_overdue": "approval stuck past its deadline",
+    "dup_effect": "duplicate side effect",
+    "replay_failed": "replay failure",
+}
+
+_FLAGS = ("crashed", "dup", "dup_safe", "retry", "retry_ok", "comp", "comp_ok", "cancel", "cancel_ok",
+          "approval_overdue", "dup_effect", "replay_failed")
+
+
+def parse_date(value: str, option: str) -> date:
+    """``YYYY-MM-DD`` as a date. Raises :class:`UsageError` naming ``option``."""
+    try:
+        return date.fromisoformat(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{option} {value!r}: not a date, expected YYYY-MM-DD") from None
+
+
+def _frame(runs: list[dict[str, Any]], results: list[dict[str, Any]], since: date) -> pd.DataFrame:
+    info = pd.DataFrame([{"run_id": r["run_id"], "started_at": r["started_at"], "git_commit": r.get("git_commit"),
+                          "complete": bool(r.get("complete"))} for r in runs])
+    rows = []
+    for r in results:
+        m = r.get("measures") or {}
+        row = {"run_id": r["run_id"], "case_id": r["case_id"], "crash_point": r["crash_point"],
+               "verdict": r["verdict"], "oracle": r.get("oracle"), "message": r.get("message"),
+               "incident": "incident" in (r.get("tags") or []), "result_id": r["id"],
+               "approval_wait_s": m.get("approval_wait_s"), "retries": int(m.get("retries") or 0)}
+        row.update({f: bool(m.get(f)) for f in _FLAGS})
+        rows.append(row)
+    columns = ["run_id", "case_id", "crash_point", "verdict", "oracle", "message", "incident", "result_id",
+               "approval_wait_s", "retries", *_FLAGS]
+    df = pd.DataFrame(rows, columns=columns)
+    if df.empty or info.empty:
+        return df.assign(started_at=pd.Series(dtype=object), git_commit=None, week=pd.Series(dtype=int))
+    df = df.merge(info, on="run_id", how="inner")
+    df["week"] = df["started_at"].map(lambda t: (t.date() - since).days // 7)
+    df["failing"] = df["verdict"] != "passed"
+    df["passed"] = ~df["failing"]
+    df["retry_storm"] = df["retries"] >= RETRY_STORM
+    df["approval_wait_s"] = pd.to_numeric(df["approval_wait_s"], errors="coerce")
+    return df
+
+
+def _ratio(num: float, den: float) -> float | None:
+    return None if den == 0 else round(float(num) / float(den), 4)
+
+
+def week_metrics(df: pd.DataFrame) -> dict[str, float | None]:
+    """The metrics of one week's results (columns of the weekly frame)."""
+    crashed = df[df["crashed"]]
+    waits = df["approval_wait_s"].dropna()
+    return {
+        "resume_success": _ratio(crashed["passed"].sum(), len(crashed)),
+        "duplicate_event_safety": _ratio(df["dup_safe"].sum(), df["dup"].sum()),
+        "retry_success": _ratio(df["retry_ok"].sum(), df["retry"].sum()),
+        "compensation_success": _ratio(df["comp_ok"].sum(), df["comp"].sum()),
+        "cancellation_correctness": _ratio(df["cancel_ok"].sum(), df["cancel"].sum()),
+        "approval_wait_s": round(float(waits.mean()), 3) if len(waits) else None,
+        "crash_points_covered": int(crashed[["case_id", "crash_point"]].drop_duplicates().shape[0]) if len(df) else None,
+    }
+
+
+def _direction(name: str, before: float | None, after: float | None) -> str:
+    if before is None or after is None:
+        return "n/a"
+    if after == before:
+        return "unchanged"
+    better = after < before if name == "approval_wait_s" else after > before
+    return "improved" if better else "worsened"
+
+
+def _keys(frame: pd.DataFrame) -> list[dict[str, str]]:
+    return [{"case_id": c, "crash_point": p} for c, p in sorted(set(zip(frame["case_id"], frame["crash_point"])))]
+
+
+def weekly(store: Any, since: date, until: date) -> dict[str, Any]:
+    """The weekly report of the runs ``store`` holds from ``since`` to ``until`` (dates, inclusive).
+
+    Returns ``{"since", "until", "weeks": [{"label", "start", "end", "runs", "incomplete_runs",
+    "results", "metrics": {...}}], "trends": {metric: {"label", "values": [...], "previous", "latest",
+    "direction"}}, "new_failures", "fixed", "flaky": [{"case_id", "crash_point", "git_commit"}],
+    "disappeared": [case ids], "incidents": [{"case_id", "failing_runs", "weeks"}],
+    "alerts": [{"kind", "label", "week", "case_id", "crash_point", "run_id", "detail"}]}``.
+
+    Raises:
+        UsageError: ``since`` is after ``until``.
+    """
+    if since > until:
+        raise UsageError(f"--since {since} is after --until {until}")
+    start = datetime.combine(since, time(), timezone.utc)
+    end = datetime.combine(until + timedelta(days=1), time(), timezone.utc)
+    runs = store.runs(start, end)
+    df = _frame(runs, store.results([r["run_id"] for r in runs]), since)
+    n_weeks = (until - since).days // 7 + 1
+    weeks = []
+    for i in range(n_weeks):
+        w_start = since + timedelta(days=7 * i)
+        w_end = min(w_start + timedelta(days=6), until)
+        part = df[df["week"] == i] if len(df) else df
+        week_runs = [r for r in runs if (r["started_at"].date() - since).days // 7 == i]
+        weeks.append({"label": f"{w_start}..{w_end}", "start": str(w_start), "end": str(w_end),
+                      "runs": len(week_runs), "incomplete_runs": sum(1 for r in week_runs if not r.get("complete")),
+                      "results": int(len(part)), "metrics": week_metrics(part) if len(part) else
+                      {k: None for k in METRICS}})
+    with_data = [i for i, w in enumerate(weeks) if w["results"]]
+    trends = {}
+    for name, (label, unit) in METRICS.items():
+        values = [w["metrics"][name] for w in weeks]
+        last = values[with_data[-1]] if with_data else None
+        earlier = [values[i] for i in with_data[:-1] if values[i] is not None]
+        prev = earlier[-1] if earlier else None
+        trends[name] = {"label": label, "unit": unit, "values": values, "previous": prev, "latest": last,
+                        "direction": _direction(name, prev, last)}
+    report: dict[str, Any] = {"since": str(since), "until": str(until), "weeks": weeks, "trends": trends,
+                              "new_failures": [], "fixed": [], "flaky": [], "disappeared": [], "incidents": [],
+                              "alerts": []}
+    if df.empty:
+        return report
+    flaky = []
+    for (case_id, point, commit), g in df[df["git_commit"].notna()].groupby(["case_id", "crash_point", "git_commit"]):
+        if g["failing"].nunique() > 1:
+            flaky.append({"case_id": case_id, "crash_point": point, "git_commit": commit})
+    report["flaky"] = sorted(flaky, key=lambda x: (x["case_id"], x["crash_point"], x["git_commit"]))
+    flaky_keys = {(x["case_id"], x["crash_point"]) for x in flaky}
+    latest = with_data[-1]
+    now, before = df[df["week"] == latest], df[df["week"] < latest]
+    failing_now = now.groupby(["case_id", "crash_point"])["failing"].any()
+    last_before = before.sort_values(["started_at", "result_id"]).groupby(["case_id", "crash_point"])["failing"].last()
+    new, fixed = [], []
+    for key, failing in failing_now.items():
+        if key in flaky_keys:
+            continue
+        prior = last_before.get(key)
+        if failing and (prior is None or not prior):
+            new.append(key)
+        elif not failing and prior is not None and prior:
+            fixed.append(key)
+    report["new_failures"] = [{"case_id": c, "crash_point": p} for c, p in sorted(new)]
+    report["fixed"] = [{"case_id": c, "crash_point": p} for c, p in sorted(fixed)]
+    report["disappeared"] = sorted(set(before["case_id"]) - set(now["case_id"]))
+    incidents = df[df["incident"] & df["failing"]]
+    report["incidents"] = [{"case_id": cid, "failing_runs": int(len(g)),
+                            "weeks": [weeks[i]["label"] for i in sorted(set(g["week"]))]}
+                           for cid, g in incidents.groupby("case_id")]
+    alerts = []
+    for kind, label in ALERTS.items():
+        for _, row in df[df[kind]].sort_values(["started_at", "result_id"]).iterrows():
+            detail = f"{row['retries']} retries scheduled" if kind == "retry_storm" else \
+                (row["message"] or row["verdict"])
+            alerts.append({"kind": kind, "label": label, "week": weeks[int(row["week"])]["label"],
+                           "case_id": row["case_id"], "crash_point": row["crash_point"], "run_id": row["run_id"],
+                           "detail": str(detail)})
+    report["alerts"] = alerts
+    return report
+
+
+def _key(x: dict[str, str]) -> str:
+    return x["case_id"] if x["crash_point"] == "none" else f"{x['case_id']} at {x['crash_point']}"
+
+
+def sentences(report: dict[str, Any]) -> list[str]:
+    """The report's findings as plain sentences, one per trend and list (what people read first)."""
+    out = []
+    for name, t in report["trends"].items():
+        if t["direction"] == "n/a":
+            latest = fmt_metric(name, t["latest"])
+            out.append(f"{t['label']}: n/a (latest week {latest}, earlier {fmt_metric(name, t['previous'])})")
+        else:
+            out.append(f"{t['label']}: {t['direction']} from {fmt_metric(name, t['previous'])} to "
+                       f"{fmt_metric(name, t['latest'])}")
+    for field, label in (("new_failures", "new failures"), ("fixed", "fixed")):
+        out.append(f"{label}: " + (", ".join(_key(x) for x in report[field]) or "none"))
+    out.append("flaky: " + (", ".join(f"{_key(x)} (commit {str(x['git_commit'])[:10]})" for x in report["flaky"])
+                            or "none"))
+    out.append("disappeared (coverage gap, not a regression): " + (", ".join(report["disappeared"]) or "none"))
+    out.append("incident recurrences: " + (", ".join(f"{x['case_id']} ({x['failing_runs']} failing runs)"
+                                                     for x in report["incidents"]) or "none"))
+    return out
+
+
+def render_json(report: dict[str, Any]) -> str:
+    """The report as indented JSON (format ``crashpoint.weekly/1``)."""
+    return json.dumps({"format": "crashpoint.weekly/1", **report}, indent=2, ensure_ascii=False, default=str) + "\n"
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    """The report as Markdown: the sentences, the metric-by-week table, the lists and the alerts."""
+    from crashpoint.reports.markdown import escape
+
+    weeks = report["weeks"]
+    lines = [f"### crashpoint weekly reliability report: {report['since']} to {report['until']}", ""]
+    lines += [f"- {escape(s)}" for s in sentences(report)]
+    lines += ["", "| metric | " + " | ".join(w["label"] for w in weeks) + " | trend |",
+              "|---|" + "---:|" * len(weeks) + "---|"]
+    for name, t in report["trends"].items():
+        lines.append(f"| {t['label']} | " + " | ".join(fmt_metric(name, v) for v in t["values"])
+                     + f" | {t['direction']} |")
+    lines.append("| runs (incomplete) | " + " | ".join(f"{w['runs']} ({w['incomplete_runs']})" for w in weeks) + " | |")
+    lines += ["", f"#### Alerts ({len(report['alerts'])})", ""]
+    if not report["alerts"]:
+        lines.append("none")
+    for a in report["alerts"][:100]:
+        lines.append(f"- **{escape(a['label'])}** ({escape(a['week'])}) {escape(_key(a))}, run "
+                     f"{escape(a['run_id'][:8])}: {escape(a['detail'])}")
+    if len(report["alerts"]) > 100:
+        lines.append(f"- ... and {len(report['alerts']) - 100} more (see --format json)")
+    return "\n".join(lines) + "\n"
+
+
+def render_html(report: dict[str, Any]) -> str:
+    """The report as one self-contained HTML file with a trend chart of the ratio metrics."""
+    from crashpoint.reports import charts
+    from crashpoint.reports.html import CSP, STYLE, e, table
+
+    weeks = report["weeks"]
+    rows = [[e(t["label"]), *(e(fmt_metric(n, v)) for v in t["values"]), e(t["direction"])]
+            for n, t in report["trends"].items()]
+    ratios = {t["label"]: [None if v is None else 100 * v for v in t["values"]]
+              for n, t in report["trends"].items() if t["unit"] == "ratio"}
+    chart = charts.trends([w["start"] for w in weeks], ratios) if weeks else ""
+    alerts = table(["alert", "week", "case", "crash point", "run", "detail"],
+                    [[e(a["label"]), e(a["week"]), e(a["case_id"]), e(a["crash_point"]), e(a["run_id"][:8]),
+                      e(a["detail"])] for a in report["alerts"]])
+    title = f"crashpoint weekly reliability report: {report['since']} to {report['until']}"
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{CSP}">
+<title>{e(title)}</title><style>{STYLE}</style></head><body>
+<h1>{e(title)}</h1>
+<ul>{"".join(f"<li>{e(s)}</li>" for s in sentences(report))}</ul>
+<h2>Metrics by week</h2>{table(["metric", *[w["label"] for w in weeks], "trend"], rows)}
+<img alt="ratio metrics by week (%)" src="{chart}">
+<h2>Alerts ({len(report["alerts"])})</h2>{alerts}
+</body></html>
+"""

@@ -1,0 +1,154 @@
+"""Reports from stored data: JUnit XML (valid against the JUnit XSD), Markdown, JSON journal, HTML,
+every hostile string escaped; ``crashpoint report`` and its exit codes."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import xmlschema
+
+from crashpoint.harness.cli import ExitCode, main
+from crashpoint.reports import html, journal, junit, markdown
+from crashpoint.reports.store import ResultStore
+from stored_runs import HOSTILE_TEXT, SCRIPT_NAME, broken_engine_run, hostile_run, load
+
+XSD = Path(__file__).resolve().parent / "data" / "junit-10.xsd"
+
+
+@pytest.fixture(scope="module")
+def schema() -> xmlschema.XMLSchema:
+    return xmlschema.XMLSchema(str(XSD))
+
+
+def test_junit_of_a_real_run_is_valid_and_carries_oracle_and_repro(schema: xmlschema.XMLSchema) -> None:
+    stored = load(broken_engine_run())
+    text = junit.render(stored)
+    schema.validate(text)
+    root = ET.fromstring(text)
+    cases = root.findall("./testsuite/testcase")
+    assert len(cases) == len(stored["results"]) == 14  # one testcase per (case, crash point)
+    assert root.get("tests") == "14" and root.get("failures") == "13"
+    assert cases[0].get("name") == "golden" and cases[0].find("failure") is None
+    failed = [c for c in cases if c.find("failure") is not None]
+    assert len(failed) == 13
+    for c in failed:
+        f = c.find("failure")
+        assert f.get("type") in ("side_effects", "differential", "trace", "final_status")
+        assert f.get("message")
+        assert f"--crash-point '{c.get('name').removeprefix('kill@')}'" in f.text
+        assert "reproduce: crashpoint run " in f.text
+    assert any(c.find("failure").get("type") == "side_effects" and "applied 2 times" in c.find("failure").get("message")
+               for c in failed)
+
+
+def test_junit_escapes_hostile_strings_and_stays_valid(schema: xmlschema.XMLSchema) -> None:
+    text = junit.render(load(hostile_run()))
+    schema.validate(text)
+    root = ET.fromstring(text)
+    names = [s.get("name") for s in root.findall("testsuite")]
+    assert SCRIPT_NAME in names  # the exact name survives, as data
+    error = root.find(".//error")
+    assert error is not None and error.get("type") == "error" and "RuntimeError" in error.get("message")
+    assert "\x07" not in text and "<script>" not in text
+
+
+def test_markdown_escapes_tables_code_and_html() -> None:
+    text = markdown.render(load(hostile_run()))
+    head, fence, tail = text.split("```")
+    assert "<script" not in head + tail and "<img" not in head + tail  # a fenced block is literal text
+    assert "&lt;script&gt;" in text
+    row = next(line for line in text.splitlines() if line.startswith("| &lt;script"))
+    assert row.count(" | ") == 5  # the case name's own '|' did not add a column
+    assert "\\`tick\\`" in text and "a \\| b" in text and "\\[link\\]" in text
+    assert "`" not in fence and "crashpoint run" in fence
+
+
+def test_markdown_of_a_real_run() -> None:
+    text = markdown.render(load(broken_engine_run()))
+    assert text.startswith("### crashpoint: FAILED: 1/14 runs passed")
+    assert "| resume success | 0.0% |" in text
+    assert "#### Runs that did not pass (13)" in text
+    assert text.count("crashpoint run ") == 13
+
+
+def test_json_journal_round_trips() -> None:
+    stored = load(broken_engine_run())
+    doc = json.loads(journal.render(stored))
+    assert doc["format"] == "crashpoint.journal/1"
+    assert doc["counts"] == {"runs": 14, "passed": 1, "failed": 13, "error": 0, "unknown": 0, "cases": 1}
+    assert doc["run"]["complete"] is True and doc["run"]["engine"] == "variants.engines:EffectBeforeCheckpointNoKey"
+    failing = [r for r in doc["results"] if r["verdict"] == "failed"]
+    assert all(r["timeline"]["events"] and r["reproduce"] for r in failing)
+    assert all(any(d["kind"] == "kill" for d in r["timeline"]["deliveries"]) for r in failing)
+
+
+def test_html_is_self_contained_and_shows_timelines() -> None:
+    text = html.render(load(broken_engine_run()))
+    assert "<script" not in text and not re.search(r"(src|href)=\"(https?:|//)", text)
+    assert text.count("Trace timeline") == 13
+    assert "Durability coverage" in text and "draft_refund" in text
+    images = re.findall(r'src="data:image/png;base64,([^"]+)"', text)
+    assert len(images) == 2 and all(base64.b64decode(i).startswith(b"\x89PNG") for i in images)
+
+
+def test_html_escapes_every_hostile_string() -> None:
+    text = html.render(load(hostile_run()))
+    assert "<script" not in text and "<img src=x" not in text
+    assert "&lt;script&gt;document.title=&#x27;pwned&#x27;&lt;/script&gt;" in text
+    assert "onerror=&quot;" in text
+    assert "+60 s" in text  # the timeline shows virtual time since its first event
+
+
+def test_an_incomplete_run_says_so(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    store = ResultStore(url)
+    run_id = store.begin_run({"engine": "reference", "pack": "refunds"})
+    store.add_result(run_id, {"case_id": "a", "crash_point": "none", "verdict": "passed", "measures": {}})
+    assert "did not finish" in html.render(load(url))
+    assert "INCOMPLETE" in markdown.render(load(url))
+    assert main(["report", "--db", url, "--format", "json", "--out", str(tmp_path / "r.json")]) == ExitCode.FAILED
+
+
+def test_report_command(tmp_path: Path, capsys: pytest.CaptureFixture[str], schema: xmlschema.XMLSchema) -> None:
+    url = broken_engine_run()
+    out = tmp_path / "r.xml"
+    assert main(["report", "latest", "--format", "junit", "--out", str(out), "--db", url]) == ExitCode.FAILED
+    schema.validate(str(out))
+    run_id = load(url)["run"]["run_id"]
+    assert main(["report", run_id[:8], "--format", "markdown", "--db", url]) == ExitCode.FAILED
+    assert capsys.readouterr().out.startswith("### crashpoint: FAILED")
+    assert main(["report", "--format", "html", "--db", hostile_run(), "--out", str(tmp_path / "r.html")]) == 1
+    assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--format", "pdf"], "--format 'pdf'"),
+    (["deadbeef"], "run id 'deadbeef': no matching run"),
+    (["zz"], "at least 4 hex"),
+    (["--since", "2026-01-01"], "--since/--until go with --weekly"),
+    (["--weekly", "--since", "2026-01-01"], "--weekly needs --since"),
+    (["--weekly", "--since", "yesterday", "--until", "2026-01-02"], "--since 'yesterday': not a date"),
+    (["--weekly", "--since", "2026-02-01", "--until", "2026-01-02"], "is after --until"),
+])
+def test_report_usage_errors_exit_2(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", "--db", broken_engine_run(), *argv]) == ExitCode.USAGE
+    assert message in capsys.readouterr().err
+
+
+def test_report_on_a_missing_or_foreign_store_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", "--db", str(tmp_path / "none.db")]) == ExitCode.USAGE
+    assert f"{tmp_path / 'none.db'}: no such file" in capsys.readouterr().err
+    (tmp_path / "x.db").write_text("hello")
+    assert main(["report", "--db", str(tmp_path / "x.db")]) == ExitCode.USAGE
+    assert "not a SQLite database" in capsys.readouterr().err
+    assert main(["run", "refunds", "--results-db", str(tmp_path / "x.db"), "-q"]) == ExitCode.USAGE
+    assert (tmp_path / "x.db").read_text() == "hello"
+
+
+def test_hostile_text_constant_has_every_syntax() -> None:
+    assert all(ch in HOSTILE_TEXT for ch in "|`<>&[")

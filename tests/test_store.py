@@ -1,0 +1,158 @@
+"""The results store: append-only runs and results, on SQLite and PostgreSQL, killed writers,
+concurrent writers, and databases that are not a crashpoint store."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from crashpoint.errors import UsageError
+from crashpoint.reports.store import ResultStore, normalize_url
+from needs import fresh_pg_database
+
+INFO = {"engine": "reference", "engine_version": "0.1.0", "adapter": "ReferenceAdapter", "pack": "refunds",
+        "pack_version": "1.0.0", "crash": "every", "git_commit": "a" * 40, "host": "ci-1", "source": "cli"}
+
+
+def result(case_id: str, point: str = "none", verdict: str = "passed", **measures) -> dict:
+    """A stored result dict as the harness makes it."""
+    failures = [] if verdict == "passed" else [{"oracle": "side_effects", "message": f"{case_id} broke",
+                                                "evidence": ["ledger#1 x"]}]
+    return {"case_id": case_id, "crash_point": point, "verdict": verdict, "failures": failures, "error": None,
+            "final_status": "succeeded", "stop_reason": "done", "wall_s": 0.25, "tags": [],
+            "measures": measures, "reproduce": None if verdict == "passed" else f"crashpoint run x --crash-point '{point}'"}
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def url(request, tmp_path: Path):
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'store' / 'results.db'}"
+    else:
+        yield from fresh_pg_database()
+
+
+def test_a_run_round_trips(url: str) -> None:
+    store = ResultStore(url)
+    run_id = store.begin_run(INFO)
+    store.add_result(run_id, result("a"))
+    store.add_result(run_id, result("a", "after_effect:t", "failed", crashed=True))
+    store.finish_run(run_id, {"coverage": {"draft": {"tool_failure": {"runs": 1, "passed": 1, "failed": 0}}}})
+    stored = ResultStore(url, create=False).load_run("latest")
+    assert stored["run"]["run_id"] == run_id and stored["run"]["complete"] is True
+    assert stored["run"]["git_commit"] == "a" * 40 and stored["run"]["host"] == "ci-1"
+    assert [(r["case_id"], r["crash_point"], r["verdict"]) for r in stored["results"]] == \
+        [("a", "none", "passed"), ("a", "after_effect:t", "failed")]
+    assert stored["results"][1]["measures"] == {"crashed": True}
+    assert stored["run"]["summary"]["coverage"]["draft"]["tool_failure"]["runs"] == 1
+    rows = store.results([run_id])
+    assert rows[1]["oracle"] == "side_effects" and rows[1]["message"] == "a broke"
+    assert store.resolve(run_id[:6]) == run_id
+    with pytest.raises(UsageError, match="no matching run"):
+        store.resolve("ffff0000")
+
+
+WRITER = textwrap.dedent("""
+    import os, signal, sys
+    from crashpoint.reports.store import ResultStore
+    url, name, n, kill = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "kill"
+    store = ResultStore(url)
+    run_id = store.begin_run({"engine": name, "pack": "refunds"})
+    for i in range(n):
+        store.add_result(run_id, {"case_id": f"{name}_{i}", "crash_point": "none", "verdict": "passed"})
+    if kill:
+        os.kill(os.getpid(), signal.SIGKILL)
+    store.finish_run(run_id)
+""")
+
+
+def _writer(url: str, name: str, n: int, kill: bool = False) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", WRITER, url, name, str(n), "kill" if kill else "finish"],
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_a_run_killed_half_way_keeps_its_rows_and_is_incomplete(url: str) -> None:
+    proc = _writer(url, "killed", 5, kill=True)
+    assert proc.wait(60) == -signal.SIGKILL, proc.stderr.read()
+    stored = ResultStore(url, create=False).load_run("latest")
+    assert stored["run"]["complete"] is False and stored["run"]["ended_at"] is None
+    assert [r["case_id"] for r in stored["results"]] == [f"killed_{i}" for i in range(5)]
+
+
+def test_two_processes_writing_at_once_lose_nothing(url: str) -> None:
+    ResultStore(url).close()  # the tables exist; the writers race on rows, not on the schema
+    procs = [_writer(url, name, 150) for name in ("one", "two")]
+    for p in procs:
+        assert p.wait(120) == 0, p.stderr.read()
+    store = ResultStore(url, create=False)
+    runs = store.runs()
+    assert len(runs) == 2 and all(r["complete"] for r in runs)
+    rows = store.results([r["run_id"] for r in runs])
+    assert len(rows) == 300
+    for run in runs:
+        names = [r["case_id"] for r in rows if r["run_id"] == run["run_id"]]
+        assert names == [f"{run['engine']}_{i}" for i in range(150)]  # each writer's order kept
+    if url.startswith("sqlite"):
+        path = url.removeprefix("sqlite:///")
+        assert sqlite3.connect(path).execute("pragma integrity_check").fetchone() == ("ok",)
+        assert sqlite3.connect(path).execute("pragma journal_mode").fetchone() == ("wal",)
+
+
+def test_two_processes_creating_a_new_store_at_once(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    procs = [_writer(url, name, 20) for name in ("one", "two")]
+    for p in procs:
+        assert p.wait(120) == 0, p.stderr.read()
+    store = ResultStore(url, create=False)
+    assert len(store.results([r["run_id"] for r in store.runs()])) == 40
+
+
+def test_a_file_that_is_not_sqlite_is_refused_and_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "notes.db"
+    path.write_text("my notes\n")
+    with pytest.raises(UsageError, match=f"{path}: not a SQLite database"):
+        ResultStore(f"sqlite:///{path}")
+    assert path.read_text() == "my notes\n"
+
+
+def test_a_foreign_sqlite_database_is_refused_and_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "app.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("create table users (id integer primary key, name text)")
+        conn.execute("insert into users (name) values ('ada')")
+    before = path.read_bytes()
+    with pytest.raises(UsageError, match=f"{path}: holds other tables .*users.*not a crashpoint results store"):
+        ResultStore(str(path))
+    assert path.read_bytes() == before
+
+
+def test_a_store_with_a_damaged_table_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "r.db"
+    ResultStore(str(path)).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("alter table crashpoint_results drop column measures")
+    with pytest.raises(UsageError, match="crashpoint_results lacks column.*measures"):
+        ResultStore(str(path))
+
+
+def test_reading_a_missing_store_is_an_error_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=f"{tmp_path / 'none.db'}: no such file"):
+        ResultStore(str(tmp_path / "none.db"), create=False)
+    assert not (tmp_path / "none.db").exists()
+
+
+def test_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CRASHPOINT_RESULTS_DB", raising=False)
+    assert normalize_url(None) == "sqlite:///.crashpoint/results.db"
+    assert normalize_url("x/r.db") == "sqlite:///x/r.db"
+    monkeypatch.setenv("CRASHPOINT_RESULTS_DB", "postgresql+psycopg://u@h/db")
+    assert normalize_url(None) == "postgresql+psycopg://u@h/db"
+    with pytest.raises(UsageError, match="not a database URL"):
+        normalize_url("::nonsense://")
+    with pytest.raises(UsageError, match="give a file"):
+        ResultStore("sqlite://")
