@@ -44,6 +44,18 @@ def compensable(st: dict[str, Any]) -> bool:
     return any(e["status"] == "executed" and e["compensation"] for e in st["side_effects"])
 
 
+def past_pivot(definition: WorkflowDefinition, st: dict[str, Any]) -> str | None:
+    """The irreversible task whose effect was executed (the saga's pivot), or ``None``.
+
+    After its pivot a saga can only complete forward: a cancellation can no longer be honoured by
+    compensation (Garcia-Molina & Salem, "Sagas", SIGMOD 1987, and the pivot transactions of
+    flexible transactions).
+    """
+    irreversible = {t.id for _, _, t in definition.tasks if t.irreversible}
+    return next((e["task"] for e in st["side_effects"] if e["status"] == "executed" and e["task"] in irreversible),
+                None)
+
+
 def _done_or_continue(definition: WorkflowDefinition, st: dict[str, Any], now: float,
                       patch: dict[str, Any]) -> StepResult:
     patch = {**patch, **next_position(definition, st, now), "attempt": 0, "retry_at": None}

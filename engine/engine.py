@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from crashpoint.engine.decide import compensable, decide_task, next_position
+from crashpoint.engine.decide import compensable, decide_task, next_position, past_pivot
 from crashpoint.engine.definition import APPROVAL_TOOL, DefinitionError, Phase, Task, WorkflowDefinition
 from crashpoint.engine.lease import Leases
 from crashpoint.engine.states import TERMINAL, Status, check_transition
@@ -239,7 +239,10 @@ class Engine:
                                           worker=self.worker_id, version=definition.version)
             if status in TERMINAL:
                 return status.value
-            if status is not S.COMPENSATING and self.store.pending_inbox(workflow_id, "cancel"):
+            # a cancel waits for the step boundary: a call planned before a crash is settled first (its
+            # effect may have happened, and it may have been the saga's pivot)
+            if status is not S.COMPENSATING and not st.get("in_flight") and \
+                    self.store.pending_inbox(workflow_id, "cancel"):
                 self._cancel(workflow_id, status, st, definition)
             elif status is S.ACCEPTED:
                 self._commit("workflow_started", workflow_id, st, [S.ACCEPTED, S.RUNNING],
@@ -458,6 +461,13 @@ class Engine:
         messages = self.store.pending_inbox(wid, "cancel")
         reason = json.loads(messages[0]["payload"])["reason"]
         consumed = [m["seq"] for m in messages]
+        pivot = past_pivot(definition, st)
+        if pivot is not None:  # a saga completes forward once its pivot took effect (Garcia-Molina & Salem 1987)
+            why = f"cancel refused: irreversible task {pivot!r} already took effect; the workflow completes forward"
+            self._commit("cancel_refused", wid, st, [status], consume=consumed,
+                         events=[("event_ignored", {"event": "cancel", "inbox_seq": s, "reason": reason, "why": why})
+                                 for s in consumed])
+            return
         events = [("cancel_requested", {"reason": reason, "while": status.value})]
         moves = [S.RETRYING, S.RUNNING] if status is S.RETRYING else [status]
         st["pending_approval"] = None

@@ -32,6 +32,7 @@ def vacuity(outcome: RunOutcome, golden: bool) -> tuple[list[str], bool]:
     tool call at all (nothing a kill could interrupt).
     """
     findings = [n for n in outcome.notes if n.startswith(("tool script never used", "event "))]
+    findings += [f"fault never fired: {f}" for f in outcome.faults_missed]
     calls = outcome.calls
     if calls and not any(c["outcome"] == "applied" for c in calls):
         findings.append(f"every one of the {len(calls)} tool calls failed: no effect was exercised")

@@ -21,12 +21,19 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Callable
 
 LOG_FILE = "crashpoints.log"
 FIRED_FILE = "crash.fired"
+#: Crash point ids where a worker was held so that the harness could deliver an event, in order.
+PAUSED_FILE = "crash.paused"
+#: The harness creates ``release.N`` once it has delivered the events of the N-th hold (0-based).
+RELEASE_PREFIX = "release."
+#: Wall seconds a held worker waits for the harness before it goes on by itself.
+HOLD_LIMIT_S = 30.0
 
 
 def point_id(name: str, occurrence: int) -> str:
@@ -51,11 +58,18 @@ class CrashProbe:
         run_dir: the run folder (log and marker live there).
         targets: crash point ids to kill at, in order: the second fires only after the first has
             killed a worker (a crash during recovery). Empty: only record.
+        holds: crash point ids where the worker is held (each once per run) until the harness,
+            which watches ``crash.paused``, has delivered an event and created ``release.N``
+            (an event that arrives while a step is in flight). A hold comes before a kill at the
+            same point.
     """
 
-    def __init__(self, run_dir: str | Path, targets: list[str] | tuple[str, ...] = ()) -> None:
+    def __init__(self, run_dir: str | Path, targets: list[str] | tuple[str, ...] = (),
+                 holds: list[str] | tuple[str, ...] = ()) -> None:
         self.run_dir = Path(run_dir)
         self.targets = list(targets)
+        self.holds = set(holds)
+        self.held = paused_points(self.run_dir)
         log = self.run_dir / LOG_FILE
         self.counts: Counter[str] = Counter()
         if log.exists():
@@ -68,10 +82,23 @@ class CrashProbe:
         self.counts[name] += 1
         ident = point_id(name, self.counts[name])
         os.write(self.fd, (ident + "\n").encode())
+        if ident in self.holds and ident not in self.held:
+            self._hold(ident)
         pending = self.targets[len(self.fired):]
         if pending and ident == pending[0]:
             self._record(ident)
             os.kill(os.getpid(), signal.SIGKILL)
+
+    def _hold(self, ident: str) -> None:
+        n = len(self.held)
+        fd = os.open(self.run_dir / PAUSED_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.write(fd, (ident + "\n").encode())
+        os.close(fd)
+        self.held.append(ident)
+        release = self.run_dir / f"{RELEASE_PREFIX}{n}"
+        deadline = time.monotonic() + HOLD_LIMIT_S
+        while not release.exists() and time.monotonic() < deadline:
+            time.sleep(0.001)
 
     def _record(self, ident: str) -> None:
         fd = os.open(self.run_dir / FIRED_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -81,17 +108,29 @@ class CrashProbe:
 
 
 def probe(arg: str) -> Callable[[str], None]:
-    """Worker factory: ``arg`` is the JSON ``{"run_dir": ..., "targets": [...]}`` of :func:`probe_arg`."""
+    """Worker factory: ``arg`` is the JSON ``{"run_dir", "targets": [...], "holds": [...]}`` of :func:`probe_arg`."""
     spec = json.loads(arg)
-    return CrashProbe(spec["run_dir"], spec.get("targets") or ())
+    return CrashProbe(spec["run_dir"], spec.get("targets") or (), spec.get("holds") or ())
 
 
-def probe_arg(run_dir: str | Path, crash_point: str | None) -> str:
+def probe_arg(run_dir: str | Path, crash_point: str | None, holds: list[str] | tuple[str, ...] = ()) -> str:
     """The ``--probe-arg`` value for :func:`probe` (JSON, so any folder name or point id survives).
 
-    ``crash_point`` is a crash point id or a schedule ``"A >> B"`` (see :func:`schedule`).
+    ``crash_point`` is a crash point id or a schedule ``"A >> B"`` (see :func:`schedule`);
+    ``holds`` the crash point ids where the worker waits for the harness (see :class:`CrashProbe`).
     """
-    return json.dumps({"run_dir": str(run_dir), "targets": schedule(crash_point)})
+    return json.dumps({"run_dir": str(run_dir), "targets": schedule(crash_point), "holds": list(holds)})
+
+
+def paused_points(run_dir: str | Path) -> list[str]:
+    """Crash point ids where a worker of this run was held, in order."""
+    path = Path(run_dir) / PAUSED_FILE
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def release(run_dir: str | Path, n: int) -> None:
+    """Let the worker held for the ``n``-th time (0-based) go on."""
+    (Path(run_dir) / f"{RELEASE_PREFIX}{n}").touch()
 
 
 def fired_points(run_dir: str | Path) -> list[str]:

@@ -20,7 +20,7 @@ import time
 import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from crashpoint.errors import EngineCrashed, WorkerTimeout
 from crashpoint.fakes.clock import VirtualClock
@@ -51,7 +51,8 @@ class RunOutcome:
         trace: the workflow's trace (adapter shape).
         calls: ledger calls as dicts; ``decisions`` the human decisions; ``sequence`` both, in order.
         crash_points: crash point ids passed, in order (all worker processes of the run).
-        crash_fired: the target crash point killed a worker.
+        crash_fired: the target crash point killed a worker (after the case's own ``kill`` faults).
+        faults_missed: the case's ``faults`` that never fired (a kill or hold point never passed).
         workers: worker processes started (count); ``kills`` SIGKILLs the harness caused.
         deliveries: ``{"duplicates_sent": int, "duplicates_recognised": int}`` for events sent more than once.
         deliveries_log: every external delivery the driver made, in order (what a trace file replays):
@@ -59,6 +60,7 @@ class RunOutcome:
             (``start``, ``approval``, ``cancel``, ``approval_timeout``, ``advance_clock``, ``kill``, or the
             event's type for an event that delivered nothing, such as ``restart``) and the kind's fields.
         notes: facts worth showing (events that had nothing to act on, unused tool scripts).
+        clock_now: the virtual clock when the run ended, seconds.
         wall_s: wall time of the run, seconds.
     """
 
@@ -75,6 +77,8 @@ class RunOutcome:
     sequence: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     crash_points: list[str] = field(default_factory=list)
     crash_fired: bool = False
+    faults_missed: list[str] = field(default_factory=list)
+    clock_now: float | None = None
     workers: int = 0
     kills: int = 0
     deliveries: dict[str, int] = field(default_factory=lambda: {"duplicates_sent": 0, "duplicates_recognised": 0})
@@ -102,6 +106,9 @@ class Driver:
         """Run ``case`` in the empty folder ``run_dir``, killing a worker at ``crash_point``: an id, or a
         schedule ``"A >> B"`` that kills again at ``B`` during the recovery from ``A``.
 
+        The case's own ``faults`` fire too: its kills come first (``crash_point`` fires after them),
+        and each ``at`` fault holds the worker at its crash point while its event is delivered.
+
         Raises:
             EngineCrashed: a worker exited non-zero without being killed by the harness.
             WorkerTimeout: a worker did not exit within ``worker_timeout_s``.
@@ -112,6 +119,12 @@ class Driver:
         ctx = RunContext(run_dir=run_dir)
         workflow_id = f"wf-{case.case_id}"
         out = RunOutcome(case.case_id, crash_point, workflow_id, run_dir)
+        kills = [f["kill"] for f in case.faults if "kill" in f]
+        targets = crashpoints.THEN.join(kills + crashpoints.schedule(crash_point)) or None
+        holds: dict[str, list[dict[str, Any]]] = {}
+        for f in case.faults:
+            if "at" in f:
+                holds.setdefault(f["at"], []).append(f["event"])
         ledger = Ledger(run_dir / LEDGER_FILE)
         try:
             clock = VirtualClock(ledger)
@@ -138,7 +151,8 @@ class Driver:
             for index, ev in enumerate(external):  # decisions that arrive before the workflow waits for them
                 if ev.get("before_wait"):
                     self._deliver(ctx, out, ledger, clock, ev, index, workflow=case.workflow)
-            self._work(ctx, out, crash_point)
+            held = _Holds(self, ctx, out, ledger, clock, holds, len(case.events), case.workflow)
+            self._work(ctx, out, targets, held)
             for index, ev in enumerate(external):
                 if ev.get("before_wait"):
                     continue
@@ -146,7 +160,7 @@ class Driver:
                 self._deliver(ctx, out, ledger, clock, ev, index, workflow=case.workflow)
                 if len(out.deliveries_log) == logged:  # it delivered nothing (restart, say): still a step
                     out.deliveries_log.append({"step": index + 1, "kind": ev["type"], "event": dict(ev)})
-                self._work(ctx, out, crash_point)
+                self._work(ctx, out, targets, held)
             status = self.adapter.status(ctx, workflow_id)
             out.status, out.stop_reason = status["status"], status.get("stop_reason")
             out.pending_approval = status.get("pending_approval")
@@ -155,10 +169,15 @@ class Driver:
             out.decisions = ledger.decisions()
             out.sequence = [(kind, asdict(item) if kind == "call" else item) for kind, item in ledger.sequence()]
             out.notes += [f"tool script never used: {s['tool']} {s['outcome']}" for s in ledger.unconsumed_script()]
+            out.clock_now = clock.now()
         finally:
             ledger.close()
             out.crash_points = crashpoints.passed(run_dir)
-            out.crash_fired = crashpoints.fired(run_dir, crash_point)
+            fired = crashpoints.fired_points(run_dir)
+            out.crash_fired = bool(crash_point) and fired == crashpoints.schedule(targets)
+            paused = crashpoints.paused_points(run_dir)
+            out.faults_missed = [f"kill at {k}" for k in kills[len(fired):]] + \
+                [f"event {ev['type']} at {point}" for point, evs in holds.items() if point not in paused for ev in evs]
             out.wall_s = time.perf_counter() - began
         return out
 
@@ -238,18 +257,19 @@ class Driver:
         else:  # the loader rejects unknown types; this guards programmatic callers
             raise ValueError(f"event {index}: unknown event type {kind!r}")
 
-    def _work(self, ctx: RunContext, out: RunOutcome, crash_point: str | None) -> None:
+    def _work(self, ctx: RunContext, out: RunOutcome, crash_point: str | None, held: "_Holds") -> None:
         """Run worker processes until one exits cleanly; restart after the harness's SIGKILL.
 
         At most :data:`MAX_WORKERS_PER_RUN` workers per call (one event), so a crash loop ends.
         """
         for _ in range(MAX_WORKERS_PER_RUN):
             fired_before = len(crashpoints.fired_points(ctx.run_dir))
-            argv = self.adapter.worker_command(ctx, PROBE_SPEC, crashpoints.probe_arg(ctx.run_dir, crash_point))
+            argv = self.adapter.worker_command(ctx, PROBE_SPEC,
+                                               crashpoints.probe_arg(ctx.run_dir, crash_point, list(held.events)))
             out.workers += 1
             log = ctx.run_dir / f"worker-{out.workers:03d}.log"
             env = {**ctx.env, RUN_MARKER: str(ctx.run_dir)}
-            rc, leftovers = run_process(argv, self.worker_timeout_s, env, log)
+            rc, leftovers = run_process(argv, self.worker_timeout_s, env, log, poll=held.poll if held.events else None)
             if leftovers:
                 out.notes.append(f"worker {out.workers} left {len(leftovers)} process(es) running, killed: "
                                  + "; ".join(leftovers))
@@ -267,18 +287,44 @@ class Driver:
                             "without the workflow reaching a quiescent state")
 
 
+class _Holds:
+    """Delivers the events of a case's ``at`` faults while a worker is held at their crash point."""
+
+    def __init__(self, driver: Driver, ctx: RunContext, out: RunOutcome, ledger: Ledger, clock: VirtualClock,
+                 events: dict[str, list[dict[str, Any]]], first_index: int, workflow: str) -> None:
+        self.driver, self.ctx, self.out, self.ledger, self.clock = driver, ctx, out, ledger, clock
+        self.events, self.index, self.workflow = events, first_index, workflow
+        self.handled = 0
+
+    def poll(self) -> None:
+        """Deliver the events of every new hold, then release the worker."""
+        held = crashpoints.paused_points(self.ctx.run_dir)
+        while self.handled < len(held):
+            point = held[self.handled]
+            for ev in self.events.get(point, ()):
+                logged = len(self.out.deliveries_log)
+                self.driver._deliver(self.ctx, self.out, self.ledger, self.clock, ev, self.index,
+                                     workflow=self.workflow)
+                for entry in self.out.deliveries_log[logged:]:
+                    entry["held_at"] = point
+                self.index += 1
+            crashpoints.release(self.ctx.run_dir, self.handled)
+            self.handled += 1
+
+
 #: Environment variable set for every worker of a run; its value is the run folder. Children
 #: inherit it, so the harness finds and kills whatever a worker left behind, even in a new session.
 RUN_MARKER = "CRASHPOINT_RUN_DIR"
 
 
 def run_process(argv: list[str], timeout_s: float, env: dict[str, str] | None = None,
-                log: Path | None = None) -> tuple[int, list[str]]:
+                log: Path | None = None, poll: Callable[[], None] | None = None) -> tuple[int, list[str]]:
     """Run ``argv`` in its own process group, stdout and stderr to ``log`` (or discarded).
 
     Returns ``(returncode, leftovers)``: ``leftovers`` describes processes still alive after it
     ended that belong to its group or carry its :data:`RUN_MARKER` value; they are SIGKILLed.
     Output goes to a file, not a pipe, so a child that keeps the pipe open cannot hang the harness.
+    ``poll``, when given, is called about every 2 ms while the process runs (to serve held workers).
 
     Raises:
         WorkerTimeout: it ran longer than ``timeout_s`` wall seconds (it and its leftovers are killed).
@@ -289,7 +335,15 @@ def run_process(argv: list[str], timeout_s: float, env: dict[str, str] | None = 
         proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, env=env)
         try:
-            proc.wait(timeout=timeout_s)
+            if poll is None:
+                proc.wait(timeout=timeout_s)
+            else:
+                deadline = time.monotonic() + timeout_s
+                while proc.poll() is None:
+                    poll()
+                    if time.monotonic() > deadline:
+                        raise subprocess.TimeoutExpired(argv, timeout_s)
+                    time.sleep(0.002)
         except subprocess.TimeoutExpired:
             _kill_group(proc.pid)
             proc.wait()

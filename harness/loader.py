@@ -730,6 +730,7 @@ class Case:
     tags: tuple[str, ...] = ()
     line_of: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
     description: str = ""
+    faults: list[dict[str, Any]] = field(default_factory=list)
 
 
 def load_case(path: str | Path, pack: Pack) -> Case:
@@ -794,7 +795,13 @@ def load_case(path: str | Path, pack: Pack) -> Case:
                 fail(f"rename_tasks: the new version would use the id {twice[0]!r} twice (phase and task ids "
                      "share one namespace)", ("events", i, "rename_tasks"))
 
+    for i, fault in enumerate(data.get("faults", ())):
+        if fault.get("event", {}).get("before_wait"):
+            fail("an event held for a crash point (`at`) cannot also be `before_wait`", ("faults", i, "event"))
     expected = data["expected"]
+    if expected.get("like_fault_free") and not data.get("faults"):
+        fail("like_fault_free compares the run with the same case without its faults, but the case has no "
+             "`faults`", ("expected", "like_fault_free"))
     known = ", ".join(pack.effects) or "(none)"
 
     def check_effect(name: str, at: PathT) -> None:
@@ -815,7 +822,7 @@ def load_case(path: str | Path, pack: Pack) -> Case:
     return Case(
         case_id=data["case_id"], path=path, workflow=workflow, initial_step=initial_step,
         input=data["input"], events=data["events"], expected=expected,
-        tags=tuple(data["tags"]), description=data.get("description", ""),
+        tags=tuple(data["tags"]), description=data.get("description", ""), faults=list(data.get("faults", ())),
         line_of={dotted(p): line for p, line in loc.lines.items() if p},
     )
 

@@ -8,6 +8,7 @@ picklable callable works (a process pool, a Dask ``distributed`` client's execut
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -25,7 +26,7 @@ from crashpoint.harness.adapter import EngineAdapter
 from crashpoint.harness.coverage import vacuity
 from crashpoint.harness.driver import Driver, RunOutcome
 from crashpoint.harness.loader import Case, Pack
-from crashpoint.harness.oracles import Failure, judge
+from crashpoint.harness.oracles import Failure, differential, judge
 
 CRASH_MODES = ("every", "none", "recovery")
 VERDICTS = ("passed", "failed", "error", "unknown")
@@ -89,6 +90,12 @@ class SweepResult:
     cases: list[Case] = field(default_factory=list)
 
 
+def fault_free(case: Case) -> Case:
+    """The same case without its ``faults`` (and without ``like_fault_free``): what it must end like."""
+    expected = {k: v for k, v in case.expected.items() if k != "like_fault_free"}
+    return dataclasses.replace(case, faults=[], expected=expected)
+
+
 def _run_one(driver: Driver, case: Case, pack: Pack, run_dir: Path, crash_point: str | None,
              golden: RunOutcome | None) -> RunResult:
     began = time.perf_counter()
@@ -102,7 +109,19 @@ def _run_one(driver: Driver, case: Case, pack: Pack, run_dir: Path, crash_point:
             text += "\n" + traceback.format_exc(limit=3)
         return RunResult(case.case_id, crash_point, "error", error=text, wall_s=time.perf_counter() - began)
     failures = judge(case, pack, outcome, golden)
+    if case.expected.get("like_fault_free"):
+        try:
+            clean = driver.run(fault_free(case), run_dir.with_name(run_dir.name + "-fault-free"))
+        except (Exception, SystemExit) as exc:
+            return RunResult(case.case_id, crash_point, "error", error=f"the fault-free run broke: "
+                             f"{type(exc).__name__}: {exc}", outcome=outcome, wall_s=time.perf_counter() - began)
+        failures += differential(outcome, clean)
     findings, nothing = vacuity(outcome, golden=crash_point is None)
+    if outcome.faults_missed and crash_point is None:
+        return RunResult(case.case_id, crash_point, "error", failures,
+                         error="the case's faults never fired, so nothing was tested: "
+                               + "; ".join(outcome.faults_missed),
+                         outcome=outcome, vacuity=findings, wall_s=time.perf_counter() - began)
     if nothing:
         return RunResult(case.case_id, crash_point, "error", failures,
                          error="the golden run made no tool call: the case exercised nothing",

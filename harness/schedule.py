@@ -1,0 +1,206 @@
+"""Fault schedules as data: a list of faults with their positions, applied to a case.
+
+A fault schedule is what the generator (:mod:`crashpoint.harness.generate`) draws and
+shrinks, and what a repro case file records. Each fault is a JSON-able dict with a
+``kind``:
+
+=============  ==========================================================================
+kind           fields and meaning
+=============  ==========================================================================
+``kill``       ``at``: SIGKILL the worker at this crash point id; a second kill fires
+               during the recovery from the first (crash during recovery)
+``hold``       ``at``, ``event``: hold the worker at this crash point and deliver ``event``
+               (``cancel``, ``approval_granted``, ``approval_denied``, ``advance_clock``)
+               while the step is in flight: a cancellation or an approval at any point
+``duplicate``  ``event`` (index among the external events; 0 is the start request),
+               ``times``: deliver it ``times`` times with the same idempotency key
+``reorder``    ``event``: swap external events ``event`` and ``event + 1`` (never the start)
+``insert``     ``after``, ``event``: a new external event after external event ``after``:
+               an approval granted or denied (a second one has its own idempotency key),
+               granted before the wait (``before_wait``), timed out, granted after its
+               timeout, a cancellation, a clock jump, a new definition version, a restart
+``tool``       ``tool``, ``call`` (1-based call number of that tool), ``outcome``
+               (``retryable``, ``fatal``, ``timeout``, ``lost_response``, ``slow``),
+               ``times``, ``seconds`` (``slow`` only)
+=============  ==========================================================================
+
+Indices are taken modulo the current number of external events, and faults apply in
+order, so every schedule is valid for every case (a fault that cannot apply, such as a
+reorder with one event, is a no-op). The result of :func:`apply` is an ordinary case:
+kills and holds become its ``faults`` field, everything else its ``events``.
+
+Faults the engine must **mask** (kills, duplicate deliveries, restarts: :data:`MASKED`)
+keep the case's expectations and add ``like_fault_free`` (the run must end like the same
+case without its faults). Any other fault changes the story (a cancellation, a denial, a
+fatal error), so the case keeps only the invariants every run must satisfy: the side-effect
+and trace oracles, which need no expectation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import zlib
+from typing import Any, Sequence
+
+from crashpoint.fakes.data import generated_input
+from crashpoint.harness.driver import TOOL_EVENTS
+from crashpoint.harness.loader import Case, Pack, first_gate
+
+KINDS = ("kill", "hold", "duplicate", "reorder", "insert", "tool")
+#: Fault kinds a correct engine hides completely: the run must end as without them.
+MASKED = frozenset({"kill", "duplicate"})
+#: External event types that carry ``deliveries``.
+REDELIVERABLE = frozenset({"start", "approval_granted", "approval_denied", "cancel"})
+TOOL_OUTCOMES = ("retryable", "fatal", "timeout", "lost_response", "slow")
+
+Fault = dict[str, Any]
+
+
+def is_masked(schedule: Sequence[Fault]) -> bool:
+    """``True`` when every fault of ``schedule`` is one a correct engine must hide (see :data:`MASKED`);
+    an inserted ``restart`` counts as masked too."""
+    return all(f["kind"] in MASKED or (f["kind"] == "insert" and f["event"]["type"] == "restart")
+               for f in schedule)
+
+
+def schedule_id(schedule: Sequence[Fault]) -> str:
+    """A short stable id of a schedule (8 hex digits of the SHA-256 of its JSON)."""
+    return hashlib.sha256(json.dumps(list(schedule), sort_keys=True).encode()).hexdigest()[:8]
+
+
+def describe(fault: Fault) -> str:
+    """One fault as a short phrase: ``kill at after_checkpoint:refund_draft``."""
+    kind = fault["kind"]
+    if kind == "kill":
+        return f"kill at {fault['at']}"
+    if kind == "hold":
+        return f"{fault['event']['type']} while held at {fault['at']}"
+    if kind == "duplicate":
+        return f"deliver external event {fault['event']} x{fault['times']}"
+    if kind == "reorder":
+        return f"swap external events {fault['event']} and {fault['event'] + 1}"
+    if kind == "insert":
+        extra = " before the wait" if fault["event"].get("before_wait") else ""
+        return f"insert {fault['event']['type']}{extra} after external event {fault['after']}"
+    return f"{fault['tool']} call {fault['call']}: {fault['outcome']} x{fault.get('times', 1)}"
+
+
+def _split(case: Case) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    tools = [dict(e) for e in case.events if e["type"] in TOOL_EVENTS]
+    external = [dict(e) for e in case.events if e["type"] not in TOOL_EVENTS]
+    if not external or external[0]["type"] != "start":
+        external.insert(0, {"type": "start", "deliveries": 1})
+    return tools, external
+
+
+def _tool_queue(tools: list[dict[str, Any]], tool: str) -> list[dict[str, Any]]:
+    queue = []
+    for ev in tools:
+        if ev["tool"] == tool:
+            queue += [{**ev, "times": 1} for _ in range(ev.get("times", 1))]
+    return queue
+
+
+def _tool_event(fault: Fault) -> dict[str, Any]:
+    outcome = fault["outcome"]
+    if outcome in ("retryable", "fatal"):
+        return {"type": "tool_failure", "tool": fault["tool"], "retryable": outcome == "retryable",
+                "times": fault.get("times", 1), "message": f"generated {outcome} failure"}
+    ev = {"type": f"tool_{outcome}", "tool": fault["tool"], "times": fault.get("times", 1)}
+    if outcome == "slow":
+        ev["seconds"] = float(fault.get("seconds", 60.0))
+    return ev
+
+
+def apply(case: Case, pack: Pack, schedule: Sequence[Fault], *, case_id: str | None = None) -> Case:
+    """The case ``case`` with ``schedule`` applied (see the module docstring).
+
+    Returns a new :class:`Case` (``case`` is not changed), tagged ``generated``, with the same
+    ``case_id`` (so the same workflow id) unless ``case_id`` is given, and the input the base case
+    runs with written out (a generated input included); its ``path`` stays the base case's.
+
+    Raises:
+        ValueError: a fault of unknown ``kind`` or ``outcome``.
+    """
+    tools, external = _split(case)
+    faults: list[dict[str, Any]] = []
+    wf = pack.workflows[case.workflow]
+    gate = first_gate(wf)
+    for fault in schedule:
+        kind = fault["kind"]
+        if kind == "kill":
+            faults.append({"kill": fault["at"]})
+        elif kind == "hold":
+            faults.append({"at": fault["at"], "event": _with_approval_id(dict(fault["event"]), gate)})
+        elif kind == "duplicate":
+            ev = external[fault["event"] % len(external)]
+            if ev["type"] in REDELIVERABLE:
+                ev["deliveries"] = ev.get("deliveries", 1) + fault["times"] - 1
+        elif kind == "reorder":
+            if len(external) >= 3:
+                i = 1 + fault["event"] % (len(external) - 2)
+                if not (external[i].get("before_wait") or external[i + 1].get("before_wait")):
+                    external[i], external[i + 1] = external[i + 1], external[i]
+        elif kind == "insert":
+            ev = _with_approval_id(dict(fault["event"]), gate)
+            if ev.get("before_wait"):
+                if gate is None:
+                    continue
+                external.insert(1, ev)
+            else:
+                after = fault["after"] % len(external)
+                while after + 1 < len(external) and external[after + 1].get("before_wait"):
+                    after += 1  # early decisions stay right after the start request
+                if ev["type"] == "deploy":
+                    ev["version"] = max([wf["version"]] + [e["version"] for e in external
+                                                            if e["type"] == "deploy"]) + 1
+                    later = [e for e in external[after + 1:] if e["type"] == "deploy"]
+                    if later:  # versions must grow along the case: put it after the last deploy
+                        after = external.index(later[-1])
+                external.insert(after + 1, ev)
+        elif kind == "tool":
+            if fault["outcome"] not in TOOL_OUTCOMES:
+                raise ValueError(f"unknown tool outcome {fault['outcome']!r}; known: {', '.join(TOOL_OUTCOMES)}")
+            queue = _tool_queue(tools, fault["tool"])
+            while len(queue) < fault["call"] - 1:
+                queue.append({"type": "tool_success", "tool": fault["tool"], "times": 1})
+            queue.insert(fault["call"] - 1, _tool_event(fault))
+            tools = [ev for ev in tools if ev["tool"] != fault["tool"]] + queue
+        else:
+            raise ValueError(f"unknown fault kind {kind!r}; known: {', '.join(KINDS)}")
+    if len(external) == 1 and external[0] == {"type": "start", "deliveries": 1}:
+        external = []  # the implicit start stays implicit
+    expected = dict(case.expected) if is_masked(schedule) else {}
+    expected.pop("like_fault_free", None)
+    if is_masked(schedule) and faults:
+        expected["like_fault_free"] = True
+    events = external[:1] + tools + external[1:] if external else tools
+    workflow_input = case.input or generated_input(case.workflow, seed=zlib.crc32(case.case_id.encode()))
+    return dataclasses.replace(
+        case, case_id=case_id or case.case_id, events=events, input=workflow_input,
+        faults=faults, expected=expected, tags=tuple(dict.fromkeys((*case.tags, "generated"))),
+        line_of={})
+
+
+def _with_approval_id(ev: dict[str, Any], gate: dict[str, Any] | None) -> dict[str, Any]:
+    if ev["type"] in ("approval_granted", "approval_denied", "approval_timeout") and "approval_id" not in ev:
+        ev["approval_id"] = gate["approval_id"] if gate else "approval"
+    return ev
+
+
+def case_data(case: Case, *, schedule: Sequence[Fault] = (), note: str = "") -> dict[str, Any]:
+    """The case as data for a case file (the keys of ``case.schema.json``), with the schedule that
+    made it in ``description``."""
+    description = note or case.description
+    if schedule:
+        description = (description + "\n" if description else "") + "Fault schedule: " + \
+            "; ".join(describe(f) for f in schedule)
+    data: dict[str, Any] = {"case_id": case.case_id, "description": description, "workflow": case.workflow,
+                            "initial_step": case.initial_step, "input": case.input, "tags": list(case.tags),
+                            "events": case.events}
+    if case.faults:
+        data["faults"] = case.faults
+    data["expected"] = {k: v for k, v in case.expected.items() if v is not False or k.startswith("must_not_")}
+    return data
