@@ -6,6 +6,7 @@ Commands:
     crashpoint validate PATH
     crashpoint replay TRACE [--engine MODULE:CLASS] [--workdir DIR] [--worker-timeout S]
     crashpoint incident TRACE [--out FILE]
+    crashpoint report [RUN_ID|latest] [--format ...] [--out FILE] [--db URL]   (see cli_report)
 
 PATH is a pack folder, a case file inside a pack, or the name of a built-in pack
 (``refunds``). Exit codes are :class:`ExitCode`.

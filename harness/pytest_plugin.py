@@ -37,6 +37,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="engine class driven by the reference adapter (default: crashpoint's engine)")
     group.addoption("--crashpoint-worker-timeout", type=float, default=60.0, metavar="S",
                     dest="crashpoint_worker_timeout", help="wall seconds per worker process (default 60)")
+    group.addoption("--crashpoint-results-db", nargs="?", const="", default=None, metavar="URL",
+                    dest="crashpoint_results_db",
+                    help="record this session's case runs in a results store (SQLite path or database URL; "
+                         "without URL: $CRASHPOINT_RESULTS_DB or .crashpoint/results.db)")
 
 
 def _option_owned(parser: pytest.Parser, name: str) -> bool:
@@ -73,8 +77,12 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Set up the per-session pack cache."""
+    """Set up the per-session pack cache; check ``--crashpoint-results-db`` before anything runs."""
     config.stash[_STASH_PACKS] = {}
+    if config.getoption("crashpoint_results_db", None) is not None:
+        from crashpoint.harness import pytest_results
+
+        pytest_results.check_store(config)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -156,6 +164,7 @@ class CaseItem(pytest.Item):
         outcome = self.golden if (self.crash_point is None and self.golden is not None) else \
             _run(self.config, self.case, self.pack, self.crash_point)
         failures = judge(self.case, self.pack, outcome, self.golden)
+        self.crashpoint_result = (outcome, failures)  # read by pytest_results.after_call
         if self.crash_point is not None and not outcome.crash_fired:
             message = f"crash point {self.crash_point} was never reached: nothing was tested"
             raise CaseFailed(message + "\nreproduce: " + repro_command(self.case.path, self.crash_point))
@@ -170,6 +179,8 @@ class CaseItem(pytest.Item):
             lines.append("reproduce: " + repro_command(self.case.path, self.crash_point, engine))
             raise CaseFailed("\n".join(lines))
 
+    crashpoint_result: tuple[Any, list[Any]] | None = None
+
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         """The oracle report instead of a Python traceback."""
         if isinstance(excinfo.value, CaseFailed):
@@ -179,3 +190,20 @@ class CaseItem(pytest.Item):
     def reportinfo(self) -> tuple[Path, int | None, str]:
         """Location shown by pytest: the case file and the crash point."""
         return self.path, 0, f"case {self.name}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    """Before the call phase's report is made: ``--junitxml`` properties and the results store."""
+    if isinstance(item, CaseItem) and call.when == "call":
+        from crashpoint.harness import pytest_results
+
+        pytest_results.after_call(item, call)
+    yield
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Mark the stored run complete (``--crashpoint-results-db``)."""
+    from crashpoint.harness import pytest_results
+
+    pytest_results.finish(session.config)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
@@ -39,7 +40,7 @@ from typing import Any, Iterable
 from sqlalchemy import (JSON, Boolean, Column, DateTime, Float, Integer, MetaData, String, Table, Text,
                         create_engine, event, inspect, select, update)
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError, ProgrammingError
+from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, OperationalError, ProgrammingError
 
 from crashpoint.errors import UsageError
 
@@ -175,23 +176,24 @@ class ResultStore:
         self._check_schema(create)
 
     def _check_schema(self, create: bool) -> None:
-        for attempt in range(3):
+        ours = {t.name for t in metadata.sorted_tables}
+        for attempt in range(6):
             try:
                 tables = set(inspect(self.engine).get_table_names())
-                ours = {t.name for t in metadata.sorted_tables}
-                if not tables:
+                foreign = tables - ours
+                if foreign and (self.is_sqlite or not tables & ours and not create):
+                    raise UsageError(f"results database {self.where}: holds other tables "
+                                     f"({', '.join(sorted(foreign)[:5])}), not a crashpoint results store; "
+                                     f"refusing to touch it (give another --results-db)")
+                if not ours <= tables:
                     if not create:
                         raise UsageError(f"results database {self.where}: empty, no run recorded yet")
-                    metadata.create_all(self.engine)
-                    with self.engine.begin() as conn:
-                        if conn.execute(select(meta_table.c.value).where(meta_table.c.key == "format")).first() is None:
-                            conn.execute(meta_table.insert().values(key="format", value=FORMAT))
-                    self._wal()
-                    return
-                if not ours <= tables:
-                    raise UsageError(f"results database {self.where}: holds other tables "
-                                     f"({', '.join(sorted(tables)[:5])}), not a crashpoint results store; "
-                                     f"refusing to touch it (give another --results-db)")
+                    metadata.create_all(self.engine, checkfirst=True)  # idempotent; a racing writer may win
+                with self.engine.begin() as conn:
+                    fmt = conn.execute(select(meta_table.c.value).where(meta_table.c.key == "format")).scalar()
+                    if fmt is None and create:
+                        conn.execute(meta_table.insert().values(key="format", value=FORMAT))
+                        fmt = FORMAT
                 insp = inspect(self.engine)
                 for table in metadata.sorted_tables:
                     have = {c["name"] for c in insp.get_columns(table.name)}
@@ -199,18 +201,18 @@ class ResultStore:
                     if missing:
                         raise UsageError(f"results database {self.where}: table {table.name} lacks column(s) "
                                          f"{', '.join(sorted(missing))}: not a {FORMAT} store")
-                with self.engine.connect() as conn:
-                    fmt = conn.execute(select(meta_table.c.value).where(meta_table.c.key == "format")).scalar()
                 if fmt != FORMAT:
                     raise UsageError(f"results database {self.where}: format {fmt!r}, expected {FORMAT!r}")
                 self._wal()
                 return
-            except (OperationalError, ProgrammingError, DatabaseError) as exc:
-                # two writers creating the tables at once: the loser retries and finds them made
-                if attempt == 2 or "already exists" not in str(exc) and "locked" not in str(exc) \
-                        and "duplicate key" not in str(exc):
+            except (IntegrityError, OperationalError, ProgrammingError, DatabaseError) as exc:
+                # two writers creating one store at once: the loser retries and finds it made
+                transient = any(word in str(exc).lower() for word in
+                                ("already exists", "locked", "duplicate key", "unique constraint"))
+                if attempt == 5 or not transient:
                     raise UsageError(f"results database {self.where}: cannot be used: "
                                      f"{str(exc).splitlines()[0]}") from None
+                time.sleep(0.05 * (attempt + 1))
 
     def _wal(self) -> None:
         """Switch a SQLite store (ours, checked) to the WAL journal: readers never block the writer,

@@ -86,25 +86,24 @@ def test_a_run_killed_half_way_keeps_its_rows_and_is_incomplete(url: str) -> Non
 
 def test_two_processes_writing_at_once_lose_nothing(url: str) -> None:
     ResultStore(url).close()  # the tables exist; the writers race on rows, not on the schema
-    procs = [_writer(url, name, 150) for name in ("one", "two")]
+    procs = [_writer(url, name, 100) for name in ("one", "two")]
     for p in procs:
         assert p.wait(120) == 0, p.stderr.read()
     store = ResultStore(url, create=False)
     runs = store.runs()
     assert len(runs) == 2 and all(r["complete"] for r in runs)
     rows = store.results([r["run_id"] for r in runs])
-    assert len(rows) == 300
+    assert len(rows) == 200
     for run in runs:
         names = [r["case_id"] for r in rows if r["run_id"] == run["run_id"]]
-        assert names == [f"{run['engine']}_{i}" for i in range(150)]  # each writer's order kept
+        assert names == [f"{run['engine']}_{i}" for i in range(100)]  # each writer's order kept
     if url.startswith("sqlite"):
         path = url.removeprefix("sqlite:///")
         assert sqlite3.connect(path).execute("pragma integrity_check").fetchone() == ("ok",)
         assert sqlite3.connect(path).execute("pragma journal_mode").fetchone() == ("wal",)
 
 
-def test_two_processes_creating_a_new_store_at_once(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'new.db'}"
+def test_two_processes_creating_a_new_store_at_once(url: str) -> None:
     procs = [_writer(url, name, 20) for name in ("one", "two")]
     for p in procs:
         assert p.wait(120) == 0, p.stderr.read()

@@ -30,6 +30,7 @@ from freezegun import freeze_time
 from crashpoint.harness.cli import main
 from crashpoint.reports import weekly
 from crashpoint.reports.store import ResultStore
+from needs import fresh_pg_database
 
 SINCE, UNTIL = date(2026, 11, 2), date(2026, 11, 29)
 WEEKS = ["2026-11-02..2026-11-08", "2026-11-09..2026-11-15", "2026-11-16..2026-11-22", "2026-11-23..2026-11-29"]
@@ -72,9 +73,7 @@ def record(store: ResultStore, when: str, commit: str, results: list[dict], fini
             store.finish_run(run_id)
 
 
-@pytest.fixture(scope="module")
-def store_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    url = f"sqlite:///{tmp_path_factory.mktemp('weekly') / 'results.db'}"
+def _fill(url: str) -> None:
     store = ResultStore(url)
     record(store, "2026-10-30 12:00:00", "c_old", [r("alpha", "after_effect:p9", ok=False, crashed=True)])  # before
     for w, day in enumerate(["2026-11-04", "2026-11-11", "2026-11-18", "2026-11-25"]):
@@ -83,7 +82,18 @@ def store_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     record(store, "2026-11-27 23:59:00", "c3", [r("comp_case", comp=True, comp_ok=True)], finish=False)  # killed
     record(store, "2026-11-30 00:00:01", "c4", [r("alpha", "after_effect:p1", ok=False, crashed=True)])  # after
     store.close()
-    return url
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def store_url(request, tmp_path_factory: pytest.TempPathFactory):
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path_factory.mktemp('weekly') / 'results.db'}"
+        _fill(url)
+        yield url
+    else:
+        for url in fresh_pg_database():
+            _fill(url)
+            yield url
 
 
 @pytest.fixture(scope="module")
