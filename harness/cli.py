@@ -95,6 +95,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     pack, cases = load_target(resolve_path(args.path))
     adapter = _adapter(args.engine)
+    if getattr(args, "adapter", None):  # any engine's adapter (crashpoint certify grades these)
+        from crashpoint.harness.certify import load_adapter
+
+        adapter = load_adapter(args.adapter)
     if args.crash_point and args.crash != "every":
         raise UsageError("--crash-point needs --crash every (a schedule 'A >> B' kills twice)")
     if args.budget is not None and (args.crash != "recovery" or args.budget < 1):
@@ -147,6 +151,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if r["verdict"] != "passed":
             point = None if r["crash_point"] == "none" else r["crash_point"]
             r["reproduce"] = repro_command(paths[r["case_id"]], point, args.engine)
+            if getattr(args, "adapter", None):
+                r["reproduce"] += f" --adapter {args.adapter}"
     if not args.quiet:
         print(text.case_tables(data))
         print()
@@ -229,6 +235,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", metavar="FILE", help="write the result document here (atomically)")
     run.add_argument("--jobs", type=int, default=None, help="parallel runs (default: CPU count)")
     run.add_argument("--engine", metavar="MODULE:CLASS", help="engine class for the reference adapter")
+    run.add_argument("--adapter", metavar="MODULE:CLASS",
+                     help="an EngineAdapter class or factory (any engine), e.g. "
+                          "crashpoint.harness.adapters.langgraph_adapter:LangGraphSync")
     run.add_argument("--workdir", type=Path, help="keep run folders (databases, ledgers, crash logs) here")
     run.add_argument("--worker-timeout", type=float, default=60.0, metavar="S",
                      help="wall seconds a worker may take before the run is judged unknown (default 60)")
@@ -254,6 +263,9 @@ def build_parser() -> argparse.ArgumentParser:
     inc.add_argument("--out", type=Path, metavar="FILE",
                      help="where to write the case (default ./<case_id>.yaml; never overwritten)")
     inc.set_defaults(func=_cmd_incident)
+    from crashpoint.harness import cli_certify
+
+    cli_certify.add_certify_parser(sub)
     cli_report.add_report_parser(sub)
     return parser
 

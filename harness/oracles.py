@@ -10,7 +10,8 @@
 * ``trace``: required events and checkpoints present, every transition legal in
   :data:`crashpoint.engine.states.TRANSITIONS` and chained, every side effect audited with
   its key, a checkpoint after every side effect and approval request, no step run again
-  after its result was checkpointed (a resume that lost its place), one definition version
+  after its result was checkpointed or after a later step had begun (a resume that lost its place),
+  one definition version
   for the whole run (every event that names a ``version``), a stop reason on every terminal state.
 * ``differential``: a crashed-and-resumed run ends in the golden run's state with the
   golden run's effects (after the differential testing of McKeeman, 1998, and the
@@ -207,6 +208,15 @@ def trace_completeness(case: Case, out: RunOutcome) -> list[Failure]:
             failures.append(Failure("trace", f"step {event.get('task')} ran again after its result was checkpointed: "
                                              "the resumed workflow lost its place", [trace_line(event)]))
             settled.discard(event.get("task"))
+    begun: list[str] = []  # tasks in the order their steps began; going back means a lost record of progress
+    for event in trace:
+        if event["kind"] != "step_started" or (begun and event.get("task") == begun[-1]):
+            continue
+        if event.get("task") in begun:
+            failures.append(Failure("trace", f"step {event.get('task')} ran again after step {begun[-1]} had begun: "
+                                             "the resumed workflow lost its place", [trace_line(event)]))
+            break
+        begun.append(event.get("task"))
     versions = [e for e in trace if e.get("version") is not None
                 and e["kind"] in ("workflow_accepted", "workflow_started", "workflow_resumed")]
     changed = [e for e in versions if e["version"] != versions[0]["version"]]

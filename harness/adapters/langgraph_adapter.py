@@ -1,0 +1,60 @@
+"""LangGraph adapters (``pip install 'crashpoint[langgraph]'``): one per durability mode.
+
+``crashpoint certify --adapter crashpoint.harness.adapters.langgraph_adapter:LangGraphSync`` (or
+``LangGraphAsync``, LangGraph's default mode). The worker is
+:mod:`crashpoint.harness.adapters.langgraph_worker`; the harness side only touches ``adapter.db``.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from crashpoint.harness.adapters.runtime import InterpretedAdapter
+
+
+def _versions(*packages: str) -> str:
+    found = []
+    for package in packages:
+        try:
+            found.append(f"{package} {version(package)}")
+        except PackageNotFoundError:
+            found.append(f"{package} (not installed)")
+    return ", ".join(found)
+
+
+class LangGraphAdapter(InterpretedAdapter):
+    """LangGraph + ``SqliteSaver`` with ``durability`` ``"sync"``, ``"async"`` or ``"exit"``.
+
+    Args:
+        durability: passed to every ``invoke`` of the worker.
+
+    Raises:
+        ValueError: an unknown durability mode.
+    """
+
+    worker_module = "crashpoint.harness.adapters.langgraph_worker"
+
+    def __init__(self, durability: str = "sync") -> None:
+        if durability not in ("sync", "async", "exit"):
+            raise ValueError(f"durability must be sync, async or exit, got {durability!r}")
+        self.durability = durability
+        self.name = f"langgraph-{durability}"
+        self.worker_args = ("--durability", durability)
+
+    def version(self) -> str:
+        """``langgraph X, langgraph-checkpoint-sqlite Y``."""
+        return _versions("langgraph", "langgraph-checkpoint-sqlite")
+
+
+class LangGraphSync(LangGraphAdapter):
+    """LangGraph with ``durability="sync"`` (each checkpoint stored before the next step starts)."""
+
+    def __init__(self) -> None:
+        super().__init__("sync")
+
+
+class LangGraphAsync(LangGraphAdapter):
+    """LangGraph with ``durability="async"``, its default (checkpoints stored while the next step runs)."""
+
+    def __init__(self) -> None:
+        super().__init__("async")

@@ -1,0 +1,69 @@
+"""``crashpoint certify``: sweep the conformance pack (or another) on an adapter and print/write the certificate.
+
+    crashpoint certify --adapter MODULE:CLASS [PACK] [--out DIR] [--jobs N] [--worker-timeout S]
+                       [--crash-point ID ...] [--workdir DIR] [-q]
+
+Exit 0 when every claim passed (``unsupported`` claims are listed, and also exit 1: certification
+allows nothing skipped), 1 otherwise, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+
+def _cmd_certify(args: argparse.Namespace) -> int:
+    from crashpoint.errors import UsageError
+    from crashpoint.harness.certify import certify, markdown, write
+    from crashpoint.harness.cli import resolve_path
+
+    spec = args.adapter or args.engine
+    if not spec:
+        raise UsageError("certify needs --adapter MODULE:CLASS (for example "
+                         "crashpoint.harness.adapters.reference:ReferenceAdapter)")
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
+    if not math.isfinite(args.worker_timeout) or args.worker_timeout <= 0:
+        raise UsageError(f"--worker-timeout must be a finite number of seconds > 0, got {args.worker_timeout}")
+    if args.workdir and args.workdir.exists() and (not args.workdir.is_dir() or any(args.workdir.iterdir())):
+        raise UsageError(f"--workdir {args.workdir}: must be an empty folder or not exist yet")
+    pack = resolve_path(args.pack_option or args.pack)
+
+    def progress(result) -> None:
+        if not args.quiet:
+            sys.stderr.write("." if result.verdict == "passed" else "F")
+            sys.stderr.flush()
+
+    print(f"crashpoint: certifying {spec} on pack {pack}", flush=True)
+    cert = certify(spec, pack, jobs=args.jobs, worker_timeout_s=args.worker_timeout, only=args.crash_point or (),
+                   workdir=args.workdir, progress=progress)
+    if not args.quiet:
+        sys.stderr.write("\n")
+    print(markdown(cert))
+    json_path, md_path = write(cert, args.out)
+    print(f"certificate written to {json_path} and {md_path}")
+    return 0 if all(c["verdict"] == "passed" for c in cert["claims"]) else 1
+
+
+def add_certify_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``certify`` on the ``crashpoint`` sub-command parser."""
+    cert = sub.add_parser("certify", help="sweep the conformance pack on an engine adapter and grade its claims")
+    cert.add_argument("pack", nargs="?", default="conformance",
+                      help="pack folder or built-in pack name (default: conformance)")
+    cert.add_argument("--pack", dest="pack_option", metavar="PACK", help="same as the positional PACK")
+    cert.add_argument("--adapter", metavar="MODULE:CLASS",
+                      help="the engine's adapter: a class, factory or instance implementing EngineAdapter")
+    cert.add_argument("--engine", metavar="MODULE:CLASS", help="alias of --adapter")
+    cert.add_argument("--out", type=Path, default=Path("certificates"),
+                      help="folder for certificate-<engine>.json and .md (default: ./certificates)")
+    cert.add_argument("--jobs", type=int, default=None, help="parallel runs (default: CPU count)")
+    cert.add_argument("--worker-timeout", type=float, default=60.0, metavar="S",
+                      help="wall seconds a worker may take (default 60)")
+    cert.add_argument("--crash-point", action="append", metavar="ID",
+                      help="only this crash point (repeatable; a partial sweep, for quick checks)")
+    cert.add_argument("--workdir", type=Path, help="keep run folders here")
+    cert.add_argument("-q", "--quiet", action="store_true", help="no progress dots")
+    cert.set_defaults(func=_cmd_certify)

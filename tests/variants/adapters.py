@@ -1,0 +1,45 @@
+"""Adapters that misbehave, for the certification tests (test code only)."""
+
+from __future__ import annotations
+
+import sys
+
+from crashpoint.harness.adapter import RunContext
+from crashpoint.harness.adapters.reference import ReferenceAdapter
+
+
+def no_compensation_on_cancel() -> ReferenceAdapter:
+    """The reference adapter on an engine that forgets to compensate when cancelled."""
+    return ReferenceAdapter(engine="variants.engines:NoCompensationOnCancel", name="no-compensation-on-cancel")
+
+
+class CancelRaises(ReferenceAdapter):
+    """An adapter whose ``cancel`` raises: the runs that cancel end in an ``error`` naming it."""
+
+    def __init__(self) -> None:
+        super().__init__(name="cancel-raises")
+
+    def cancel(self, run: RunContext, workflow_id: str, *, reason: str, idempotency_key: str) -> bool:
+        raise RuntimeError("cancel is broken in this adapter")
+
+
+class CancelUnsupported(ReferenceAdapter):
+    """An adapter that cannot cancel: the claim is ``unsupported``, never ``passed``."""
+
+    def __init__(self) -> None:
+        super().__init__(name="cancel-unsupported")
+
+    def cancel(self, run: RunContext, workflow_id: str, *, reason: str, idempotency_key: str) -> bool:
+        raise NotImplementedError("this engine has no cancellation")
+
+
+class HangsAndLeavesChild(ReferenceAdapter):
+    """A worker that starts a daemon in its own session and never exits."""
+
+    def __init__(self) -> None:
+        super().__init__(name="hangs")
+
+    def worker_command(self, run: RunContext, probe_spec: str, probe_arg: str) -> list[str]:
+        code = ("import subprocess, time; subprocess.Popen(['sleep', '300'], start_new_session=True); "
+                "time.sleep(300)")
+        return [sys.executable, "-c", code]
