@@ -82,21 +82,22 @@ def grade(sweep_result: Any, adapter: EngineAdapter, adapter_spec: str) -> dict[
         adapter_spec: how the adapter was named (for repro commands).
     """
     declared = set(getattr(adapter, "unsupported_claims", ()) or ())
+    known = dict(getattr(adapter, "known_findings", {}) or {})
     cases = {c.case_id: c for c in sweep_result.cases}
     by_claim: dict[str, list[str]] = defaultdict(list)
     for case in sweep_result.cases:
         for tag in case.tags:
             if tag.startswith("claim:"):
                 by_claim[tag[len("claim:"):]].append(case.case_id)
-    known = {name for _, name, _ in CLAIMS}
-    extra = sorted(set(by_claim) - known)
+    extra = sorted(set(by_claim) - {name for _, name, _ in CLAIMS})
     claims = []
     for level, name, meaning in CLAIMS + tuple((4, n, "a claim of this pack") for n in extra):
         ids = by_claim.get(name, [])
         runs = [r for r in sweep_result.results if r.case_id in ids]
         bad = [r for r in runs if r.verdict != "passed"]
         entry: dict[str, Any] = {"level": level, "claim": name, "meaning": meaning, "cases": ids, "runs": len(runs),
-                                 "passed": len(runs) - len(bad), "failed": len(bad), "failing": []}
+                                 "passed": len(runs) - len(bad), "failed": len(bad), "failing": [],
+                                 "known_finding": known.get(name)}
         if name in declared or any("NotImplementedError" in (r.error or "") for r in bad):
             entry["verdict"] = "unsupported"
         elif not ids:
@@ -138,11 +139,12 @@ def markdown(cert: dict[str, Any]) -> str:
              f"{cert['created_at']}. **Level {cert['level']}** ({cert['level_name']}).", "",
              f"{s['cases']} cases, {s['crash_points']} crash points, {s['runs']} runs: {s['passed']} passed, "
              f"{s['failed']} failed, {s['errors']} errors, {s['unknown']} unknown, {s['wall_s']} s.", "",
-             "| level | claim | verdict | runs passed | first failure |", "|---|---|---|---|---|"]
+             "| level | claim | verdict | runs passed | first failure | known finding |", "|---|---|---|---|---|---|"]
     for c in cert["claims"]:
         first = c["failing"][0] if c["failing"] else None
         where = f"{first['case']} @ `{first['crash_point']}`" if first else ""
-        lines.append(f"| {c['level']} | {c['claim']} | {c['verdict']} | {c['passed']}/{c['runs']} | {where} |")
+        lines.append(f"| {c['level']} | {c['claim']} | {c['verdict']} | {c['passed']}/{c['runs']} | {where} | "
+                     f"{c.get('known_finding') or ''} |")
     failing = [(c, f) for c in cert["claims"] for f in c["failing"]]
     if failing:
         lines += ["", "## Failures", ""]

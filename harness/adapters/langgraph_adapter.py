@@ -56,5 +56,12 @@ class LangGraphSync(LangGraphAdapter):
 class LangGraphAsync(LangGraphAdapter):
     """LangGraph with ``durability="async"``, its default (checkpoints stored while the next step runs)."""
 
+    #: Found by ``crashpoint certify`` (README, "Certifying an engine"); the verdicts stay failed.
+    known_findings = {
+        "resume": "langgraph 1.2.24 / checkpoint-sqlite 3.1.2, durability='async': a kill as the next step "
+                  "begins loses the previous step's checkpoint; the resumed thread runs that step again "
+                  "(its effect stays single only thanks to the stable idempotency key)",
+    }
+
     def __init__(self) -> None:
         super().__init__("async")

@@ -14,7 +14,10 @@ def no_compensation_on_cancel() -> ReferenceAdapter:
 
 
 class CancelRaises(ReferenceAdapter):
-    """An adapter whose ``cancel`` raises: the runs that cancel end in an ``error`` naming it."""
+    """An adapter whose ``cancel`` raises: the runs that cancel end in an ``error`` naming it. Its pinned
+    known finding is shown in the certificate and changes no verdict."""
+
+    known_findings = {"cancellation": "cancel-raises 0.1: cancel raises"}
 
     def __init__(self) -> None:
         super().__init__(name="cancel-raises")
