@@ -239,9 +239,10 @@ class Engine:
                                           worker=self.worker_id, version=definition.version)
             if status in TERMINAL:
                 return status.value
-            # a cancel waits for the step boundary: a call planned before a crash is settled first (its
-            # effect may have happened, and it may have been the saga's pivot)
-            if status is not S.COMPENSATING and not st.get("in_flight") and \
+            # a cancel waits for the step boundary: a call planned before a crash, or retried after an
+            # error that may hide an applied effect, is settled first (with its idempotency key) so that
+            # compensation knows every effect, and so that a pivot that took effect is never cancelled
+            if status is not S.COMPENSATING and not self._cancel_must_wait(st) and \
                     self.store.pending_inbox(workflow_id, "cancel"):
                 self._cancel(workflow_id, status, st, definition)
             elif status is S.ACCEPTED:
@@ -270,9 +271,10 @@ class Engine:
             self.clock.sleep(st["retry_at"] - now)
             now = self.clock.now()
         moves = [S.RETRYING, S.RUNNING] if status is S.RETRYING else [S.RUNNING]
-        # A step whose call was planned before a crash may have had its effect already: it is called
-        # again with its key (which reconciles it) rather than failed by a timeout that ran out meanwhile.
-        in_flight = st.get("in_flight") == task.id
+        # A step whose call was planned before a crash, or failed with an error that may hide an applied
+        # effect, may have had its effect already: it is called again with its key (which reconciles it)
+        # rather than failed by a timeout that ran out meanwhile.
+        in_flight = task.id in (st.get("in_flight"), st.get("unsettled"))
         if phase.timeout_s is not None and now - st["phase_started_at"] > phase.timeout_s and not in_flight:
             self._task_failed(wid, st, definition, phase, task, moves,
                               f"phase {phase.id!r} exceeded its timeout of {phase.timeout_s} s", retryable=False)
@@ -339,6 +341,10 @@ class Engine:
         """
         now = self.clock.now()
         st.pop("in_flight", None)
+        if isinstance(outcome, Retry) and task.side_effect:
+            st["unsettled"] = task.id  # a retryable failure may hide an applied effect (a lost answer)
+        else:
+            st.pop("unsettled", None)
         events = events + [("step_result", {"task": task.id, "transition": TRANSITION_NAMES[type(outcome)]})]
         if isinstance(outcome, (Continue, Complete)):
             patch = dict(outcome.patch)
@@ -457,6 +463,12 @@ class Engine:
         return bool(gates) and all(st["approvals"].get(g, {}).get("granted") for g in gates)
 
     # ------------------------------------------------------------------ cancellation and compensation
+    @staticmethod
+    def _cancel_must_wait(st: dict[str, Any]) -> bool:
+        """``True`` while a step's call is unsettled (planned before a crash, or retried after an error
+        that may hide an applied effect): a cancel takes effect only at a step boundary."""
+        return bool(st.get("in_flight") or st.get("unsettled"))
+
     def _cancel(self, wid: str, status: Status, st: dict[str, Any], definition: WorkflowDefinition) -> None:
         messages = self.store.pending_inbox(wid, "cancel")
         reason = json.loads(messages[0]["payload"])["reason"]

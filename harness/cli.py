@@ -6,6 +6,7 @@ Commands:
     crashpoint validate PATH
     crashpoint replay TRACE [--engine MODULE:CLASS] [--workdir DIR] [--worker-timeout S]
     crashpoint incident TRACE [--out FILE]
+    crashpoint search PATH [--seed N|last] [--schedules N] [--max-faults N] [--kinds K,K] [--engine MODULE:CLASS]
     crashpoint report [RUN_ID|latest] [--format ...] [--out FILE] [--db URL]   (see cli_report)
 
 PATH is a pack folder, a case file inside a pack, or the name of a built-in pack
@@ -267,6 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_certify.add_certify_parser(sub)
     cli_report.add_report_parser(sub)
+    from crashpoint.harness import cli_search
+
+    cli_search.add_search_parser(sub)
     return parser
 
 

@@ -128,7 +128,7 @@ class Driver:
         ledger = Ledger(run_dir / LEDGER_FILE)
         try:
             clock = VirtualClock(ledger)
-            for ev in case.events:
+            for ev in tool_script(case.events, [f for f in case.faults if "tool" in f]):
                 if ev["type"] == "tool_failure":
                     ledger.script(ev["tool"], "retryable" if ev.get("retryable", True) else "fatal",
                                   ev.get("message", ""), times=ev.get("times", 1))
@@ -285,6 +285,28 @@ class Driver:
             raise EngineCrashed(f"worker exited with {rc} (not a harness kill): " + " | ".join(tail))
         raise EngineCrashed(f"{MAX_WORKERS_PER_RUN} worker processes in a row were killed or restarted "
                             "without the workflow reaching a quiescent state")
+
+
+def tool_script(events: list[dict[str, Any]], faults: list[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+    """The tool events of a case in script order, with its tool ``faults`` (``{tool, call, outcome,
+    times?, seconds?}``) placed at their call: the ``call``-th call of ``tool`` gets the fault, the
+    calls before it follow the case's own script (or succeed). Each event comes back with ``times: 1``."""
+    tools = [e for e in events if e["type"] in TOOL_EVENTS]
+    for fault in faults:
+        queue = [{**e, "times": 1} for e in tools if e["tool"] == fault["tool"] for _ in range(e.get("times", 1))]
+        while len(queue) < fault["call"] - 1:
+            queue.append({"type": "tool_success", "tool": fault["tool"], "times": 1})
+        outcome = fault["outcome"]
+        if outcome in ("retryable", "fatal"):
+            ev = {"type": "tool_failure", "tool": fault["tool"], "retryable": outcome == "retryable",
+                  "message": f"scripted {outcome} failure"}
+        else:
+            ev = {"type": f"tool_{outcome}", "tool": fault["tool"]}
+            if outcome == "slow":
+                ev["seconds"] = float(fault.get("seconds", 60.0))
+        queue[fault["call"] - 1:fault["call"] - 1] = [{**ev, "times": 1}] * fault.get("times", 1)
+        tools = [e for e in tools if e["tool"] != fault["tool"]] + queue
+    return [{**e, "times": 1} for e in tools for _ in range(e.get("times", 1))]
 
 
 class _Holds:

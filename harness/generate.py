@@ -55,7 +55,8 @@ def faults(case: Case, pack: Pack, golden: RunOutcome, kinds: Sequence[str] | No
 
     ``kinds`` restricts the fault kinds (default: all of :data:`crashpoint.harness.schedule.KINDS`
     that apply). Kill points are the golden run's crash points and their next occurrence (a point
-    passed again while recovering); hold points are the golden run's.
+    passed again while recovering); hold points are the golden run's; tool faults hit the calls the
+    golden run made (tool and call number).
 
     Raises:
         ValueError: the golden run passed no crash point (nothing to place a fault at).
@@ -68,7 +69,10 @@ def faults(case: Case, pack: Pack, golden: RunOutcome, kinds: Sequence[str] | No
         name, _, n = p.partition("#")
         again.append(f"{name}#{int(n or 1) + 1}")
     n_external = len(_split(case)[1])
-    tools = sorted(pack.tools(case.workflow))
+    # tool faults go where the golden run called tools (a fault on a call that never happens tests nothing)
+    called = {c["tool"]: sum(1 for x in golden.calls if x["tool"] == c["tool"]) for c in golden.calls}
+    tool_calls = st.sampled_from(sorted(called)).flatmap(lambda t: st.tuples(st.just(t), st.integers(1, called[t]))) \
+        if called else st.tuples(st.sampled_from(sorted(pack.tools(case.workflow))), st.just(1))
     approval = [{"type": "approval_granted"}, {"type": "approval_denied"}]
     choices: dict[str, st.SearchStrategy] = {
         "kill": st.builds(lambda at: {"kind": "kill", "at": at}, st.sampled_from(points + again)),
@@ -87,8 +91,8 @@ def faults(case: Case, pack: Pack, golden: RunOutcome, kinds: Sequence[str] | No
                                              {"type": "deploy", "version": 0, "rename_tasks": {}},
                                              {"type": "restart"}])),
         "reorder": st.builds(lambda i: {"kind": "reorder", "event": i}, st.integers(0, max(n_external - 1, 0))),
-        "tool": st.builds(_tool_fault, st.sampled_from(tools), st.integers(1, 3), st.sampled_from(TOOL_OUTCOMES),
-                          st.integers(1, 2), st.sampled_from(SLOW_SECONDS)),
+        "tool": st.builds(_tool_fault, tool_calls, st.sampled_from(TOOL_OUTCOMES), st.integers(1, 2),
+                          st.sampled_from(SLOW_SECONDS)),
     }
     wanted = list(kinds) if kinds else list(choices)
     unknown = [k for k in wanted if k not in choices]
@@ -97,7 +101,8 @@ def faults(case: Case, pack: Pack, golden: RunOutcome, kinds: Sequence[str] | No
     return st.one_of([choices[k] for k in wanted])
 
 
-def _tool_fault(tool: str, call: int, outcome: str, times: int, seconds: float) -> Fault:
+def _tool_fault(where: tuple[str, int], outcome: str, times: int, seconds: float) -> Fault:
+    tool, call = where
     fault: Fault = {"kind": "tool", "tool": tool, "call": call, "outcome": outcome, "times": times}
     if outcome == "slow":
         fault["seconds"] = seconds
@@ -186,7 +191,7 @@ def trial(driver: Driver, case: Case, pack: Pack, schedule: list[Fault], run_dir
     except EngineCrashed as exc:
         return Trial(schedule, derived, "error", error=str(exc))
     failures = judge(derived, pack, out, None)
-    if is_masked(schedule):
+    if is_masked(schedule, case, pack):
         failures += differential(out, golden)
     if out.faults_missed and not failures:
         return Trial(schedule, derived, "vacuous", missed=out.faults_missed)

@@ -796,6 +796,9 @@ def load_case(path: str | Path, pack: Pack) -> Case:
                      "share one namespace)", ("events", i, "rename_tasks"))
 
     for i, fault in enumerate(data.get("faults", ())):
+        if "tool" in fault and fault["tool"] not in tools:
+            fail(f"tool {fault['tool']!r} is not used by workflow {workflow!r}; tools: {', '.join(sorted(tools))}",
+                 ("faults", i, "tool"))
         if fault.get("event", {}).get("before_wait"):
             fail("an event held for a crash point (`at`) cannot also be `before_wait`", ("faults", i, "event"))
     expected = data["expected"]

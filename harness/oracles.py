@@ -117,7 +117,10 @@ def side_effects(case: Case, pack: Pack, out: RunOutcome) -> list[Failure]:
                                                             f"which must come first", [call_line(call)]))
         comp = info.get("compensation")
         undone = [c for c in applied if comp and c["tool"] == comp]
-        if comp and done and out.status in ("failed", "cancelled") and not undone:
+        refused = [c for c in out.calls if comp and c["tool"] == comp and c["outcome"] == "failed"
+                   and not c.get("retryable")]  # the world refused the compensation: reported, not hidden
+        if comp and done and out.status in ("failed", "cancelled") and not undone and not (
+                refused and out.status == "failed" and "compensation" in (out.stop_reason or "")):
             failures.append(Failure("side_effects", f"workflow ended {out.status} after effect {name} was applied, "
                                                     f"but its compensation {comp} was never applied", lines))
         if len(undone) > 1:
@@ -133,6 +136,17 @@ def side_effects(case: Case, pack: Pack, out: RunOutcome) -> list[Failure]:
         if name in case.expected.get("compensated", ()) and not undone:
             failures.append(Failure("side_effects", f"expected effect {name} compensated, but its compensation "
                                                     f"{comp or '(none in the pack)'} was never applied", lines))
+    wf = pack.workflows.get(case.workflow) or {"phases": []}
+    pivots = {t["tool"] for p in wf["phases"] for t in p["tasks"] if t.get("irreversible")}
+    turned = [c for c in applied if c["tool"] in pivots]
+    if turned:  # after its pivot a saga completes forward (Garcia-Molina & Salem, "Sagas", 1987)
+        undo_tools = {info["compensation"] for info in pack.effects.values() if info.get("compensation")}
+        late = [c for c in out.calls if c["tool"] in undo_tools and c["gseq"] > turned[0]["gseq"]]
+        if late or out.status == "cancelled":
+            failures.append(Failure("side_effects", f"the irreversible effect {turned[0]['tool']} was applied, yet the "
+                                                    f"run then {'compensated' if late else 'ended cancelled'}: after "
+                                                    "its pivot a saga must complete forward",
+                                    [call_line(c) for c in [turned[0], *late]][:6]))
     repeats = [c for c in out.calls if c["outcome"] == "duplicate"]
     lost = sum(1 for c in out.calls if c.get("lost"))  # answers the tool never delivered (tool_lost_response)
     if len(repeats) > out.kills + lost:

@@ -37,6 +37,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="engine class driven by the reference adapter (default: crashpoint's engine)")
     group.addoption("--crashpoint-worker-timeout", type=float, default=60.0, metavar="S",
                     dest="crashpoint_worker_timeout", help="wall seconds per worker process (default 60)")
+    group.addoption("--crashpoint-seed", default=None, metavar="N|last", dest="crashpoint_seed",
+                    help="seed of the generated fault schedules under chaos; 'last' reuses the previous session's")
+    group.addoption("--crashpoint-schedules", type=int, default=10, metavar="N", dest="crashpoint_schedules",
+                    help="generated fault schedules per case under chaos (default 10; 0 turns them off)")
     group.addoption("--crashpoint-results-db", nargs="?", const="", default=None, metavar="URL",
                     dest="crashpoint_results_db",
                     help="record this session's case runs in a results store (SQLite path or database URL; "
@@ -57,6 +61,9 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     parser.getgroup("crashpoint").addoption("--chaos", action="store_true", default=False,
                                             dest="crashpoint_chaos_alias",
                                             help="alias of --crashpoint-chaos (when no other plugin owns --chaos)")
+    if not _option_owned(parser, "--chaos-seed"):
+        parser.getgroup("crashpoint").addoption("--chaos-seed", default=None, metavar="N|last",
+                                                dest="crashpoint_seed_alias", help="alias of --crashpoint-seed")
     early_config.stash[_STASH_ALIAS] = "ours"
 
 
@@ -72,7 +79,12 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     spelling = "--chaos or --crashpoint-chaos" if alias == "ours" else \
         "--crashpoint-chaos (--chaos belongs to another plugin)"
     if chaos_enabled(config):
-        return ["crashpoint: chaos on: one item per (case, crash point), each a real SIGKILL and resume"]
+        from crashpoint.harness.pytest_schedules import resolve  # via sys.modules, like the items' own import
+
+        seed = resolve(config)
+        return ["crashpoint: chaos on: one item per (case, crash point), each a real SIGKILL and resume",
+                f"crashpoint: chaos seed {seed}, {config.getoption('crashpoint_schedules')} generated fault "
+                f"schedule(s) per case (same schedules: --chaos-seed {seed} or --chaos-seed last)"]
     return [f"crashpoint: golden runs only; enable chaos with {spelling}"]
 
 
@@ -126,6 +138,12 @@ class CaseFile(pytest.File):
         for point in golden.crash_points:
             yield CaseItem.from_parent(self, name=f"{case.case_id}[kill@{point}]", case=case, pack=pack,
                                        crash_point=point, golden=golden)
+        budget = self.config.getoption("crashpoint_schedules")
+        if budget > 0 and golden.crash_points:
+            from crashpoint.harness.pytest_schedules import ScheduleItem
+
+            yield ScheduleItem.from_parent(self, name=f"{case.case_id}[schedules]",
+                                           case=case, pack=pack, golden=golden, budget=budget)
 
 
 def _adapter(config: pytest.Config):

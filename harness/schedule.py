@@ -21,16 +21,16 @@ kind           fields and meaning
                timeout, a cancellation, a clock jump, a new definition version, a restart
 ``tool``       ``tool``, ``call`` (1-based call number of that tool), ``outcome``
                (``retryable``, ``fatal``, ``timeout``, ``lost_response``, ``slow``),
-               ``times``, ``seconds`` (``slow`` only)
+               ``times``, ``seconds`` (``slow`` only): a tool fault of the case's ``faults``
 =============  ==========================================================================
 
 Indices are taken modulo the current number of external events, and faults apply in
 order, so every schedule is valid for every case (a fault that cannot apply, such as a
 reorder with one event, is a no-op). The result of :func:`apply` is an ordinary case:
-kills and holds become its ``faults`` field, everything else its ``events``.
+kills, holds and tool faults become its ``faults`` field, everything else its ``events``.
 
-Faults the engine must **mask** (kills, duplicate deliveries, restarts: :data:`MASKED`)
-keep the case's expectations and add ``like_fault_free`` (the run must end like the same
+Faults the engine must **mask** (kills, duplicate deliveries, restarts: :data:`MASKED`, and
+transient tool faults within the task's retry budget: see :func:`is_masked`) keep the case's expectations and add ``like_fault_free`` (the run must end like the same
 case without its faults). Any other fault changes the story (a cancellation, a denial, a
 fatal error), so the case keeps only the invariants every run must satisfy: the side-effect
 and trace oracles, which need no expectation.
@@ -58,11 +58,24 @@ TOOL_OUTCOMES = ("retryable", "fatal", "timeout", "lost_response", "slow")
 Fault = dict[str, Any]
 
 
-def is_masked(schedule: Sequence[Fault]) -> bool:
-    """``True`` when every fault of ``schedule`` is one a correct engine must hide (see :data:`MASKED`);
-    an inserted ``restart`` counts as masked too."""
-    return all(f["kind"] in MASKED or (f["kind"] == "insert" and f["event"]["type"] == "restart")
-               for f in schedule)
+#: Tool fault outcomes a retry hides: nothing applied, or applied with the answer lost (same key).
+RETRY_MASKED = frozenset({"retryable", "timeout", "lost_response"})
+
+
+def is_masked(schedule: Sequence[Fault], case: Case | None = None, pack: Pack | None = None) -> bool:
+    """``True`` when every fault of ``schedule`` is one a correct engine must hide (see :data:`MASKED`):
+    kills, duplicate deliveries, inserted restarts, and (given ``case`` and ``pack``) transient tool
+    faults within the retry budget: a ``retryable``, ``timeout`` or ``lost_response`` fault on a task's
+    tool, ``times`` at most the task's ``retries``, when the case scripts no failure of that tool itself."""
+    def masked(f: Fault) -> bool:
+        if f["kind"] in MASKED or (f["kind"] == "insert" and f["event"]["type"] == "restart"):
+            return True
+        if f["kind"] != "tool" or f["outcome"] not in RETRY_MASKED or case is None or pack is None:
+            return False
+        tasks = [t for p in pack.workflows[case.workflow]["phases"] for t in p["tasks"] if t["tool"] == f["tool"]]
+        scripted = any(e.get("tool") == f["tool"] and e["type"] != "tool_success" for e in case.events)
+        return bool(tasks) and not scripted and f.get("times", 1) <= min(t.get("retries", 0) for t in tasks)
+    return all(masked(f) for f in schedule)
 
 
 def schedule_id(schedule: Sequence[Fault]) -> str:
@@ -93,25 +106,6 @@ def _split(case: Case) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     if not external or external[0]["type"] != "start":
         external.insert(0, {"type": "start", "deliveries": 1})
     return tools, external
-
-
-def _tool_queue(tools: list[dict[str, Any]], tool: str) -> list[dict[str, Any]]:
-    queue = []
-    for ev in tools:
-        if ev["tool"] == tool:
-            queue += [{**ev, "times": 1} for _ in range(ev.get("times", 1))]
-    return queue
-
-
-def _tool_event(fault: Fault) -> dict[str, Any]:
-    outcome = fault["outcome"]
-    if outcome in ("retryable", "fatal"):
-        return {"type": "tool_failure", "tool": fault["tool"], "retryable": outcome == "retryable",
-                "times": fault.get("times", 1), "message": f"generated {outcome} failure"}
-    ev = {"type": f"tool_{outcome}", "tool": fault["tool"], "times": fault.get("times", 1)}
-    if outcome == "slow":
-        ev["seconds"] = float(fault.get("seconds", 60.0))
-    return ev
 
 
 def apply(case: Case, pack: Pack, schedule: Sequence[Fault], *, case_id: str | None = None) -> Case:
@@ -163,18 +157,15 @@ def apply(case: Case, pack: Pack, schedule: Sequence[Fault], *, case_id: str | N
         elif kind == "tool":
             if fault["outcome"] not in TOOL_OUTCOMES:
                 raise ValueError(f"unknown tool outcome {fault['outcome']!r}; known: {', '.join(TOOL_OUTCOMES)}")
-            queue = _tool_queue(tools, fault["tool"])
-            while len(queue) < fault["call"] - 1:
-                queue.append({"type": "tool_success", "tool": fault["tool"], "times": 1})
-            queue.insert(fault["call"] - 1, _tool_event(fault))
-            tools = [ev for ev in tools if ev["tool"] != fault["tool"]] + queue
+            faults.append({k: v for k, v in fault.items() if k != "kind"})
         else:
             raise ValueError(f"unknown fault kind {kind!r}; known: {', '.join(KINDS)}")
     if len(external) == 1 and external[0] == {"type": "start", "deliveries": 1}:
         external = []  # the implicit start stays implicit
-    expected = dict(case.expected) if is_masked(schedule) else {}
+    masked = is_masked(schedule, case, pack)
+    expected = dict(case.expected) if masked else {}
     expected.pop("like_fault_free", None)
-    if is_masked(schedule) and faults:
+    if masked and faults:
         expected["like_fault_free"] = True
     events = external[:1] + tools + external[1:] if external else tools
     workflow_input = case.input or generated_input(case.workflow, seed=zlib.crc32(case.case_id.encode()))

@@ -13,7 +13,8 @@ import shutil
 import sys
 from pathlib import Path
 
-import pytest
+import pandas  # noqa: F401  (numpy cannot be imported twice in one process, and pytester's in-process
+import pytest  # runs drop the modules they imported: load it once, before any of them)
 
 TESTS_DIR = str(Path(__file__).resolve().parent)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -32,7 +33,7 @@ def test_plain_run_is_one_golden_item_per_case(pytester: pytest.Pytester, projec
 
 
 def test_chaos_makes_one_item_per_crash_point_with_readable_ids(pytester: pytest.Pytester, project: Path) -> None:
-    result = pytester.runpytest(str(project / "cases" / SEED), "--chaos", "-v")
+    result = pytester.runpytest(str(project / "cases" / SEED), "--chaos", "--crashpoint-schedules", "0", "-v")
     result.assert_outcomes(passed=14)  # the golden run + 13 crash points
     result.stdout.fnmatch_lines([
         "*crashpoint: chaos*",
@@ -47,7 +48,8 @@ def test_chaos_option_clash_with_another_plugin_does_not_break_pytest(pytester: 
             parser.addoption("--chaos", action="store_true", help="another plugin's --chaos")
     """)
     pytester.syspathinsert()
-    result = pytester.runpytest("-p", "otherchaos", str(project / "cases" / SEED), "--crashpoint-chaos")
+    result = pytester.runpytest("-p", "otherchaos", str(project / "cases" / SEED), "--crashpoint-chaos",
+                                "--crashpoint-schedules", "0")
     result.assert_outcomes(passed=14)
     result.stdout.fnmatch_lines(["*crashpoint: chaos on*"])
     result = pytester.runpytest("-p", "otherchaos", str(project / "cases" / SEED), "--chaos")
@@ -74,3 +76,37 @@ def test_a_malformed_case_is_a_collection_error_not_a_skip(pytester: pytest.Pyte
     result.assert_outcomes(errors=1)  # pytest stops at a collection error: nothing runs half-checked
     result.stdout.fnmatch_lines(["*broken.yaml:3: field expected.final_status: 'maybe' is not one of*"])
     assert "Traceback" not in result.stdout.str()
+
+
+def _schedules(pytester: pytest.Pytester) -> tuple[int, dict]:
+    cache = pytester.path / ".pytest_cache" / "v" / "crashpoint"
+    return json.loads((cache / "seed").read_text()), json.loads((cache / "schedules").read_text())
+
+
+def test_chaos_seed_last_draws_exactly_the_previous_schedules(pytester: pytest.Pytester, project: Path) -> None:
+    args = (str(project / "cases" / SEED), "--chaos", "--crashpoint-schedules", "4", "-p", "cacheprovider")
+    first = pytester.runpytest(*args)
+    first.assert_outcomes(passed=15)  # golden + 13 crash points + the schedule search
+    seed, drawn = _schedules(pytester)
+    first.stdout.fnmatch_lines([f"*crashpoint: chaos seed {seed}*"])
+    assert len(drawn["approval_timeout_after_refund_draft"]) == 4
+    again = pytester.runpytest(*args, "--chaos-seed", "last")
+    again.stdout.fnmatch_lines([f"*crashpoint: chaos seed {seed}*"])
+    assert _schedules(pytester) == (seed, drawn)
+    other = pytester.runpytest(*args, "--chaos-seed", str((seed + 1) % 2**32))
+    other.assert_outcomes(passed=15)
+    assert _schedules(pytester)[1] != drawn
+
+
+def test_a_failing_schedule_is_shrunk_written_and_given_a_one_line_repro(pytester: pytest.Pytester,
+                                                                         project: Path) -> None:
+    case = project / "cases" / "cancel_while_waiting_compensates_draft.yaml"
+    result = pytester.runpytest(str(case), "--chaos", "--crashpoint-schedules", "5", "--chaos-seed", "11",
+                                "--crashpoint-engine", "variants.engines:NoCompensationOnCancel", "-k", "schedules")
+    result.assert_outcomes(failed=1)
+    text = result.stdout.str()
+    assert "FAILS with" in text and "after shrinking" in text
+    line = next(x for x in text.splitlines() if "reproduce: crashpoint run" in x)
+    assert ".crashpoint/repro/cancel_while_waiting_compensates_draft_gen_" in line
+    assert line.rstrip().endswith("--crash none --engine variants.engines:NoCompensationOnCancel")
+    assert "--chaos-seed 11" in text

@@ -457,3 +457,32 @@ class RunsLatestVersion(Engine):
     def _definition(self, name: str, version: int) -> WorkflowDefinition:
         latest = self.store.definition(name)
         return super()._definition(name, latest[0] if latest else version)  # the bug: ignores the pinned version
+
+
+class DuplicateStartForks(Engine):
+    """A start request the engine does not recognise as a duplicate starts a second run.
+
+    Models "duplicated events" of the seed: a retried start request forks the workflow, so
+    the refund is drafted twice under two keys. Found by duplicate delivery of the start
+    request; caught by ``side_effects`` (an effect applied twice).
+    """
+
+    def start(self, workflow_id: str, workflow: str, input: dict[str, Any] | None = None, **kw: Any) -> bool:
+        if super().start(workflow_id, workflow, input, **kw):
+            return True
+        n = len(self.store.workflow_ids()) + 1
+        kw["idempotency_key"] = f"{kw.get('idempotency_key') or workflow_id}#{n}"
+        return super().start(f"{workflow_id}-{n}", workflow, input, **kw)
+
+
+class CancelIgnoresInFlight(Engine):
+    """A cancel is honoured in the middle of a step, before the step's call has settled.
+
+    Models a cancellation racing a step: the cancel that arrives while a refund is being
+    issued compensates the draft though the refund (the saga's pivot) went out. Found by a
+    cancellation held at a crash point inside the step; caught by ``side_effects``.
+    """
+
+    @staticmethod
+    def _cancel_must_wait(st: dict[str, Any]) -> bool:
+        return False

@@ -1,0 +1,103 @@
+"""Generated fault schedules in the pytest plugin: one item per case under ``--chaos``.
+
+The seed comes from ``--chaos-seed N`` / ``--crashpoint-seed N``, ``last`` (the previous
+session's, from pytest's cache, key ``crashpoint/seed``), or a fresh random one; it is
+printed in the pytest header and stored in the cache, with the schedules each case drew
+(key ``crashpoint/schedules``), so ``pytest --chaos --chaos-seed last`` draws exactly the
+same schedules again. A failing item shows the shrunk schedule, writes it as a repro pack
+under ``.crashpoint/repro`` in the rootdir, and gives the one-line command that runs it.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CACHE_SEED = "crashpoint/seed"
+CACHE_SCHEDULES = "crashpoint/schedules"
+_STASH_SEED = pytest.StashKey[int]()
+
+
+def resolve(config: pytest.Config) -> int:
+    """The session's seed (see the module docstring); stores it in the cache.
+
+    Raises:
+        pytest.UsageError: ``last`` without a cached seed, or a value that is not an integer.
+    """
+    if _STASH_SEED in config.stash:
+        return config.stash[_STASH_SEED]
+    raw = config.getoption("crashpoint_seed", None) or getattr(config.option, "crashpoint_seed_alias", None)
+    cache = getattr(config, "cache", None)
+    if raw == "last":
+        seed = cache.get(CACHE_SEED, None) if cache is not None else None
+        if seed is None:
+            raise pytest.UsageError("--chaos-seed last: no previous seed in pytest's cache (run once without it)")
+    elif raw is None:
+        seed = secrets.randbelow(2**32)
+    else:
+        try:
+            seed = int(raw)
+        except ValueError:
+            raise pytest.UsageError(f"--chaos-seed: expected an integer or 'last', got {raw!r}") from None
+        if not 0 <= seed < 2**32:
+            raise pytest.UsageError(f"--chaos-seed: {seed} is outside 0..4294967295")
+    if cache is not None:
+        cache.set(CACHE_SEED, seed)
+        cache.set(CACHE_SCHEDULES, {})
+    config.stash[_STASH_SEED] = seed
+    return seed
+
+
+class ScheduleFailed(Exception):
+    """Raised by a schedule item whose search found a failing schedule; carries the report text."""
+
+
+class ScheduleItem(pytest.Item):
+    """The generated-schedule search of one case (``budget`` schedules, seeded by the session seed)."""
+
+    def __init__(self, *, case: Any, pack: Any, golden: Any, budget: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.case, self.pack, self.golden, self.budget = case, pack, golden, budget
+
+    def runtest(self) -> None:
+        from crashpoint.harness.adapters.reference import ReferenceAdapter
+        from crashpoint.harness.cli_search import repro_line
+        from crashpoint.harness.generate import case_seed, search_case, summary_lines, write_repro
+
+        engine = self.config.getoption("crashpoint_engine")
+        adapter = ReferenceAdapter(engine=engine) if engine else ReferenceAdapter()
+        seed = resolve(self.config)
+        root = Path(tempfile.mkdtemp(prefix="crashpoint-schedules-"))
+        try:
+            result = search_case(self.case, self.pack, adapter, seed=case_seed(seed, self.case.case_id),
+                                 budget=self.budget, workdir=root, golden=self.golden,
+                                 worker_timeout_s=self.config.getoption("crashpoint_worker_timeout"))
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        cache = getattr(self.config, "cache", None)
+        if cache is not None:
+            drawn = cache.get(CACHE_SCHEDULES, {})
+            drawn[self.case.case_id] = result.schedules
+            cache.set(CACHE_SCHEDULES, drawn)
+        if result.found is not None:
+            path = write_repro(result, self.pack, self.config.rootpath / ".crashpoint" / "repro")
+            lines = summary_lines(result)
+            lines.append(f"repro case: {path}")
+            lines.append(f"reproduce: {repro_line(path, engine)}")
+            lines.append(f"same schedules again: pytest --chaos --chaos-seed {seed} (or --chaos-seed last)")
+            raise ScheduleFailed("\n".join(lines))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        """The shrunk schedule and its repro instead of a Python traceback."""
+        if isinstance(excinfo.value, ScheduleFailed):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        """Location shown by pytest: the case file."""
+        return self.path, 0, f"case {self.name}"

@@ -1,0 +1,180 @@
+"""Generated fault schedules: applying them, finding bugs with them, shrinking, and the repro case.
+
+The search tests run fixed-seed searches against deliberately broken engines
+(``tests/variants/engines.py``): each must be found within the stated budget, shrink to at
+most 3 faults, and be written as a case file that fails on its own on that engine and passes
+on the reference engine. The searches run concurrently (each waits on its own worker
+processes), once per session.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import yaml
+
+from crashpoint.errors import CaseError
+from crashpoint.harness.adapters.reference import ReferenceAdapter
+from crashpoint.harness.driver import Driver, tool_script
+from crashpoint.harness.generate import SearchResult, resolve_seed, search, search_case, write_repro
+from crashpoint.harness.loader import load_case, load_target
+from crashpoint.harness.schedule import apply, case_data, is_masked
+from crashpoint.harness.sweep import sweep
+from crashpoint.scenarios import builtin_pack
+
+PACK_DIR = builtin_pack("refunds")
+
+#: (variant, base case, fault kinds searched, budget: schedules generated at most). The fault kind
+#: each row shows is detected is in the comment; the figures are in README ("Generated fault schedules").
+SEARCHES = {
+    "NewKeyOnRetry": ("refund_approved_happy_path", ["tool"], 40),            # tool: response lost
+    "TimeoutNotRetried": ("refund_approved_happy_path", ["tool"], 40),        # tool: timeout
+    "LostArgOnResume": ("refund_approved_happy_path", ["kill"], 40),          # kill (crash point)
+    "ApprovalInMemory": ("refund_approved_happy_path", ["kill"], 40),         # kill while waiting
+    "IgnoresEarlyApproval": ("approval_denied_before_wait", ["insert"], 40),  # approval before the wait
+    "RunsLatestVersion": ("refund_approved_happy_path", ["insert"], 40),      # new version deployed
+    "NoCompensationOnCancel": ("refund_approved_happy_path", ["insert"], 40),  # cancellation
+    "CancelIgnoresInFlight": ("issue_refund_response_lost_issued_once", ["hold"], 60),  # cancel at a crash point
+    "DuplicateStartForks": ("refund_approved_happy_path", ["duplicate"], 20),  # duplicate delivery (start)
+}
+SEED = 20261130
+
+
+@pytest.fixture(scope="session")
+def refunds():
+    return load_target(PACK_DIR)
+
+
+@pytest.fixture(scope="session")
+def variant_searches(refunds, tmp_path_factory) -> dict[str, SearchResult]:
+    """Every search of :data:`SEARCHES`, run concurrently once per session."""
+    pack, cases = refunds
+    by_id = {c.case_id: c for c in cases}
+    root = tmp_path_factory.mktemp("searches")
+
+    def one(name: str) -> SearchResult:
+        case_id, kinds, budget = SEARCHES[name]
+        return search_case(by_id[case_id], pack, ReferenceAdapter(engine=f"variants.engines:{name}"), seed=SEED,
+                           budget=budget, workdir=root / name, max_faults=3, kinds=kinds)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return dict(zip(SEARCHES, pool.map(one, SEARCHES)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", list(SEARCHES))
+def test_fixed_seed_search_finds_the_bug_shrinks_it_and_writes_a_repro_that_fails_alone(
+        variant: str, variant_searches, refunds, tmp_path: Path) -> None:
+    pack, _ = refunds
+    result = variant_searches[variant]
+    assert result.found is not None, f"{variant}: nothing found in {result.generated} schedules"
+    assert result.generated <= SEARCHES[variant][2]
+    assert 1 <= len(result.found.schedule) <= 3, result.found.schedule
+    path = write_repro(result, pack, tmp_path / "repro")
+    repro_pack, repro_cases = load_target(path)  # a valid case file of a valid pack
+    assert [c.case_id for c in repro_cases] == [path.stem]
+    on_variant = sweep(repro_pack, repro_cases, ReferenceAdapter(engine=f"variants.engines:{variant}"), crash="none",
+                       workdir=tmp_path / "on-variant")
+    assert [r.verdict for r in on_variant.results] != ["passed"], f"{variant}: the repro passes on its own"
+    on_reference = sweep(repro_pack, repro_cases, ReferenceAdapter(), crash="none", workdir=tmp_path / "on-ref")
+    assert [r.verdict for r in on_reference.results] == ["passed"], on_reference.results[0].failures
+
+
+@pytest.mark.slow
+def test_the_same_search_on_the_reference_engine_finds_nothing(refunds, tmp_path: Path) -> None:
+    pack, cases = refunds
+    chosen = [c for c in cases if c.case_id in ("refund_approved_happy_path", "cancel_while_waiting_compensates_draft",
+                                                 "draft_response_lost_retried_with_same_key")]
+    results = search(pack, chosen, ReferenceAdapter(), seed=SEED, budget=12, workdir=tmp_path, max_faults=4)
+    assert [(r.case_id, r.found) for r in results if r.found or r.golden_error] == []
+    assert sum(r.generated for r in results) == 36
+
+
+def test_same_seed_draws_the_same_schedules(refunds, tmp_path: Path) -> None:
+    pack, cases = refunds
+    case = next(c for c in cases if c.case_id == "approval_timeout_after_refund_draft")
+    golden = Driver(ReferenceAdapter(), pack).run(case, tmp_path / "golden")
+    a = search_case(case, pack, ReferenceAdapter(), seed=5, budget=3, workdir=tmp_path / "a", golden=golden)
+    b = search_case(case, pack, ReferenceAdapter(), seed=5, budget=3, workdir=tmp_path / "b", golden=golden)
+    c = search_case(case, pack, ReferenceAdapter(), seed=6, budget=3, workdir=tmp_path / "c", golden=golden)
+    assert a.schedules == b.schedules and len(a.schedules) == 3
+    assert a.schedules != c.schedules
+
+
+def test_apply_places_every_fault_kind(refunds) -> None:
+    pack, cases = refunds
+    case = next(c for c in cases if c.case_id == "refund_approved_happy_path")
+    schedule = [{"kind": "duplicate", "event": 0, "times": 3},
+                {"kind": "insert", "after": 1, "event": {"type": "cancel", "reason": "x"}},
+                {"kind": "insert", "after": 0, "event": {"type": "approval_granted", "before_wait": True}},
+                {"kind": "reorder", "event": 1},
+                {"kind": "tool", "tool": "refunds.issueRefund", "call": 2, "outcome": "lost_response", "times": 1},
+                {"kind": "kill", "at": "after_checkpoint:refund_draft"},
+                {"kind": "hold", "at": "before_effect:refunds.issueRefund", "event": {"type": "cancel"}}]
+    derived = apply(case, pack, schedule)
+    kinds = [e["type"] for e in derived.events]
+    assert kinds[0] == "start" and derived.events[0]["deliveries"] == 3
+    assert tool_script(derived.events, [f for f in derived.faults if "tool" in f])[-2:] == [
+        {"type": "tool_success", "tool": "refunds.issueRefund", "times": 1},
+        {"type": "tool_lost_response", "tool": "refunds.issueRefund", "times": 1}]
+    external = [e["type"] for e in derived.events if not e["type"].startswith("tool_")]
+    assert external == ["start", "approval_granted", "cancel", "approval_granted"]  # early one first, then swapped
+    assert derived.events[[e["type"] for e in derived.events].index("approval_granted")]["before_wait"] is True
+    assert derived.faults == [{"tool": "refunds.issueRefund", "call": 2, "outcome": "lost_response", "times": 1},
+                              {"kill": "after_checkpoint:refund_draft"},
+                              {"at": "before_effect:refunds.issueRefund", "event": {"type": "cancel"}}]
+    assert derived.expected == {} and "generated" in derived.tags and not is_masked(schedule)
+    masked = apply(case, pack, schedule[-2:-1])
+    assert masked.expected["like_fault_free"] is True and masked.expected["final_status"] == "succeeded"
+    assert case.events != derived.events  # the base case is untouched
+    with pytest.raises(ValueError, match="unknown fault kind"):
+        apply(case, pack, [{"kind": "meteor"}])
+
+
+def test_a_case_with_faults_loads_and_bad_faults_name_their_field(refunds, tmp_path: Path) -> None:
+    pack, cases = refunds
+    case = next(c for c in cases if c.case_id == "refund_approved_happy_path")
+    data = case_data(apply(case, pack, [{"kind": "kill", "at": "after_checkpoint:refund_draft"}]))
+    good = tmp_path / "good.yaml"
+    good.write_text(yaml.safe_dump(data))
+    loaded = load_case(good, pack)
+    assert loaded.faults == [{"kill": "after_checkpoint:refund_draft"}] and loaded.expected["like_fault_free"]
+    data["faults"] = [{"kill": "after checkpoint; rm -rf /"}]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(data))
+    with pytest.raises(CaseError) as err:
+        load_case(bad, pack)
+    assert err.value.field.startswith("faults[0]") and "bad.yaml" in str(err.value)
+    data["faults"] = []
+    bad.write_text(yaml.safe_dump(data))
+    with pytest.raises(CaseError, match="like_fault_free"):
+        load_case(bad, pack)
+
+
+def test_a_held_worker_receives_the_event_mid_step(refunds, tmp_path: Path) -> None:
+    pack, cases = refunds
+    case = next(c for c in cases if c.case_id == "refund_approved_happy_path")
+    derived = apply(case, pack, [{"kind": "hold", "at": "before_effect:refunds.draftRefundRequest",
+                                  "event": {"type": "cancel", "reason": "held"}}])
+    out = Driver(ReferenceAdapter(), pack).run(derived, tmp_path / "run")
+    held = [d for d in out.deliveries_log if d.get("held_at")]
+    assert held and held[0]["kind"] == "cancel" and held[0]["held_at"] == "before_effect:refunds.draftRefundRequest"
+    # the draft was in flight when the cancel came: it is settled, then compensated
+    assert out.status == "cancelled" and [c["tool"] for c in out.calls if c["outcome"] == "applied"] == [
+        "refunds.draftRefundRequest", "refunds.cancelRefundDraft"]
+    assert out.faults_missed == []
+
+
+def test_seed_resolution(tmp_path: Path) -> None:
+    from crashpoint.errors import UsageError
+
+    with pytest.raises(UsageError, match="no previous seed"):
+        resolve_seed("last", tmp_path)
+    assert resolve_seed("42", tmp_path) == 42 and resolve_seed("last", tmp_path) == 42
+    fresh = resolve_seed(None, tmp_path)
+    assert resolve_seed("last", tmp_path) == fresh
+    for bad in ("x", "-1", str(2**32)):
+        with pytest.raises(UsageError):
+            resolve_seed(bad, tmp_path)
