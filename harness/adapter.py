@@ -21,6 +21,13 @@ kind                   fields
 ``compensation_result`` ``task``, ``ok``
 ``workflow_finished``  ``status``, ``stop_reason``
 =====================  =====================================================
+
+Optional attributes ``crashpoint certify`` reads: ``unsupported_claims`` (claim names the engine
+does not offer: graded ``unsupported``, never ``passed``) and ``known_findings`` (claim -> text
+pinned to an engine version, shown next to the verdict, never changing it). Engine-specific crash
+points are the adapter's: its worker calls the probe where the engine makes state durable
+(``before_checkpoint:NAME`` / ``after_checkpoint:NAME``), for example in a wrapper around the
+engine's checkpointer or step recorder.
 """
 
 from __future__ import annotations
