@@ -28,10 +28,11 @@ def _sweep(adapter, points, tmp_path):
 
 
 def test_sync_durability_survives_every_kill(tmp_path):
-    result = _sweep(LangGraphSync(), POINTS, tmp_path)
+    points = POINTS[1:2] + POINTS[3:]  # one point where a step begins, the last step, the effect/checkpoint windows
+    result = _sweep(LangGraphSync(), points, tmp_path)
     bad = [(r.crash_point, r.error, [f.message for f in r.failures]) for r in result.results if r.verdict != "passed"]
     assert bad == []
-    assert len(result.results) == len(POINTS) + 1
+    assert len(result.results) == len(points) + 1
     assert "langgraph" in result.engine_version
 
 
