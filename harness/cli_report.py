@@ -4,6 +4,7 @@
 
     crashpoint run PATH ... [--results-db [URL]]
     crashpoint report [RUN_ID|latest] [--format json|junit|markdown|html] [--out FILE] [--db URL]
+    crashpoint report --list [--db URL]
     crashpoint report --weekly --since YYYY-MM-DD --until YYYY-MM-DD [--format markdown|json|html]
                       [--out FILE] [--db URL]
 
@@ -90,6 +91,7 @@ def add_report_parser(sub: Any, handler: Callable[[argparse.Namespace], int] | N
     rep.add_argument("--out", type=Path, metavar="FILE", help="write here, atomically (default: standard output)")
     rep.add_argument("--db", default=None, metavar="URL",
                      help="results store (default $CRASHPOINT_RESULTS_DB or .crashpoint/results.db)")
+    rep.add_argument("--list", action="store_true", help="list the stored runs, newest last")
     rep.add_argument("--weekly", action="store_true", help="compare the weeks from --since to --until")
     rep.add_argument("--since", metavar="YYYY-MM-DD", help="first day of the weekly report")
     rep.add_argument("--until", metavar="YYYY-MM-DD", help="last day of the weekly report (inclusive)")
@@ -130,11 +132,33 @@ def render_stored(stored: dict[str, Any], fmt: str) -> str:
     return render(stored)
 
 
+def _list_runs(db: str | None) -> int:
+    from tabulate import tabulate
+
+    from crashpoint.reports.store import ResultStore
+
+    store = ResultStore(db, create=False)
+    try:
+        runs = store.runs()
+        counts = store.verdict_counts([r["run_id"] for r in runs])
+    finally:
+        store.close()
+    rows = [[r["run_id"][:8], r["started_at"].isoformat(timespec="seconds"), f"{r['pack']} {r['pack_version'] or ''}",
+             f"{r['engine']} {r['engine_version'] or ''}", r["crash"] or "-", r["source"] or "-",
+             "yes" if r["complete"] else "NO", (r["git_commit"] or "-")[:10],
+             f"{counts[r['run_id']].get('passed', 0)}/{sum(counts[r['run_id']].values())}"] for r in runs]
+    print(tabulate(rows, headers=["run", "started (UTC)", "pack", "engine", "crash", "source", "complete",
+                                  "commit", "passed"]))
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     """``crashpoint report``: see the module docstring. Returns an exit code (0, 1; 2 via UsageError)."""
     from crashpoint.reports.store import ResultStore
 
     _check_out(args.out)
+    if args.list:
+        return _list_runs(args.db)
     if args.weekly:
         from crashpoint.reports import weekly
 

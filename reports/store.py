@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from sqlalchemy import (JSON, Boolean, Column, DateTime, Float, Integer, MetaData, String, Table, Text,
-                        create_engine, event, inspect, select, update)
+                        create_engine, event, func, inspect, select, update)
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, OperationalError, ProgrammingError
 
@@ -273,6 +273,19 @@ class ResultStore:
         for r in rows:
             r["started_at"], r["ended_at"] = _utc(r["started_at"]), _utc(r["ended_at"])
         return rows
+
+    def verdict_counts(self, run_ids: Iterable[str]) -> dict[str, dict[str, int]]:
+        """``{run_id: {verdict: count}}`` for the given runs (one grouped query)."""
+        ids = list(run_ids)
+        out: dict[str, dict[str, int]] = {i: {} for i in ids}
+        if not ids:
+            return out
+        query = select(results_table.c.run_id, results_table.c.verdict, func.count()) \
+            .where(results_table.c.run_id.in_(ids)).group_by(results_table.c.run_id, results_table.c.verdict)
+        with self.engine.connect() as conn:
+            for run_id, verdict, n in conn.execute(query):
+                out[run_id][verdict] = int(n)
+        return out
 
     def resolve(self, ref: str | None) -> str:
         """The run id that ``ref`` names: ``None``/``latest`` -> the most recently started run; a full

@@ -185,8 +185,13 @@ def weekly(store: Any, since: date, until: date) -> dict[str, Any]:
     alerts = []
     for kind, label in ALERTS.items():
         for _, row in df[df[kind]].sort_values(["started_at", "result_id"]).iterrows():
-            detail = f"{row['retries']} retries scheduled" if kind == "retry_storm" else \
-                (row["message"] or row["verdict"])
+            message = row["message"] if isinstance(row["message"], str) and row["message"] else None
+            if kind == "retry_storm":
+                detail = f"{row['retries']} retries scheduled"
+            elif kind == "approval_overdue":
+                detail = message or "an approval was decided after its deadline, or left waiting past it"
+            else:
+                detail = message or f"verdict {row['verdict']}"
             alerts.append({"kind": kind, "label": label, "week": weeks[int(row["week"])]["label"],
                            "case_id": row["case_id"], "crash_point": row["crash_point"], "run_id": row["run_id"],
                            "detail": str(detail)})

@@ -152,3 +152,12 @@ def test_report_on_a_missing_or_foreign_store_exits_2(tmp_path: Path, capsys: py
 
 def test_hostile_text_constant_has_every_syntax() -> None:
     assert all(ch in HOSTILE_TEXT for ch in "|`<>&[")
+
+
+def test_report_list_shows_every_run(capsys: pytest.CaptureFixture[str]) -> None:
+    url = broken_engine_run()
+    assert main(["report", "--list", "--db", url]) == ExitCode.OK
+    out = capsys.readouterr().out
+    run_id = load(url)["run"]["run_id"]
+    line = next(x for x in out.splitlines() if x.startswith(run_id[:8]))
+    assert "refunds 1.0.0" in line and "variants.engines:EffectBeforeCheckpointNoKey" in line and "1/14" in line

@@ -155,3 +155,37 @@ def test_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         normalize_url("::nonsense://")
     with pytest.raises(UsageError, match="give a file"):
         ResultStore("sqlite://")
+
+
+def test_a_sweep_killed_half_way_leaves_its_finished_results(tmp_path: Path) -> None:
+    """End to end: ``crashpoint run --results-db`` SIGKILLed (with its workers) mid-sweep."""
+    import os
+    import time
+
+    db = tmp_path / "results.db"
+    proc = subprocess.Popen([sys.executable, "-m", "crashpoint.harness.cli", "run", "refunds", "--crash", "none",
+                             "-q", "--jobs", "1", "--results-db", str(db)], cwd=tmp_path, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    count = 0
+    while time.monotonic() < deadline and proc.poll() is None:
+        if db.exists():
+            with sqlite3.connect(db, timeout=5) as conn:
+                try:
+                    count = conn.execute("select count(*) from crashpoint_results").fetchone()[0]
+                except sqlite3.OperationalError:  # tables not made yet
+                    count = 0
+            if count >= 3:
+                break
+        time.sleep(0.05)
+    assert proc.poll() is None and count >= 3, proc.stderr.read() if proc.poll() is not None else count
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(30)
+    stored = ResultStore(str(db), create=False).load_run("latest")
+    assert stored["run"]["complete"] is False and stored["run"]["source"] == "cli"
+    assert 3 <= len(stored["results"]) < 20
+    assert all(r["verdict"] == "passed" and r["measures"] for r in stored["results"])
+    from crashpoint.harness.cli import main
+
+    assert main(["report", "--db", str(db), "--format", "markdown", "--out", str(tmp_path / "r.md")]) == 1
+    assert (tmp_path / "r.md").read_text().startswith("### crashpoint: INCOMPLETE")

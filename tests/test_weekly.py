@@ -145,7 +145,9 @@ def test_alerts(report: dict) -> None:
                    ("approval_overdue", WEEKS[1], "approval_case", "none"),
                    ("dup_effect", WEEKS[2], "dup_case", "none"),
                    ("replay_failed", WEEKS[2], "alpha", "after_effect:p1")]
-    assert report["alerts"][0]["detail"] == "7 retries scheduled"
+    assert [a["detail"] for a in report["alerts"]] == [
+        "7 retries scheduled", "an approval was decided after its deadline, or left waiting past it",
+        "dup_case at none broke", "alpha at after_effect:p1 broke"]
 
 
 def test_the_report_states_the_trends_in_words(report: dict) -> None:
