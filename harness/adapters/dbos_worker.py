@@ -104,7 +104,7 @@ def settle(store: AdapterStore, clock: Any, wids: list[str]) -> None:
             for message in unsent(store, wid, sent):
                 DBOS.send(wid, message, topic=TOPIC, idempotency_key=f"{wid}:{message['key']}")
                 sent.add(message["key"])
-            if not quiet(store, wid, sent, clock.now()):
+            if not quiet(store, wid, sent, clock.now()) or _RUNNER is None or _RUNNER.inflight:  # quiet first
                 pending.append(wid)
         if not pending:
             return

@@ -206,6 +206,13 @@ class StepRunner:
                  probe: Callable[[str], None]) -> None:
         self.store, self.world, self.probe = store, world, probe
         self._local = threading.local()
+        self._lock = threading.Lock()
+        #: Steps and commits running right now (a worker must not exit in the middle of one).
+        self.inflight = 0
+
+    def _enter(self, delta: int) -> None:
+        with self._lock:
+            self.inflight += delta
 
     def _world(self) -> tuple[Any, Any]:
         if not hasattr(self._local, "world"):
@@ -226,6 +233,13 @@ class StepRunner:
         """Trace the step's events, pass ``step_started:NAME``, trace ``tool_call``, pass the step's probe, call its tool; the answer ``{"ok",
         "result" | "error", "retryable", "now"}``. A tool's ``ToolError`` is an answer, not an exception.
         The ``tool_result`` event belongs to the step's commit (traced once the answer is durable)."""
+        self._enter(1)
+        try:
+            return self._step(wid, step)
+        finally:
+            self._enter(-1)
+
+    def _step(self, wid: str, step: Mapping[str, Any]) -> dict[str, Any]:
         if step.get("events"):
             self.store.append(wid, step["events"])
         self.probe(f"step_started:{step['name']}")  # the step is announced; its work has not begun
@@ -248,10 +262,20 @@ class StepRunner:
         return {"ok": True, "result": result, "now": self.clock.now()}
 
     def commit(self, wid: str, n: int, name: str, events: list[Mapping[str, Any]]) -> None:
-        """Write commit ``n``'s events once, between ``before_checkpoint:NAME`` and ``after_checkpoint:NAME``."""
-        self.probe(f"before_checkpoint:{name}")
-        if self.store.commit(wid, n, events):
-            self.probe(f"after_checkpoint:{name}")
+        """Write commit ``n``'s events once, between ``before_checkpoint:NAME`` and ``after_checkpoint:NAME``.
+
+        An engine may run the commit step again when a worker exited (or was killed) after the commit
+        was written but before the engine recorded the step: that repeat writes nothing and passes no
+        crash point, so the crash points of a run do not depend on that race."""
+        self._enter(1)
+        try:
+            if self.store.db.execute("SELECT 1 FROM commits WHERE wid=? AND n=?", (wid, n)).fetchone():
+                return
+            self.probe(f"before_checkpoint:{name}")
+            if self.store.commit(wid, n, events):
+                self.probe(f"after_checkpoint:{name}")
+        finally:
+            self._enter(-1)
 
 
 def open_world(world: str, run_dir: str, probe: Callable[[str], None]) -> tuple[Any, Any]:

@@ -197,7 +197,7 @@ async def settle(client: Client, store: AdapterStore, clock: Any, wids: list[str
             for message in unsent(store, wid, sent):
                 await handle.signal("message", message)
                 sent.add(message["key"])
-            if not quiet(store, wid, sent, clock.now()):
+            if not quiet(store, wid, sent, clock.now()) or _RUNNER is None or _RUNNER.inflight:  # quiet first
                 pending.append(wid)
         if not pending:
             return
