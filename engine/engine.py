@@ -415,8 +415,10 @@ class Engine:
         pending = st["pending_approval"]
         gate = definition.phases[st["phase"]].human_gate
         assert pending is not None and gate is not None
+        # a decision that arrived after the deadline answers an expired request: the timeout wins
         messages = [m for m in self.store.pending_inbox(wid, "approval")
-                    if json.loads(m["payload"])["approval_id"] == pending["approval_id"]]
+                    if json.loads(m["payload"])["approval_id"] == pending["approval_id"]
+                    and m["received_at"] <= pending["deadline"]]
         now = self.clock.now()
         if messages:
             decision = json.loads(messages[0]["payload"])

@@ -54,8 +54,8 @@ def faults(case: Case, pack: Pack, golden: RunOutcome, kinds: Sequence[str] | No
     """A hypothesis strategy of single faults for ``case``, over what its golden run passed.
 
     ``kinds`` restricts the fault kinds (default: all of :data:`crashpoint.harness.schedule.KINDS`
-    that apply). Kill points are the golden run's crash points and their next occurrence (a point
-    passed again while recovering); hold points are the golden run's; tool faults hit the calls the
+    that apply). Kill points are the golden run's crash points (with ``twice``, killed again at the
+    same point's next pass, during the recovery); hold points are the golden run's; tool faults hit the calls the
     golden run made (tool and call number).
 
     Raises:
@@ -64,10 +64,6 @@ def faults(case: Case, pack: Pack, golden: RunOutcome, kinds: Sequence[str] | No
     points = list(golden.crash_points)
     if not points:
         raise ValueError(f"{case.case_id}: the golden run passed no crash point")
-    again = []
-    for p in points:
-        name, _, n = p.partition("#")
-        again.append(f"{name}#{int(n or 1) + 1}")
     n_external = len(_split(case)[1])
     # tool faults go where the golden run called tools (a fault on a call that never happens tests nothing)
     called = {c["tool"]: sum(1 for x in golden.calls if x["tool"] == c["tool"]) for c in golden.calls}
@@ -75,7 +71,8 @@ def faults(case: Case, pack: Pack, golden: RunOutcome, kinds: Sequence[str] | No
         if called else st.tuples(st.sampled_from(sorted(pack.tools(case.workflow))), st.just(1))
     approval = [{"type": "approval_granted"}, {"type": "approval_denied"}]
     choices: dict[str, st.SearchStrategy] = {
-        "kill": st.builds(lambda at: {"kind": "kill", "at": at}, st.sampled_from(points + again)),
+        "kill": st.builds(lambda at, twice: {"kind": "kill", "at": at, **({"twice": True} if twice else {})},
+                          st.sampled_from(points), st.booleans()),
         "duplicate": st.builds(lambda i, n: {"kind": "duplicate", "event": i, "times": n},
                                st.integers(0, n_external - 1), st.integers(2, 3)),
         "hold": st.builds(lambda at, ev: {"kind": "hold", "at": at, "event": ev}, st.sampled_from(points),
@@ -91,7 +88,7 @@ def faults(case: Case, pack: Pack, golden: RunOutcome, kinds: Sequence[str] | No
                                              {"type": "deploy", "version": 0, "rename_tasks": {}},
                                              {"type": "restart"}])),
         "reorder": st.builds(lambda i: {"kind": "reorder", "event": i}, st.integers(0, max(n_external - 1, 0))),
-        "tool": st.builds(_tool_fault, tool_calls, st.sampled_from(TOOL_OUTCOMES), st.integers(1, 2),
+        "tool": st.builds(_tool_fault, tool_calls, st.sampled_from(TOOL_OUTCOMES), st.integers(1, 3),
                           st.sampled_from(SLOW_SECONDS)),
     }
     wanted = list(kinds) if kinds else list(choices)

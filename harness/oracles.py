@@ -104,11 +104,17 @@ def side_effects(case: Case, pack: Pack, out: RunOutcome) -> list[Failure]:
         gate = info.get("gated_by")
         if gate:
             for call in done:
-                granted = any(kind == "decision" and item["approval_id"] == gate and item["granted"]
-                              and item["gseq"] < call["gseq"] for kind, item in out.sequence)
-                if not granted:
+                grants = [item for kind, item in out.sequence if kind == "decision" and item["approval_id"] == gate
+                          and item["granted"] and item["gseq"] < call["gseq"]]
+                if not grants:
                     failures.append(Failure("side_effects", f"effect {name} applied without a granted approval "
                                                             f"{gate!r} before it", [call_line(call)]))
+                deadline = _deadline(out, gate)
+                if grants and deadline is not None and all(g["at"] > deadline for g in grants):
+                    failures.append(Failure("side_effects", f"effect {name} was applied on approval {gate!r} granted "
+                                                            f"at {grants[0]['at']:.0f}, after its deadline "
+                                                            f"{deadline:.0f}: an expired request was honoured",
+                                            [call_line(call)]))
         for before in info.get("after", ()):
             tool = pack.effects[before]["tool"]
             for call in done:
@@ -159,6 +165,20 @@ def side_effects(case: Case, pack: Pack, out: RunOutcome) -> list[Failure]:
         if n > 1:
             failures.append(Failure("side_effects", f"approval {approval_id!r} was requested from a human {n} times"))
     return failures
+
+
+def _deadline(out: RunOutcome, approval_id: str) -> float | None:
+    """The deadline of the first request of ``approval_id``: as the engine announced it in its first
+    ``approval_requested`` trace event, else from the ledger (request time + ``timeout_s``), seconds."""
+    for event in out.trace:
+        if event.get("kind") == "approval_requested" and event.get("approval_id") == approval_id and \
+                isinstance(event.get("deadline"), (int, float)):
+            return float(event["deadline"])
+    for call in out.calls:
+        if call["tool"] == APPROVAL_TOOL and call["outcome"] == "applied" and \
+                call["args"].get("approval_id") == approval_id and call["args"].get("timeout_s") is not None:
+            return float(call["at"]) + float(call["args"]["timeout_s"])
+    return None
 
 
 def trace_completeness(case: Case, out: RunOutcome) -> list[Failure]:
@@ -238,6 +258,20 @@ def trace_completeness(case: Case, out: RunOutcome) -> list[Failure]:
         failures.append(Failure("trace", f"the run changed definition version mid-run: it started on version "
                                          f"{versions[0]['version']}, then ran version {changed[0]['version']}",
                                 [trace_line(versions[0]), trace_line(changed[0])]))
+    last_error: dict[str, dict[str, Any]] = {}
+    for event in trace:
+        if event["kind"] == "tool_result" and not event.get("ok"):
+            last_error[event.get("task")] = event
+        elif event["kind"] == "retry_scheduled":
+            error = last_error.get(event.get("task"))
+            if error is not None and error.get("retryable") is False:
+                failures.append(Failure("trace", f"task {event.get('task')} was retried after a non-retryable error",
+                                        [trace_line(error), trace_line(event)]))
+    if out.status == Status.WAITING_APPROVAL.value and out.pending_approval and out.clock_now is not None:
+        deadline = _deadline(out, out.pending_approval.get("approval_id", ""))
+        if deadline is not None and out.clock_now > deadline:
+            failures.append(Failure("trace", f"approval {out.pending_approval.get('approval_id')!r} is still waited "
+                                             f"for at {out.clock_now:.0f}, past its deadline {deadline:.0f}"))
     if out.status in TERMINAL_NAMES:
         if not out.stop_reason:
             failures.append(Failure("trace", f"terminal status {out.status} has no stop reason"))

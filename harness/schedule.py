@@ -8,7 +8,8 @@ shrinks, and what a repro case file records. Each fault is a JSON-able dict with
 kind           fields and meaning
 =============  ==========================================================================
 ``kill``       ``at``: SIGKILL the worker at this crash point id; a second kill fires
-               during the recovery from the first (crash during recovery)
+               during the recovery from the first (crash during recovery); ``twice``: kill
+               again when the recovering worker passes the same point (``A`` then ``A#2``)
 ``hold``       ``at``, ``event``: hold the worker at this crash point and deliver ``event``
                (``cancel``, ``approval_granted``, ``approval_denied``, ``advance_clock``)
                while the step is in flight: a cancellation or an approval at any point
@@ -78,6 +79,12 @@ def is_masked(schedule: Sequence[Fault], case: Case | None = None, pack: Pack | 
     return all(masked(f) for f in schedule)
 
 
+def next_pass(point: str) -> str:
+    """The id of the next pass of a crash point: ``A`` -> ``A#2``, ``A#2`` -> ``A#3``."""
+    name, _, n = point.partition("#")
+    return f"{name}#{int(n or 1) + 1}"
+
+
 def schedule_id(schedule: Sequence[Fault]) -> str:
     """A short stable id of a schedule (8 hex digits of the SHA-256 of its JSON)."""
     return hashlib.sha256(json.dumps(list(schedule), sort_keys=True).encode()).hexdigest()[:8]
@@ -87,7 +94,7 @@ def describe(fault: Fault) -> str:
     """One fault as a short phrase: ``kill at after_checkpoint:refund_draft``."""
     kind = fault["kind"]
     if kind == "kill":
-        return f"kill at {fault['at']}"
+        return f"kill at {fault['at']}" + (f", then at {next_pass(fault['at'])}" if fault.get("twice") else "")
     if kind == "hold":
         return f"{fault['event']['type']} while held at {fault['at']}"
     if kind == "duplicate":
@@ -126,6 +133,8 @@ def apply(case: Case, pack: Pack, schedule: Sequence[Fault], *, case_id: str | N
         kind = fault["kind"]
         if kind == "kill":
             faults.append({"kill": fault["at"]})
+            if fault.get("twice"):  # and again when the recovering worker passes the same point
+                faults.append({"kill": next_pass(fault["at"])})
         elif kind == "hold":
             faults.append({"at": fault["at"], "event": _with_approval_id(dict(fault["event"]), gate)})
         elif kind == "duplicate":

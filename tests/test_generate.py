@@ -38,6 +38,10 @@ SEARCHES = {
     "NoCompensationOnCancel": ("refund_approved_happy_path", ["insert"], 40),  # cancellation
     "CancelIgnoresInFlight": ("issue_refund_response_lost_issued_once", ["hold"], 60),  # cancel at a crash point
     "DuplicateStartForks": ("refund_approved_happy_path", ["duplicate"], 20),  # duplicate delivery (start)
+    "RetriesOffByOne": ("refund_approved_happy_path", ["tool"], 60),          # tool: retryable n times
+    "FatalRetried": ("refund_approved_happy_path", ["tool"], 40),             # tool: fatal
+    "DeadlineResetOnResume": ("refund_approved_happy_path", ["insert"], 60),  # clock jump / granted after timeout
+    "SecondRecoveryNewKey": ("refund_approved_happy_path", ["kill"], 80),     # crash during recovery (2 kills)
 }
 SEED = 20261130
 

@@ -486,3 +486,72 @@ class CancelIgnoresInFlight(Engine):
     @staticmethod
     def _cancel_must_wait(st: dict[str, Any]) -> bool:
         return False
+
+
+class RetriesOffByOne(Engine):
+    """``retries: N`` allows N attempts instead of N retries (N + 1 attempts).
+
+    Models a retry budget computed wrong. Kills alone do not show it, nor do failures the case
+    scripts itself beyond the budget; a transient fault within the budget (which a correct
+    engine must hide) makes the run fail. Found by generated tool faults (``retryable`` x3 on a
+    task with ``retries: 3``); caught by ``final_status`` / ``differential``.
+    """
+
+    def _task_failed(self, wid, st, definition, phase, task, moves, error, *, retryable, attempt=None, key=None):
+        if retryable and attempt is not None and attempt >= task.retries:
+            retryable = False  # the bug: the last allowed retry is never made
+        super()._task_failed(wid, st, definition, phase, task, moves, error, retryable=retryable, attempt=attempt,
+                             key=key)
+
+
+class FatalRetried(Engine):
+    """A non-retryable (fatal) tool error is retried like a transient one.
+
+    Models retry loops that ignore the error class: the tool keeps refusing (a fatal refusal is
+    sticky for its key), the engine keeps asking. Found by a generated ``fatal`` tool fault;
+    caught by ``trace`` ("retried after a non-retryable error").
+    """
+
+    def _task_failed(self, wid, st, definition, phase, task, moves, error, *, retryable, attempt=None, key=None):
+        super()._task_failed(wid, st, definition, phase, task, moves, error, retryable=attempt is not None,
+                             attempt=attempt, key=key)
+
+
+class DeadlineResetOnResume(Engine):
+    """Each new worker process restarts the approval's deadline from its own start time.
+
+    Models a deadline kept as "time left" in memory instead of an absolute time in the store:
+    after a clock jump across a restart, the approval never times out and a late grant is
+    honoured. Found by a generated clock jump; caught by ``side_effects`` (an expired request
+    honoured) or ``trace`` (still waiting past the deadline).
+    """
+
+    def _check_approval(self, wid, st, definition):
+        seen = self.__dict__.setdefault("_reset", set())
+        pending = st.get("pending_approval")
+        if pending and wid not in seen:
+            seen.add(wid)
+            gate = definition.phases[st["phase"]].human_gate
+            pending["deadline"] = self.clock.now() + gate.timeout_s  # the bug: relative to this process
+        return super()._check_approval(wid, st, definition)
+
+
+class SecondRecoveryNewKey(Engine):
+    """A recovery that finds the previous recovery of the same step interrupted gives up on the
+    step's idempotency key and calls the tool under a new one.
+
+    Models "crash during recovery": one kill is handled (same key, the tool deduplicates), a
+    second kill during that recovery makes the engine assume the first call never landed. Found
+    only by two kills (``A >> B``); caught by ``side_effects`` (an effect applied twice, when the
+    first call landed) or ``differential`` (the effect went out under another key).
+    """
+
+    def _run_step(self, wid, status, st, definition):
+        if st["stage"] != "gate":
+            task = definition.phases[st["phase"]].tasks[st["task"]]
+            if st.get("in_flight") == task.id:
+                if st.get("recovering") == task.id:
+                    st["keys"][task.id] = f"{wid}/{task.id}/recovered"  # the bug
+                else:
+                    st["recovering"] = task.id  # saved with the step's plan
+        super()._run_step(wid, status, st, definition)
