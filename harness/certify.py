@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from crashpoint import __version__
-from crashpoint.errors import UsageError
+from crashpoint.errors import CrashpointError, UsageError
 from crashpoint.harness.adapter import EngineAdapter
 
 #: ``(level, claim, what it means)``: the claims of the conformance pack, graded.
@@ -39,8 +39,47 @@ CLAIMS: tuple[tuple[int, str, str], ...] = (
 LEVEL_NAMES = {1: "durable execution", 2: "durable waits, retries and compensation", 3: "operations"}
 
 
+#: The protocol's methods (see :class:`crashpoint.harness.adapter.EngineAdapter`).
+METHODS = ("version", "prepare", "deploy", "start", "worker_command", "send_approval", "cancel", "status", "trace")
+
+
+class AdapterError(CrashpointError, RuntimeError):
+    """An adapter method raised; the message names the adapter, the method and the original error."""
+
+
+class GuardedAdapter:
+    """Wraps an adapter so that an exception from any protocol method names the adapter and the method
+    (``AdapterError``; ``NotImplementedError`` stays one, so the claim is graded ``unsupported``).
+
+    Args:
+        inner: the adapter. Every other attribute is read from it.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.name = inner.name
+
+    def __getattr__(self, attr: str) -> Any:
+        value = getattr(self._inner, attr)
+        if attr not in METHODS:
+            return value
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return value(*args, **kwargs)
+            except NotImplementedError as exc:
+                raise NotImplementedError(f"adapter {self.name}: {attr}() is not implemented: {exc}") from exc
+            except CrashpointError:
+                raise
+            except Exception as exc:
+                raise AdapterError(f"adapter {self.name}: {attr}() raised {type(exc).__name__}: {exc}") from exc
+
+        return call
+
+
 def load_adapter(spec: str) -> EngineAdapter:
-    """Build the adapter named ``MODULE:ATTR`` (a class or factory called with no arguments, or an instance).
+    """Build the adapter named ``MODULE:ATTR`` (a class or factory called with no arguments, or an instance),
+    wrapped in :class:`GuardedAdapter`.
 
     Raises:
         UsageError: it cannot be imported or built, or lacks a method of the protocol.
@@ -55,12 +94,11 @@ def load_adapter(spec: str) -> EngineAdapter:
             adapter = obj  # an instance
     except Exception as exc:
         raise UsageError(f"--adapter {spec}: cannot build it: {type(exc).__name__}: {exc}") from None
-    missing = [m for m in ("version", "prepare", "deploy", "start", "worker_command", "send_approval", "cancel",
-                           "status", "trace") if not callable(getattr(adapter, m, None))]
+    missing = [m for m in METHODS if not callable(getattr(adapter, m, None))]
     if missing or not isinstance(getattr(adapter, "name", None), str):
         raise UsageError(f"--adapter {spec}: not an EngineAdapter (missing: {', '.join(missing) or 'name'}); "
                          "see crashpoint.harness.adapter.EngineAdapter")
-    return adapter
+    return GuardedAdapter(adapter)
 
 
 def repro(case_path: Path, crash_point: str | None, adapter_spec: str) -> str:
