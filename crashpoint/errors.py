@@ -39,11 +39,21 @@ class CaseError(CrashpointError, ValueError):
         super().__init__(str(self))
 
     def __str__(self) -> str:
-        where = self.file or "<input>"
+        where = printable(self.file or "<input>")
         if self.line is not None:
             where += f":{self.line}"
-        what = f" field {self.field}:" if self.field else ""
-        return f"{where}:{what} {self.message}"
+        what = f" field {printable(self.field)}:" if self.field else ""
+        return f"{where}:{what} {printable(self.message)}"
+
+
+def printable(text: str) -> str:
+    """``text`` with each non-printable character (line breaks, NUL, bidi controls) written as a
+    Python escape (``\\n``, ``\\x00``, ``\\u202e``), so a message stays one readable line whatever a
+    hostile file name, key or value holds."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class EngineCrashed(CrashpointError, RuntimeError):

@@ -128,7 +128,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     from crashpoint.harness import cli_report
 
-    recorder = cli_report.start_recording(args, pack, cases, adapter)
+    resumed = None
+    if getattr(args, "resume", False):
+        if args.results_db is None:
+            raise UsageError("--resume needs --results-db [URL]: the store holding the interrupted run")
+        from crashpoint.harness import resume
+
+        resumed = resume.plan(args.results_db, pack, cases, adapter, args.crash, args.crash_point or ())
+        if resumed.run_id is None:
+            print("crashpoint: --resume: no incomplete run of this pack and engine in the store; starting a new one")
+    if resumed is not None and resumed.run_id is not None:
+        recorder = resume.reopen(args.results_db, resumed.run_id, pack, cases, adapter, args.crash, args.engine)
+        print(f"crashpoint: resuming run {resumed.run_id}: {len(resumed.stored)} result(s) already recorded, "
+              f"{len(resumed.todo)} case(s) with runs left")
+    else:
+        recorder = cli_report.start_recording(args, pack, cases, adapter)
 
     def progress(result) -> None:
         if recorder is not None:
@@ -140,10 +154,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     began = time.perf_counter()
     print(f"crashpoint: sweeping pack {pack.name} {pack.version} ({len(cases)} case(s)) on engine "
           f"{adapter.name} {adapter.version()}, crash={args.crash}", flush=True)
-    result = sweep(pack, cases, adapter, crash=args.crash, jobs=args.jobs, workdir=args.workdir,
-                   keep=bool(args.workdir), worker_timeout_s=args.worker_timeout, only=args.crash_point or (),
-                   budget=args.budget,
-                   on_result=progress)
+    result = sweep(pack, resumed.todo if resumed else cases, adapter, crash=args.crash, jobs=args.jobs,
+                   workdir=args.workdir, keep=bool(args.workdir), worker_timeout_s=args.worker_timeout,
+                   only=args.crash_point or (), budget=args.budget,
+                   on_result=progress, skip=resumed.skip if resumed else ())
+    if resumed is not None:
+        result = resume.merge(result, resumed, cases)
     if not args.quiet:
         sys.stderr.write("\n")
     data = sweep_data(result)
@@ -243,6 +259,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--worker-timeout", type=float, default=60.0, metavar="S",
                      help="wall seconds a worker may take before the run is judged unknown (default 60)")
     run.add_argument("-q", "--quiet", action="store_true", help="only the summary and the failures")
+    run.add_argument("--resume", action="store_true",
+                     help="with --results-db: finish the latest incomplete run of this pack and engine in the "
+                          "store, skipping the runs it already recorded")
     run.add_argument("--save-traces", type=Path, metavar="DIR",
                      help="write one trace file per run here (<case_id>__<crash point>.trace.json)")
     from crashpoint.harness import cli_report
@@ -294,6 +313,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, CrashpointError) as exc:
         print(f"crashpoint: error: {exc}", file=sys.stderr)
         return ExitCode.USAGE
+    except Exception as exc:
+        message = damaged_store_message(exc, args)
+        if message is None:
+            raise
+        print(f"crashpoint: error: {message}", file=sys.stderr)
+        return ExitCode.USAGE
+
+
+def damaged_store_message(exc: BaseException, args: argparse.Namespace) -> str | None:
+    """The one-line message for an error raised while reading a damaged results store (a SQLite file
+    whose pages are corrupt: SQLAlchemy, ``sqlite3`` and decoding errors from inside the store code),
+    naming the store; ``None`` when ``exc`` did not come from reading one."""
+    import sqlite3
+    import traceback
+
+    frames = [f.filename.replace(os.sep, "/") for f in traceback.extract_tb(exc.__traceback__)]
+    from_store = any(f.endswith("reports/store.py") or "/sqlalchemy/" in f for f in frames)
+    kinds: tuple[type[BaseException], ...] = (sqlite3.Error, UnicodeDecodeError)
+    try:
+        from sqlalchemy.exc import SQLAlchemyError
+
+        kinds += (SQLAlchemyError,)
+    except ImportError:  # pragma: no cover - SQLAlchemy is a dependency
+        pass
+    if not from_store or not isinstance(exc, kinds):
+        return None
+    where = getattr(args, "db", None) or getattr(args, "results_db", None)
+    if not where:
+        from crashpoint.reports.store import normalize_url
+
+        where = normalize_url(None)
+    detail = (str(exc).splitlines() or [""])[0][:200]
+    return (f"results database {where}: cannot be read (damaged, or not a crashpoint store): "
+            f"{type(exc).__name__}: {detail}")
 
 
 if __name__ == "__main__":

@@ -185,6 +185,9 @@ class _Loader(yaml.SafeLoader):
         except CaseError:
             raise
         except yaml.constructor.ConstructorError as exc:  # an unknown tag (!foo, !!python/...), bad base64
+            if "could not determine a constructor" in str(exc.problem):
+                raise fail(f"YAML tag {_short_tag(node.tag)} is not allowed: only plain JSON values are read "
+                           "(no !!python/* or custom tags)", exc.problem_mark) from exc
             message = f"YAML error: {exc.problem or exc.context}"
             if exc.problem and exc.context:
                 message += f" ({exc.context})"
@@ -206,6 +209,9 @@ def _walk(node: yaml.Node, path: PathT, lines: dict[PathT, int], file: str, load
         raise CaseError(message, file=file, line=line, field=dotted(at) or None)
 
     def not_json(kind: str) -> None:
+        if node.tag.startswith(_TAG + "python/") or not node.tag.startswith(_TAG):
+            fail(f"YAML tag {_short_tag(node.tag)} is not allowed: only plain JSON values are read "
+                 "(no !!python/* or custom tags)", node.start_mark.line + 1, path)
         what = (f"{node.tag.removeprefix(_TAG)} ({_short_tag(node.tag)})" if node.tag.startswith(_TAG)
                 else f"a {kind} tagged {node.tag}")
         fail(f"not a JSON value: {what}; use a plain {kind}", node.start_mark.line + 1, path)

@@ -132,6 +132,19 @@ class Recorder:
         self.run_id = self.store.begin_run(info, started_at)
         self.count = 0
 
+    @classmethod
+    def reopen(cls, url: str | None, run_id: str) -> "Recorder":
+        """A recorder that appends to the existing run ``run_id`` (``crashpoint run --resume``).
+
+        Raises:
+            UsageError: the store cannot be opened.
+        """
+        from crashpoint.reports.store import ResultStore
+
+        self = cls.__new__(cls)
+        self.store, self.run_id, self.count = ResultStore(url), run_id, 0
+        return self
+
     def add(self, data: dict[str, Any]) -> None:
         """Store one result dict (see :func:`stored_result`), committed at once."""
         self.store.add_result(self.run_id, data)

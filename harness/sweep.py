@@ -15,10 +15,10 @@ import shutil
 import tempfile
 import time
 import traceback
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Collection, Sequence
 
 from crashpoint.errors import WorkerTimeout
 from crashpoint.harness import crashpoints
@@ -140,7 +140,8 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
           jobs: int | None = None, executor: Executor | None = None, workdir: Path | None = None,
           keep: bool = False, worker_timeout_s: float = 60.0, only: Sequence[str] = (),
           budget: int | None = None,
-          on_result: Callable[[RunResult], None] | None = None) -> SweepResult:
+          on_result: Callable[[RunResult], None] | None = None,
+          skip: Collection[tuple[str, str | None]] = ()) -> SweepResult:
     """Run the golden run of every case, then (``crash="every"``) one run per crash point it passed.
 
     Args:
@@ -156,7 +157,11 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
         worker_timeout_s: wall seconds a worker process may take (then the verdict is ``unknown``).
         only: crash point ids to run (default: all the golden runs passed); an id no golden run
             passed gives an ``error`` result for that case, never a silent skip.
-        on_result: called with each result as it completes (progress output).
+        on_result: called with each result as it completes (progress output), in the calling thread,
+            in order of completion (so a result is handed over as soon as its run is done).
+        skip: ``(case_id, crash_point)`` pairs already done (``crash_point`` ``None``: the golden run),
+            for ``crashpoint run --resume``: they are neither run nor returned, except that a skipped
+            golden run still runs (not reported) when the case has other runs to do, as their reference.
 
     Raises:
         UsageError-compatible ``ValueError`` for an unknown ``crash`` mode.
@@ -180,8 +185,12 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
     try:
         goldens = {c.case_id: pool.submit(_run_one, driver, c, pack, root / c.case_id / "golden", None, None)
                    for c in cases}
-        golden_results = {cid: done(f.result()) for cid, f in goldens.items()}
-        results.extend(golden_results.values())
+        for f in as_completed(goldens.values()):
+            cid = next(c for c, g in goldens.items() if g is f)
+            if (cid, None) not in skip:
+                done(f.result())
+        golden_results = {cid: f.result() for cid, f in goldens.items()}
+        results.extend(r for cid, r in golden_results.items() if (cid, None) not in skip)
         futures = []
         for case in cases:
             golden = golden_results[case.case_id]
@@ -190,9 +199,13 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
                 continue
             wanted = list(dict.fromkeys(only)) if only else points[case.case_id]
             for n, point in enumerate(wanted):
+                if (case.case_id, point) in skip:
+                    continue
                 run_dir = root / case.case_id / f"{n:03d}-{re.sub(r'[^A-Za-z0-9_.-]', '_', point)[:80]}"
                 futures.append(pool.submit(_run_one, driver, case, pack, run_dir, point, golden.outcome))
-        singles = [done(f.result()) for f in futures]
+        for f in as_completed(futures):
+            done(f.result())
+        singles = [f.result() for f in futures]
         results.extend(singles)
         if crash == "recovery":
             doubles = []
@@ -207,7 +220,9 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
                 for n, pair in enumerate(pairs):
                     run_dir = root / case.case_id / f"r{n:04d}"
                     doubles.append(pool.submit(_run_one, driver, case, pack, run_dir, pair, golden))
-            results.extend(done(f.result()) for f in doubles)
+            for f in as_completed(doubles):
+                done(f.result())
+            results.extend(f.result() for f in doubles)
     finally:
         if own:
             pool.shutdown(wait=True, cancel_futures=True)

@@ -60,3 +60,35 @@ def test_sys_exit_in_adapter_code_is_an_error_verdict(tmp_path: Path) -> None:
     result = _sweep("variants.misbehaving:ExitsHarness", tmp_path, crash="none")
     (run,) = result.results
     assert run.verdict == "error" and "SystemExit" in run.error
+
+
+def test_a_hung_worker_is_killed_with_its_whole_group(tmp_path: Path) -> None:
+    result = _sweep("variants.misbehaving:HangsWithChildren", tmp_path, crash="none", worker_timeout_s=2.0)
+    (run,) = result.results
+    assert run.verdict == "unknown"
+    assert "did not exit within 2.0 s (killed with its process group)" in run.error
+    assert not _survivors(tmp_path / "runs")
+
+
+def test_a_worker_that_exits_without_being_killed_is_an_error(tmp_path: Path) -> None:
+    result = _sweep("variants.misbehaving:ExitsMidRun", tmp_path, crash="none")
+    (run,) = result.results
+    assert run.verdict == "error"
+    assert "worker exited with 3 (not a harness kill)" in run.error
+    assert not _survivors(tmp_path / "runs")
+
+
+def test_a_worker_that_writes_garbage_to_its_store_is_an_error(tmp_path: Path) -> None:
+    result = _sweep("variants.misbehaving:WritesGarbageToStore", tmp_path, crash="none")
+    (run,) = result.results
+    assert run.verdict == "error", (run.verdict, run.error)
+    assert "not a usable engine database: file is not a database" in run.error
+    assert not _survivors(tmp_path / "runs")
+
+
+def test_a_child_left_in_the_workers_group_is_killed_and_reported(tmp_path: Path) -> None:
+    result = _sweep("variants.misbehaving:LeavesChildInGroup", tmp_path, crash="none")
+    (run,) = result.results
+    assert run.verdict == "passed"
+    assert any("left 1 process(es) running, killed" in note and "sleep 300" in note for note in run.outcome.notes)
+    assert not _survivors(tmp_path / "runs")

@@ -38,3 +38,50 @@ class ExitsHarness(Engine):
 
     def deploy(self, definition: Any) -> bool:
         raise SystemExit(0)
+
+
+class HangsWithChildren(Engine):
+    """Starts two children in its own process group, then hangs: the timeout must kill the whole
+    group (children included) and the verdict must be ``unknown`` with the reason."""
+
+    def run_until_quiescent(self) -> dict[str, str]:
+        for _ in range(2):
+            subprocess.Popen(["sleep", "300"])
+        time.sleep(3600)
+        return {}
+
+
+class ExitsMidRun(Engine):
+    """Exits with status 3 in the middle of its first pass, without being killed (an engine crash
+    the harness did not cause): an ``error`` verdict naming the exit status, never a pass."""
+
+    def run_until_quiescent(self) -> dict[str, str]:
+        import os
+
+        os._exit(3)
+
+
+class WritesGarbageToStore(Engine):
+    """Finishes its work, then overwrites its own SQLite store with garbage: the harness must not
+    read a verdict out of it (an ``error``), nor crash."""
+
+    def run_until_quiescent(self) -> dict[str, str]:
+        import os
+
+        result = super().run_until_quiescent()
+        self.store.db.close()
+        for suffix in ("", "-wal"):
+            candidate = f"{self.store.path}{suffix}"
+            if os.path.exists(candidate):
+                with open(candidate, "r+b") as fh:
+                    fh.write(b"garbage " * 512)
+        return result
+
+
+class LeavesChildInGroup(Engine):
+    """Leaves a child in its own process group (no new session) running after it exits: it must be
+    killed with the group and reported."""
+
+    def run_until_quiescent(self) -> dict[str, str]:
+        subprocess.Popen(["sleep", "300"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return super().run_until_quiescent()

@@ -1,0 +1,193 @@
+"""The harness itself killed: SIGKILL of ``crashpoint run --results-db`` at random moments loses no
+finished result, corrupts neither the store nor the scenario files, and ``--resume`` finishes the
+sweep without repeating a finished run, ending with the verdicts of an uninterrupted sweep."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from crashpoint.harness.driver import RUN_MARKER
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = ROOT / "scenarios"
+CASE = SCENARIOS / "refunds" / "cases" / "draft_fatal_failure.yaml"
+KILLS = 20
+
+
+def _tree_hash(folder: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _start(db: Path, workdir: Path, resume: bool) -> subprocess.Popen:
+    argv = [sys.executable, "-m", "crashpoint", "run", str(CASE), "--results-db", str(db), "-q", "--jobs", "2",
+            "--workdir", str(workdir)] + (["--resume"] if resume else [])
+    return subprocess.Popen(argv, cwd=db.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+
+
+def _marked(root: Path) -> list[int]:
+    """Processes whose environment carries a run marker under ``root``."""
+    needle = f"{RUN_MARKER}={root}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if any(v.startswith(needle) for v in (entry / "environ").read_bytes().split(b"\0")):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def _reap(root: Path) -> None:
+    for pid in _marked(root):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _runs(db: Path) -> list[tuple[str, bool, dict[tuple[str, str], str], int]]:
+    """(run_id, complete, {(case, point): verdict}, rows) per run, checking the file's integrity."""
+    if not db.exists():
+        return []
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        tables = {r[0] for r in con.execute("select name from sqlite_master where type='table'")}
+        if "crashpoint_runs" not in tables:
+            return []
+        out = []
+        for run_id, complete in con.execute("select run_id, complete from crashpoint_runs order by started_at"):
+            rows = con.execute("select case_id, crash_point, verdict from crashpoint_results where run_id = ?",
+                               (run_id,)).fetchall()
+            out.append((run_id, bool(complete), {(c, p): v for c, p, v in rows}, len(rows)))
+        return out
+    finally:
+        con.close()
+
+
+@pytest.mark.slow  # about 40 s on an idle 2-core machine, 100 s on a loaded one
+def test_sweep_killed_at_20_random_moments_resumes_to_the_uninterrupted_result(tmp_path: Path) -> None:
+    before = _tree_hash(SCENARIOS)
+    began = time.monotonic()
+    ref_db = tmp_path / "reference.db"
+    proc = _start(ref_db, tmp_path / "ref-work", resume=False)
+    assert proc.wait(timeout=300) == 0
+    wall = time.monotonic() - began
+    ((_, complete, reference, rows),) = _runs(ref_db)
+    assert complete and rows == len(reference) >= 5
+
+    rng = random.Random(20261130)
+    kills, sweeps, attempt = 0, 0, 0
+    db = tmp_path / "s0" / "results.db"
+    db.parent.mkdir()
+    seen: dict[tuple[str, str], str] = {}
+    while kills < KILLS:
+        attempt += 1
+        work = tmp_path / f"work-{attempt}"
+        proc = _start(db, work, resume=True)
+        time.sleep(rng.uniform(0.3, wall * 0.8))
+        if proc.poll() is None:
+            proc.kill()  # SIGKILL of the crashpoint process alone; its workers are in their own sessions
+            proc.wait()
+            kills += 1
+        _reap(work)
+        runs = _runs(db)
+        assert sum(1 for r in runs if not r[1]) <= 1, "a resume started a second run instead of finishing the first"
+        for run_id, done, results, n in runs:
+            assert n == len(results), f"run {run_id} recorded a (case, crash point) twice"
+            assert all(reference[k] == v for k, v in results.items()), "a verdict differs from the uninterrupted run"
+        live = [r for r in runs if not r[1]] or [r for r in runs if r[1]][-1:]
+        if live:
+            _, done, results, _ = live[0]
+            assert set(seen) <= set(results), "a finished result was lost"
+            seen = dict(results)
+            if done:  # this sweep finished before the kill: check it, start another
+                assert results == reference
+                sweeps += 1
+                db = tmp_path / f"s{sweeps}" / "results.db"
+                db.parent.mkdir()
+                seen = {}
+    proc = _start(db, tmp_path / "work-final", resume=True)
+    assert proc.wait(timeout=300) == 0
+    _reap(tmp_path / "work-final")
+    ((_, complete, results, rows),) = _runs(db)
+    assert complete and results == reference and rows == len(reference)
+    assert _tree_hash(SCENARIOS) == before, "the scenario files changed"
+    assert not _marked(tmp_path), "a process of a killed sweep survived"
+    print(f"{kills} kills over {sweeps + 1} sweep(s), {attempt + 1} invocations; uninterrupted sweep {wall:.1f} s")
+
+
+def test_resume_needs_a_store(tmp_path: Path) -> None:
+    from crashpoint.harness.cli import main
+
+    assert main(["run", str(CASE), "--resume"]) == 2
+
+
+def test_resume_refuses_recovery_mode(tmp_path: Path) -> None:
+    from crashpoint.harness.cli import main
+
+    assert main(["run", str(CASE), "--resume", "--crash", "recovery", "--results-db", str(tmp_path / "r.db")]) == 2
+
+
+@pytest.mark.parametrize("crash", ["every"])
+def test_resume_with_nothing_to_resume_starts_a_new_run(tmp_path: Path, crash: str,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from crashpoint.harness.cli import main
+    from crashpoint.harness.resume import find_incomplete
+    from crashpoint.reports.store import ResultStore
+
+    db = tmp_path / "r.db"
+    store = ResultStore(db)
+    done = store.begin_run({"engine": "reference", "pack": "refunds", "pack_version": "1.0.0", "crash": crash,
+                            "source": "cli"})
+    store.finish_run(done)
+    assert find_incomplete(store, {"engine": "reference", "pack": "refunds", "pack_version": "1.0.0",
+                                   "crash": crash, "source": "cli"}) is None
+    half = store.begin_run({"engine": "reference", "pack": "refunds", "pack_version": "1.0.0", "crash": crash,
+                            "source": "cli"})
+    assert find_incomplete(store, {"engine": "reference", "pack": "refunds", "pack_version": "1.0.0",
+                                   "crash": crash, "source": "cli"}) == half
+    assert find_incomplete(store, {"engine": "other", "pack": "refunds", "pack_version": "1.0.0",
+                                   "crash": crash, "source": "cli"}) is None
+    store.close()
+    assert main(["run", str(CASE), "--crash", "none", "--resume", "--results-db", str(db), "-q"]) == 0
+    assert "no incomplete run" in capsys.readouterr().out
+
+
+def test_resume_in_process_runs_only_what_is_missing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A recorded sweep whose last results and end stamp are taken away (what a kill leaves) is
+    finished by --resume: the missing runs only, the same verdicts, one row per pair."""
+    from crashpoint.harness.cli import main
+
+    db = tmp_path / "r.db"
+    assert main(["run", str(CASE), "--results-db", str(db), "-q", "--jobs", "2"]) == 0
+    ((run_id, _, reference, _),) = _runs(db)
+    con = sqlite3.connect(db)
+    with con:
+        con.execute("delete from crashpoint_results where id in (select id from crashpoint_results "
+                    "order by id desc limit 3)")
+        con.execute("update crashpoint_runs set complete = 0, ended_at = null")
+    con.close()
+    capsys.readouterr()
+    assert main(["run", str(CASE), "--results-db", str(db), "-q", "--jobs", "2", "--resume"]) == 0
+    out = capsys.readouterr().out
+    assert f"resuming run {run_id}: {len(reference) - 3} result(s) already recorded" in out
+    ((again, complete, results, rows),) = _runs(db)
+    assert again == run_id and complete and results == reference and rows == len(reference)
+    assert f"{len(reference)} passed" in out
