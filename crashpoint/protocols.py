@@ -26,11 +26,16 @@ class ToolError(CrashpointError, RuntimeError):
         message: the tool's error text.
         retryable: ``True`` when the same call may succeed later (a timeout, a
             503); ``False`` for a fatal error (validation, a refused refund).
+        maybe_applied: ``True`` when the request reached the service and the effect may
+            have happened though no answer came back (a connection reset after sending): the
+            caller cannot tell, so its outcome is unknown until a call with the same
+            idempotency key settles it.
     """
 
-    def __init__(self, message: str, *, retryable: bool) -> None:
+    def __init__(self, message: str, *, retryable: bool, maybe_applied: bool = False) -> None:
         super().__init__(message)
         self.retryable = retryable
+        self.maybe_applied = maybe_applied
 
 
 @runtime_checkable

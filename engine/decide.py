@@ -69,7 +69,7 @@ def _done_or_continue(definition: WorkflowDefinition, st: dict[str, Any], now: f
 
 def decide_task(definition: WorkflowDefinition, st: dict[str, Any], phase: Phase, task: Task, *, now: float,
                 result: Any = None, error: str | None = None, retryable: bool = False,
-                attempt: int | None = None) -> StepResult:
+                attempt: int | None = None, maybe_applied: bool = False, key: str | None = None) -> StepResult:
     """The transition after ``task`` returned ``result`` or failed with ``error``.
 
     A ``Continue``/``Complete`` patch carries the cursor move plus ``result: (task_id, value)``
@@ -78,12 +78,18 @@ def decide_task(definition: WorkflowDefinition, st: dict[str, Any], phase: Phase
     Rules: success continues (or completes); a retryable error within ``task.retries`` retries
     after ``backoff_s * 2**(attempt-1)`` seconds; a non-critical task or an ``on_error: skip``
     phase skips; ``on_error: escalate`` escalates; otherwise the executed effects are compensated
-    (saga) when there are any, and the workflow fails.
+    (saga) when there are any, and the workflow fails. A side effect whose last attempt may have
+    been applied (``maybe_applied``: its answer was lost) when the retries run out is neither
+    compensated nor skipped: its outcome is unknown, so the run escalates to an operator, naming
+    the idempotency key that settles it.
     """
     if error is None:
         return _done_or_continue(definition, st, now, {"result": (task.id, result)})
     if retryable and attempt is not None and attempt <= task.retries:
         return Retry(reason=error, retry_after_s=task.backoff_s * 2 ** (attempt - 1), attempt=attempt)
+    if maybe_applied and task.side_effect:
+        return Fail(reason=f"escalated: the outcome of task {task.id!r} is unknown after {attempt} attempt(s): "
+                           f"{error} (idempotency key {key})", status="escalated")
     if not task.critical or phase.on_error == "skip":
         return _done_or_continue(definition, st, now, {"skip": task.id})
     reason = f"task {task.id!r} failed: {error}"

@@ -306,7 +306,7 @@ class Engine:
             result = self.tools.call(task.tool, args, key)
         except ToolError as exc:
             self._task_failed(wid, st, definition, phase, task, [S.RUNNING], str(exc), retryable=exc.retryable,
-                              attempt=attempt, key=key)
+                              attempt=attempt, key=key, maybe_applied=getattr(exc, "maybe_applied", False))
             return
         except Exception as exc:  # a tool that breaks its contract is a fatal failure of the step
             self._task_failed(wid, st, definition, phase, task, [S.RUNNING], f"{type(exc).__name__}: {exc}",
@@ -323,13 +323,13 @@ class Engine:
 
     def _task_failed(self, wid: str, st: dict[str, Any], definition: WorkflowDefinition, phase: Phase, task: Task,
                      moves: list[Status], error: str, *, retryable: bool, attempt: int | None = None,
-                     key: str | None = None) -> None:
+                     key: str | None = None, maybe_applied: bool = False) -> None:
         events: list[tuple[str, dict[str, Any]]] = []
         if attempt is not None:
             events.append(("tool_result", {"task": task.id, "tool": task.tool, "ok": False, "error": error,
                                            "retryable": retryable, "idempotency_key": key, "attempt": attempt}))
         outcome = decide_task(definition, st, phase, task, now=self.clock.now(), error=error, retryable=retryable,
-                              attempt=attempt)
+                              attempt=attempt, maybe_applied=maybe_applied, key=key)
         self._apply(wid, st, task, outcome, events, moves + [S.CHECKPOINTED], None, error=error)
 
     def _apply(self, wid: str, st: dict[str, Any], task: Task, outcome: StepResult,

@@ -118,7 +118,7 @@ class Toolbox:
         self.probe(f"after_effect:{tool}")
         if lost:
             raise ToolError(message or f"{tool}: connection reset after the effect (the answer was lost)",
-                            retryable=True)
+                            retryable=True, maybe_applied=True)
         if error is not None:
             raise error
         return result

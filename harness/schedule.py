@@ -75,7 +75,9 @@ def is_masked(schedule: Sequence[Fault], case: Case | None = None, pack: Pack | 
             return False
         tasks = [t for p in pack.workflows[case.workflow]["phases"] for t in p["tasks"] if t["tool"] == f["tool"]]
         scripted = any(e.get("tool") == f["tool"] and e["type"] != "tool_success" for e in case.events)
-        return bool(tasks) and not scripted and f.get("times", 1) <= min(t.get("retries", 0) for t in tasks)
+        # every tool fault of the schedule on this tool counts against the one retry budget
+        total = sum(g.get("times", 1) for g in schedule if g["kind"] == "tool" and g["tool"] == f["tool"])
+        return bool(tasks) and not scripted and total <= min(t.get("retries", 0) for t in tasks)
     return all(masked(f) for f in schedule)
 
 

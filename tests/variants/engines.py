@@ -497,11 +497,11 @@ class RetriesOffByOne(Engine):
     task with ``retries: 3``); caught by ``final_status`` / ``differential``.
     """
 
-    def _task_failed(self, wid, st, definition, phase, task, moves, error, *, retryable, attempt=None, key=None):
+    def _task_failed(self, wid, st, definition, phase, task, moves, error, *, retryable, attempt=None, **kw):
         if retryable and attempt is not None and attempt >= task.retries:
             retryable = False  # the bug: the last allowed retry is never made
         super()._task_failed(wid, st, definition, phase, task, moves, error, retryable=retryable, attempt=attempt,
-                             key=key)
+                             **kw)
 
 
 class FatalRetried(Engine):
@@ -512,9 +512,9 @@ class FatalRetried(Engine):
     caught by ``trace`` ("retried after a non-retryable error").
     """
 
-    def _task_failed(self, wid, st, definition, phase, task, moves, error, *, retryable, attempt=None, key=None):
+    def _task_failed(self, wid, st, definition, phase, task, moves, error, *, retryable, attempt=None, **kw):
         super()._task_failed(wid, st, definition, phase, task, moves, error, retryable=attempt is not None,
-                             attempt=attempt, key=key)
+                             attempt=attempt, **kw)
 
 
 class DeadlineResetOnResume(Engine):
