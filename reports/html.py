@@ -49,15 +49,17 @@ def table(head: list[str], rows: list[list[str]], numeric: set[int] = frozenset(
 
 
 def _coverage(coverage: dict[str, dict[str, dict[str, int]]] | None) -> str:
-    if not coverage:
+    if not isinstance(coverage, dict) or not coverage:
         return "<p>No coverage matrix recorded (it is written when a run finishes).</p>"
-    kinds = sorted({k for row in coverage.values() for k in row})
+    coverage = {step: row for step, row in coverage.items() if isinstance(row, dict)}
+    kinds = sorted({str(k) for row in coverage.values() for k in row})
     rows = []
     for step, row in coverage.items():
         cells = [e(step)]
         for k in kinds:
             cell = row.get(k)
-            cells.append("-" if not cell else f'<span class="{"passed" if cell["passed"] == cell["runs"] else "failed"}">'
+            ok = isinstance(cell, dict) and isinstance(cell.get("runs"), int) and isinstance(cell.get("passed"), int)
+            cells.append("-" if not ok else f'<span class="{"passed" if cell["passed"] == cell["runs"] else "failed"}">'
                                               f'{cell["passed"]}/{cell["runs"]}</span>')
         rows.append(cells)
     return table(["step", *[k.replace("_", " ") for k in kinds]], rows, set(range(1, len(kinds) + 1)))
@@ -127,8 +129,9 @@ def render(stored: dict[str, Any]) -> str:
                   f'<img alt="ratio metrics" src="{charts.ratios(values, ratio_labels)}">')
     bad = [r for r in results if r["verdict"] != "passed"]
     failures = "".join(_failure(r, i < MAX_TIMELINES) for i, r in enumerate(bad)) or "<p>Every run passed.</p>"
-    vacuity = summary.get("vacuity") or {}
-    vac = "".join(f"<li>{e(f)}</li>" for f in vacuity.get("findings") or [])
+    vacuity = summary.get("vacuity") if isinstance(summary.get("vacuity"), dict) else {}
+    findings = vacuity.get("findings") if isinstance(vacuity.get("findings"), list) else []
+    vac = "".join(f"<li>{e(f)}</li>" for f in findings)
     ok = c["passed"] == c["runs"] and run.get("complete")
     title = f"crashpoint: {'PASSED' if ok else 'FAILED' if run.get('complete') else 'INCOMPLETE'} - {run_title(run)}"
     return f"""<!DOCTYPE html>

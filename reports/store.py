@@ -29,6 +29,7 @@ every finished row readable and stays ``complete = false``. Reports read this da
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import time
@@ -40,9 +41,9 @@ from typing import Any, Iterable
 from sqlalchemy import (JSON, Boolean, Column, DateTime, Float, Integer, MetaData, String, Table, Text,
                         create_engine, event, func, inspect, select, update)
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, OperationalError, ProgrammingError
+from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, ProgrammingError
 
-from crashpoint.errors import UsageError
+from crashpoint.errors import CrashpointError, UsageError
 
 FORMAT = "crashpoint.store/1"
 DEFAULT_PATH = Path(".crashpoint") / "results.db"
@@ -128,6 +129,58 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
+def _unusable(where: str, exc: BaseException) -> UsageError:
+    first = (str(exc).splitlines() or [""])[0][:300]
+    return UsageError(f"results database {where}: cannot be used (damaged, or not a crashpoint store): "
+                      f"{type(exc).__name__}: {first}")
+
+
+def _reader(method: Any) -> Any:
+    """Turn any failure to read the store into a :class:`UsageError` naming it."""
+    @functools.wraps(method)
+    def wrapper(self: "ResultStore", *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except CrashpointError:
+            raise
+        except Exception as exc:
+            raise _unusable(self.where, exc) from None
+    return wrapper
+
+
+def _strs(value: Any) -> list[str]:
+    return [str(x) for x in value] if isinstance(value, list) else []
+
+
+def clean_result(row: dict[str, Any]) -> dict[str, Any]:
+    """The result dict of a ``crashpoint_results`` row with the shape every renderer relies on:
+    ``case_id``, ``crash_point``, ``verdict`` from their columns; ``failures`` a list of
+    ``{"oracle", "message", "evidence"}``; ``measures`` and ``timeline`` dicts (``timeline`` with
+    lists of dict ``events`` and ``deliveries``); ``tags`` and ``notes`` lists of strings; ``wall_s``
+    a number. Other keys are kept as stored."""
+    data = dict(row["data"]) if isinstance(row.get("data"), dict) else {}
+    data.update(case_id=str(row["case_id"]), crash_point=str(row["crash_point"]), verdict=str(row["verdict"]))
+    failures = data.get("failures") if isinstance(data.get("failures"), list) else []
+    data["failures"] = [{"oracle": str(f.get("oracle", "?")), "message": str(f.get("message", "")),
+                         "evidence": _strs(f.get("evidence"))} for f in failures if isinstance(f, dict)]
+    measures = data.get("measures", row.get("measures"))
+    data["measures"] = measures if isinstance(measures, dict) else {}
+    data["tags"], data["notes"] = _strs(data.get("tags")), _strs(data.get("notes"))
+    for key in ("error", "final_status", "stop_reason", "reproduce"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            data[key] = str(data[key])
+    if not isinstance(data.get("wall_s"), (int, float)) or isinstance(data.get("wall_s"), bool):
+        data["wall_s"] = 0.0
+    if "timeline" in data:
+        tl = data["timeline"] if isinstance(data["timeline"], dict) else {}
+        events = tl.get("events") if isinstance(tl.get("events"), list) else []
+        deliveries = tl.get("deliveries") if isinstance(tl.get("deliveries"), list) else []
+        data["timeline"] = {"events": [e for e in events if isinstance(e, dict)],
+                            "deliveries": [d for d in deliveries if isinstance(d, dict)],
+                            "truncated": tl.get("truncated") if isinstance(tl.get("truncated"), int) else 0}
+    return data
+
+
 class ResultStore:
     """An open results store.
 
@@ -203,15 +256,18 @@ class ResultStore:
                                          f"{', '.join(sorted(missing))}: not a {FORMAT} store")
                 if fmt != FORMAT:
                     raise UsageError(f"results database {self.where}: format {fmt!r}, expected {FORMAT!r}")
-                self._wal()
+                if create:  # a reader changes nothing, not even the journal mode
+                    self._wal()
                 return
-            except (IntegrityError, OperationalError, ProgrammingError, DatabaseError) as exc:
+            except CrashpointError:
+                raise
+            except Exception as exc:  # a damaged file fails in many ways (sqlite errors, undecodable names)
                 # two writers creating one store at once: the loser retries and finds it made
-                transient = any(word in str(exc).lower() for word in
-                                ("already exists", "locked", "duplicate key", "unique constraint"))
+                transient = isinstance(exc, (IntegrityError, OperationalError, ProgrammingError)) and any(
+                    word in str(exc).lower() for word in ("already exists", "locked", "duplicate key",
+                                                          "unique constraint"))
                 if attempt == 5 or not transient:
-                    raise UsageError(f"results database {self.where}: cannot be used: "
-                                     f"{str(exc).splitlines()[0]}") from None
+                    raise _unusable(self.where, exc) from None
                 time.sleep(0.05 * (attempt + 1))
 
     def _wal(self) -> None:
@@ -240,17 +296,26 @@ class ResultStore:
 
     def add_result(self, run_id: str, result: dict[str, Any]) -> None:
         """Append one result (a result dict of the document, plus optional ``tags``, ``measures``,
-        ``timeline``, ``reproduce``) to ``run_id``, in its own committed transaction."""
-        failures = result.get("failures") or []
-        first = failures[0] if failures else None
-        message = first["message"] if first else result.get("error")
+        ``timeline``, ``reproduce``) to ``run_id``, in its own committed transaction. ``case_id`` and
+        ``verdict`` are required (``KeyError``); the columns take what the other fields hold of the
+        expected types, and ``data`` keeps the dict as given."""
+        failures = result.get("failures") if isinstance(result.get("failures"), list) else []
+        first = next((f for f in failures if isinstance(f, dict)), None)
+
+        def text_of(value: Any) -> str | None:
+            return None if value is None else str(value)
+
+        wall = result.get("wall_s")
         with self.engine.begin() as conn:
             conn.execute(results_table.insert().values(
                 run_id=run_id, case_id=str(result["case_id"]), crash_point=str(result.get("crash_point") or "none"),
-                verdict=str(result["verdict"]), oracle=first["oracle"] if first else None, message=message,
-                final_status=result.get("final_status"), wall_s=result.get("wall_s"), recorded_at=_now(),
-                reproduce=result.get("reproduce"), tags=list(result.get("tags") or []),
-                measures=result.get("measures") or {}, data=result))
+                verdict=str(result["verdict"]), oracle=text_of(first.get("oracle")) if first else None,
+                message=text_of(first.get("message")) if first else text_of(result.get("error")),
+                final_status=text_of(result.get("final_status")),
+                wall_s=float(wall) if isinstance(wall, (int, float)) and not isinstance(wall, bool) else None,
+                recorded_at=_now(), reproduce=text_of(result.get("reproduce")),
+                tags=_strs(result.get("tags")),
+                measures=result.get("measures") if isinstance(result.get("measures"), dict) else {}, data=result))
 
     def finish_run(self, run_id: str, summary: dict[str, Any] | None = None,
                    ended_at: datetime | None = None) -> None:
@@ -261,6 +326,7 @@ class ResultStore:
 
     # -- reading ---------------------------------------------------------------------------------
 
+    @_reader
     def runs(self, since: datetime | None = None, until: datetime | None = None) -> list[dict[str, Any]]:
         """Runs started in ``[since, until)`` (UTC; either bound optional), oldest first, as dicts."""
         query = select(runs_table).order_by(runs_table.c.started_at, runs_table.c.run_id)
@@ -274,6 +340,7 @@ class ResultStore:
             r["started_at"], r["ended_at"] = _utc(r["started_at"]), _utc(r["ended_at"])
         return rows
 
+    @_reader
     def verdict_counts(self, run_ids: Iterable[str]) -> dict[str, dict[str, int]]:
         """``{run_id: {verdict: count}}`` for the given runs (one grouped query)."""
         ids = list(run_ids)
@@ -287,6 +354,7 @@ class ResultStore:
                 out[run_id][verdict] = int(n)
         return out
 
+    @_reader
     def resolve(self, ref: str | None) -> str:
         """The run id that ``ref`` names: ``None``/``latest`` -> the most recently started run; a full
         id or a unique prefix (at least 4 characters). Raises :class:`UsageError` otherwise."""
@@ -304,6 +372,7 @@ class ResultStore:
             raise UsageError(f"run id {ref!r}: {'no' if not found else len(found)} matching run(s) in {self.where}")
         return found[0][0]
 
+    @_reader
     def results(self, run_ids: Iterable[str]) -> list[dict[str, Any]]:
         """Result rows of the given runs, in order of arrival, as dicts (columns of
         ``crashpoint_results``)."""
@@ -318,18 +387,22 @@ class ResultStore:
                 out.extend(dict(r._mapping) for r in conn.execute(query))
         return out
 
+    @_reader
     def load_run(self, ref: str | None) -> dict[str, Any]:
         """A stored run as the data every renderer takes::
 
             {"run": {run columns, "started_at"/"ended_at" ISO strings}, "results": [result dicts]}
 
         where each result dict is the stored ``data`` (the result document's result, with
-        ``reproduce``, ``tags``, ``measures``, ``timeline`` when recorded). Raises
-        :class:`UsageError` for an unknown run."""
+        ``reproduce``, ``tags``, ``measures``, ``timeline`` when recorded), its shape made sure of
+        (see :func:`clean_result`), so a renderer never trips on a damaged or foreign row. Raises
+        :class:`UsageError` for an unknown run or an unreadable store."""
         run_id = self.resolve(ref)
         run = next(r for r in self.runs() if r["run_id"] == run_id)
         run = {k: (v.isoformat(timespec="seconds") if isinstance(v, datetime) else v) for k, v in run.items()}
-        return {"run": run, "results": [r["data"] for r in self.results([run_id])]}
+        if not isinstance(run.get("summary"), dict):
+            run["summary"] = None
+        return {"run": run, "results": [clean_result(r) for r in self.results([run_id])]}
 
     def close(self) -> None:
         """Release the connection pool."""

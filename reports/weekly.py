@@ -60,11 +60,13 @@ def _frame(runs: list[dict[str, Any]], results: list[dict[str, Any]], since: dat
                           "complete": bool(r.get("complete"))} for r in runs])
     rows = []
     for r in results:
-        m = r.get("measures") or {}
+        m = r.get("measures") if isinstance(r.get("measures"), dict) else {}
+        wait, retries = m.get("approval_wait_s"), m.get("retries")
         row = {"run_id": r["run_id"], "case_id": r["case_id"], "crash_point": r["crash_point"],
                "verdict": r["verdict"], "oracle": r.get("oracle"), "message": r.get("message"),
-               "incident": "incident" in (r.get("tags") or []), "result_id": r["id"],
-               "approval_wait_s": m.get("approval_wait_s"), "retries": int(m.get("retries") or 0)}
+               "incident": isinstance(r.get("tags"), list) and "incident" in r["tags"], "result_id": r["id"],
+               "approval_wait_s": wait if isinstance(wait, (int, float)) and not isinstance(wait, bool) else None,
+               "retries": retries if isinstance(retries, int) else 0}
         row.update({f: bool(m.get(f)) for f in _FLAGS})
         rows.append(row)
     columns = ["run_id", "case_id", "crash_point", "verdict", "oracle", "message", "incident", "result_id",

@@ -161,3 +161,19 @@ def test_report_list_shows_every_run(capsys: pytest.CaptureFixture[str]) -> None
     run_id = load(url)["run"]["run_id"]
     line = next(x for x in out.splitlines() if x.startswith(run_id[:8]))
     assert "refunds 1.0.0" in line and "variants.engines:EffectBeforeCheckpointNoKey" in line and "1/14" in line
+
+
+def test_a_sweep_recorded_in_postgresql_renders_like_any_other(schema: xmlschema.XMLSchema, tmp_path: Path) -> None:
+    from needs import fresh_pg_database
+    from stored_runs import SEED
+
+    for url in fresh_pg_database():
+        assert main(["run", str(SEED), "--crash-point", "after_checkpoint:refund_draft", "-q",
+                     "--results-db", url]) == ExitCode.OK
+        stored = load(url)
+        assert stored["run"]["complete"] is True and [r["crash_point"] for r in stored["results"]] == \
+            ["none", "after_checkpoint:refund_draft"]
+        assert stored["results"][1]["measures"]["crashed"] is True
+        schema.validate(junit.render(stored))
+        assert main(["report", "--db", url, "--format", "html", "--out", str(tmp_path / "r.html")]) == ExitCode.OK
+        assert "Durability coverage" in (tmp_path / "r.html").read_text()

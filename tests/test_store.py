@@ -189,3 +189,38 @@ def test_a_sweep_killed_half_way_leaves_its_finished_results(tmp_path: Path) -> 
 
     assert main(["report", "--db", str(db), "--format", "markdown", "--out", str(tmp_path / "r.md")]) == 1
     assert (tmp_path / "r.md").read_text().startswith("### crashpoint: INCOMPLETE")
+
+
+def test_a_damaged_store_is_refused_by_the_report_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from crashpoint.harness.cli import main
+
+    path = tmp_path / "r.db"
+    store = ResultStore(str(path))
+    store.add_result(store.begin_run(INFO), result("a"))
+    store.close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("pragma wal_checkpoint(truncate)")
+    raw = path.read_bytes()
+    path.write_bytes(raw[: len(raw) // 2])  # a copy cut short
+    before = path.read_bytes()
+    assert main(["report", "--db", str(path), "--out", str(tmp_path / "r.md")]) == 2
+    assert f"results database {path}: " in capsys.readouterr().err
+    assert path.read_bytes() == before and not (tmp_path / "r.md").exists()
+
+
+def test_rows_of_any_shape_render(tmp_path: Path) -> None:
+    """A foreign writer (or a damaged row) may store any JSON: the renderers still work."""
+    from crashpoint.reports import html, journal, junit, markdown
+
+    store = ResultStore(str(tmp_path / "r.db"))
+    run_id = store.begin_run(INFO)
+    store.add_result(run_id, {"case_id": "x", "verdict": "failed", "failures": "not a list", "timeline": 5,
+                              "measures": [1], "tags": "incident", "wall_s": "slow", "error": {"a": 1}})
+    store.add_result(run_id, {"case_id": "y", "verdict": "failed", "failures": [{"oracle": 3}, "junk"],
+                              "timeline": {"events": ["junk", {"seq": "?"}], "deliveries": 7}})
+    store.finish_run(run_id, {"coverage": {"s": {"k": "junk"}, "t": 5}, "vacuity": ["junk"]})
+    stored = store.load_run("latest")
+    assert stored["results"][0]["failures"] == [] and stored["results"][0]["measures"] == {}
+    assert stored["results"][1]["failures"] == [{"oracle": "3", "message": "", "evidence": []}]
+    for render in (html.render, junit.render, markdown.render, journal.render):
+        assert render(stored)
