@@ -93,7 +93,7 @@ def test_sweep_killed_at_20_random_moments_resumes_to_the_uninterrupted_result(t
     assert complete and rows == len(reference) >= 5
 
     rng = random.Random(20261130)
-    kills, sweeps, attempt = 0, 0, 0
+    kills, sweeps, attempt, mid = 0, 0, 0, 0  # mid: kills that left a run with some but not all results
     db = tmp_path / "s0" / "results.db"
     db.parent.mkdir()
     seen: dict[tuple[str, str], str] = {}
@@ -102,12 +102,14 @@ def test_sweep_killed_at_20_random_moments_resumes_to_the_uninterrupted_result(t
         work = tmp_path / f"work-{attempt}"
         proc = _start(db, work, resume=True)
         time.sleep(rng.uniform(0.3, wall * 0.8))
-        if proc.poll() is None:
+        killed = proc.poll() is None
+        if killed:
             proc.kill()  # SIGKILL of the crashpoint process alone; its workers are in their own sessions
             proc.wait()
             kills += 1
         _reap(work)
         runs = _runs(db)
+        mid += killed and any(not r[1] and 0 < len(r[2]) < len(reference) for r in runs)
         assert sum(1 for r in runs if not r[1]) <= 1, "a resume started a second run instead of finishing the first"
         for run_id, done, results, n in runs:
             assert n == len(results), f"run {run_id} recorded a (case, crash point) twice"
@@ -130,7 +132,9 @@ def test_sweep_killed_at_20_random_moments_resumes_to_the_uninterrupted_result(t
     assert complete and results == reference and rows == len(reference)
     assert _tree_hash(SCENARIOS) == before, "the scenario files changed"
     assert not _marked(tmp_path), "a process of a killed sweep survived"
-    print(f"{kills} kills over {sweeps + 1} sweep(s), {attempt + 1} invocations; uninterrupted sweep {wall:.1f} s")
+    assert mid >= KILLS // 4, f"only {mid} kills landed in the middle of a sweep"
+    print(f"{kills} kills ({mid} with a sweep part-recorded) over {sweeps + 1} sweep(s), {attempt + 1} "
+          f"invocations; uninterrupted sweep {wall:.1f} s")
 
 
 def test_resume_needs_a_store(tmp_path: Path) -> None:
