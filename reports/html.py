@@ -15,7 +15,7 @@ import html
 from typing import Any
 
 from crashpoint.reports import charts
-from crashpoint.reports.summary import METRICS, counts, fmt_metric, metrics, per_case, result_id, run_title
+from crashpoint.reports.summary import METRICS, counts, fmt_metric, metrics, per_case, result_id, run_title, visible
 
 #: Failing runs shown with a timeline (the rest are listed by id).
 MAX_TIMELINES = 50
@@ -33,8 +33,9 @@ CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
 
 def e(value: Any) -> str:
-    """``value`` as HTML text (quotes escaped too, so it is safe in attributes)."""
-    return html.escape("" if value is None else str(value), quote=True)
+    """``value`` as HTML text (quotes escaped too, so it is safe in attributes; control characters,
+    NUL included, shown as ``\\xNN``)."""
+    return html.escape(visible("" if value is None else str(value)), quote=True)
 
 
 def table(head: list[str], rows: list[list[str]], numeric: set[int] = frozenset()) -> str:

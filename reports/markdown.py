@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from crashpoint.reports.summary import METRICS, counts, fmt_metric, metrics, per_case, result_id, run_title
+from crashpoint.reports.summary import METRICS, counts, fmt_metric, metrics, per_case, result_id, run_title, visible
 
 #: Failing runs shown in detail; the rest are counted.
 MAX_FAILURES = 25
@@ -21,15 +21,15 @@ _SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
 
 def escape(value: Any) -> str:
     """``value`` as inline Markdown text: ``\\ ` * _ [ ] | # ~`` backslash-escaped, ``<``, ``>`` and
-    ``&`` as entities, newlines as spaces (a table row stays one row)."""
-    text = "" if value is None else str(value)
+    ``&`` as entities, newlines as spaces (a table row stays one row), control characters as ``\\xNN``."""
+    text = visible("" if value is None else str(value))
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = _SPECIAL.sub(r"\\\1", text)
     return " ".join(text.splitlines())
 
 
 def _fence(line: str) -> str:
-    return line.replace("`", "'")
+    return visible(line.replace("`", "'"))
 
 
 def render(stored: dict[str, Any]) -> str:

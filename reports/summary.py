@@ -6,6 +6,7 @@ renderer takes: ``{"run": {run columns}, "results": [result dicts]}``.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable
 
 VERDICTS = ("passed", "failed", "error", "unknown")
@@ -20,6 +21,15 @@ METRICS = {
     "approval_wait_s": ("approval wait time", "virtual s"),
     "crash_points_covered": ("crash points covered", "crash points"),
 }
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """``text`` with every control character (C0 but tab and newline, DEL, C1) shown as ``\\xNN``,
+    so no terminal escape sequence, NUL or bell from an engine reaches a reader raw."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def counts(results: Iterable[dict[str, Any]]) -> dict[str, int]:

@@ -6,6 +6,8 @@ from typing import Any
 
 from tabulate import tabulate
 
+from crashpoint.reports.summary import visible
+
 MARK = {"passed": "passed", "failed": "FAILED", "error": "ERROR", "unknown": "UNKNOWN"}
 
 
@@ -27,7 +29,7 @@ def case_tables(data: dict[str, Any]) -> str:
                          MARK[r["verdict"]], r["final_status"] or "-", f"{r['wall_s']:.2f}", detail[:100]])
         head = (f"{case_id}: {info['passed']}/{info['runs']} passed, {info['crash_points']} crash points")
         blocks.append(head + "\n" + tabulate(rows, headers=["run", "verdict", "final status", "wall s", "detail"]))
-    return "\n\n".join(blocks)
+    return visible("\n\n".join(blocks))
 
 
 def failures(data: dict[str, Any]) -> str:
@@ -44,7 +46,7 @@ def failures(data: dict[str, Any]) -> str:
             lines.extend(f"        {e}" for e in f["evidence"][:6])
         if r.get("reproduce"):
             lines.append(f"    reproduce: {r['reproduce']}")
-    return "\n".join(lines)
+    return visible("\n".join(lines))
 
 
 def coverage(data: dict[str, Any]) -> str:

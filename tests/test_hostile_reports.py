@@ -2,7 +2,8 @@
 in every report format: HTML, JUnit XML, Markdown, terminal.
 
 The renderers belong to ``reports/``; findings there are recorded here as strict xfails (they pass
-once fixed, and then the mark must go)."""
+once fixed, and then the mark must go). Control characters in text, markdown and HTML: fixed
+(``crashpoint.reports.summary.visible``)."""
 
 from __future__ import annotations
 
@@ -74,21 +75,16 @@ def test_markdown_code_block_cannot_be_closed_by_a_reproduce_command(tmp_path: P
     assert "<img" not in outside
 
 
-@pytest.mark.xfail(strict=True, reason="reports/text.py prints engine-controlled text raw: ANSI/OSC escape "
-                                       "sequences reach the terminal (terminal injection)")
 def test_terminal_failures_carry_no_control_characters() -> None:
     out = text.failures({"results": [_result()]})
     assert not CONTROL.search(out), repr(out)
 
 
-@pytest.mark.xfail(strict=True, reason="reports/markdown.py keeps raw ESC/NUL characters of engine messages")
 def test_markdown_carries_no_control_characters(stored: dict[str, Any]) -> None:
     out = render_stored(stored, "markdown")
     assert not CONTROL.search(out), repr(CONTROL.findall(out))
 
 
-@pytest.mark.xfail(strict=True, reason="reports/html.py keeps raw ESC/NUL characters of engine messages "
-                                       "(NUL is a parse error in HTML)")
 def test_html_carries_no_control_characters(stored: dict[str, Any]) -> None:
     out = render_stored(stored, "html")
     assert not CONTROL.search(out), repr(CONTROL.findall(out))
