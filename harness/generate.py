@@ -332,26 +332,39 @@ def resolve_seed(raw: str | int | None, state_dir: Path) -> int:
         UsageError: ``last`` with no previous seed, or a value that is neither an integer nor ``last``.
     """
     path = Path(state_dir) / SEED_FILE
-    if raw == "last":
-        if not path.is_file():
-            raise UsageError(f"--chaos-seed last: no previous seed in {path}")
+    previous = None
+    if raw == "last" and path.is_file():
         text = path.read_text().strip()
         if not text.isdigit():
             raise UsageError(f"{path}: line 1: not a seed: {text[:40]!r}")
-        seed = int(text)
-    elif raw is None:
-        seed = secrets.randbelow(2**32)
-    else:
-        try:
-            seed = int(raw)
-        except ValueError:
-            raise UsageError(f"--chaos-seed: expected an integer or 'last', got {raw!r}") from None
-        if not 0 <= seed < 2**32:
-            raise UsageError(f"--chaos-seed: {seed} is outside 0..4294967295")
+        previous = int(text)
+    seed = choose_seed(raw, previous, str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(f"{seed}\n")
     tmp.replace(path)
+    return seed
+
+
+def choose_seed(raw: str | int | None, previous: int | None, where: str) -> int:
+    """A seed from a ``--chaos-seed`` value: an integer in 0..2**32-1, ``last`` (``previous``, kept in
+    ``where``), or a fresh random one for ``None``.
+
+    Raises:
+        UsageError: ``last`` with no ``previous``, not an integer, or out of range.
+    """
+    if raw == "last":
+        if previous is None:
+            raise UsageError(f"--chaos-seed last: no previous seed in {where}")
+        return previous
+    if raw is None:
+        return secrets.randbelow(2**32)
+    try:
+        seed = int(raw)
+    except ValueError:
+        raise UsageError(f"--chaos-seed: expected an integer or 'last', got {raw!r}") from None
+    if not 0 <= seed < 2**32:
+        raise UsageError(f"--chaos-seed: {seed} is outside 0..4294967295")
     return seed
 
 

@@ -89,12 +89,17 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Set up the per-session pack cache; check ``--crashpoint-results-db`` before anything runs."""
+    """Set up the per-session pack cache; check ``--crashpoint-results-db`` and ``--chaos-seed`` before
+    anything runs."""
     config.stash[_STASH_PACKS] = {}
     if config.getoption("crashpoint_results_db", None) is not None:
         from crashpoint.harness import pytest_results
 
         pytest_results.check_store(config)
+    if chaos_enabled(config) and config.getoption("crashpoint_schedules") > 0:
+        from crashpoint.harness.pytest_schedules import resolve
+
+        resolve(config)  # a bad --chaos-seed stops the session here, as a usage error
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

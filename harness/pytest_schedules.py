@@ -10,7 +10,6 @@ under ``.crashpoint/repro`` in the rootdir, and gives the one-line command that 
 
 from __future__ import annotations
 
-import secrets
 import shutil
 import tempfile
 from pathlib import Path
@@ -32,20 +31,15 @@ def resolve(config: pytest.Config) -> int:
     if _STASH_SEED in config.stash:
         return config.stash[_STASH_SEED]
     raw = config.getoption("crashpoint_seed", None) or getattr(config.option, "crashpoint_seed_alias", None)
+    from crashpoint.errors import UsageError
+    from crashpoint.harness.generate import choose_seed
+
     cache = getattr(config, "cache", None)
-    if raw == "last":
-        seed = cache.get(CACHE_SEED, None) if cache is not None else None
-        if seed is None:
-            raise pytest.UsageError("--chaos-seed last: no previous seed in pytest's cache (run once without it)")
-    elif raw is None:
-        seed = secrets.randbelow(2**32)
-    else:
-        try:
-            seed = int(raw)
-        except ValueError:
-            raise pytest.UsageError(f"--chaos-seed: expected an integer or 'last', got {raw!r}") from None
-        if not 0 <= seed < 2**32:
-            raise pytest.UsageError(f"--chaos-seed: {seed} is outside 0..4294967295")
+    previous = cache.get(CACHE_SEED, None) if cache is not None and raw == "last" else None
+    try:
+        seed = choose_seed(raw, previous, "pytest's cache (run once without it)")
+    except UsageError as exc:
+        raise pytest.UsageError(str(exc)) from None
     if cache is not None:
         cache.set(CACHE_SEED, seed)
         cache.set(CACHE_SCHEDULES, {})

@@ -111,3 +111,10 @@ def test_a_failing_schedule_is_shrunk_written_and_given_a_one_line_repro(pyteste
     assert ".crashpoint/repro/cancel_while_waiting_compensates_draft_gen_" in line
     assert line.rstrip().endswith("--crash none --engine variants.engines:NoCompensationOnCancel")
     assert "--chaos-seed 11" in text
+
+
+def test_a_bad_chaos_seed_is_a_usage_error(pytester: pytest.Pytester, project: Path) -> None:
+    result = pytester.runpytest(str(project / "cases" / SEED), "--chaos", "--chaos-seed", "soon")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--chaos-seed: expected an integer or 'last', got 'soon'*"])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
