@@ -83,6 +83,21 @@ def _adapter(spec: str | None):
     return ReferenceAdapter(engine=spec, name=spec)
 
 
+def check_sweep_options(args: argparse.Namespace) -> None:
+    """Check the options every sweeping command shares: ``--jobs``, ``--worker-timeout``, ``--workdir``.
+
+    Raises:
+        UsageError: ``--jobs`` below 1, a timeout that is not a finite number of seconds > 0, or a
+            ``--workdir`` that exists and is not an empty folder.
+    """
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
+    if not math.isfinite(args.worker_timeout) or args.worker_timeout <= 0:
+        raise UsageError(f"--worker-timeout must be a finite number of seconds > 0, got {args.worker_timeout}")
+    if args.workdir and args.workdir.exists() and (not args.workdir.is_dir() or any(args.workdir.iterdir())):
+        raise UsageError(f"--workdir {args.workdir}: must be an empty folder or not exist yet")
+
+
 def _cmd_validate(args: argparse.Namespace) -> int:
     from crashpoint.harness.loader import load_target
 
@@ -112,12 +127,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             raise UsageError(f"--json {args.json}: folder {target.resolve().parent} does not exist")
         if not os.access(target.resolve().parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
             raise UsageError(f"--json {args.json}: not writable")
-    if args.jobs is not None and args.jobs < 1:
-        raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
-    if not math.isfinite(args.worker_timeout) or args.worker_timeout <= 0:
-        raise UsageError(f"--worker-timeout must be a finite number of seconds > 0, got {args.worker_timeout}")
-    if args.workdir and args.workdir.exists() and (not args.workdir.is_dir() or any(args.workdir.iterdir())):
-        raise UsageError(f"--workdir {args.workdir}: must be an empty folder or not exist yet")
+    check_sweep_options(args)
     if args.save_traces and args.save_traces.exists() and not args.save_traces.is_dir():
         raise UsageError(f"--save-traces {args.save_traces}: not a folder")
     if args.save_traces and args.save_traces.is_dir() and not os.access(args.save_traces, os.W_OK):

@@ -10,7 +10,6 @@ allows nothing skipped), 1 otherwise, 2 on bad input.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
@@ -18,18 +17,13 @@ from pathlib import Path
 def _cmd_certify(args: argparse.Namespace) -> int:
     from crashpoint.errors import UsageError
     from crashpoint.harness.certify import certify, markdown, write
-    from crashpoint.harness.cli import resolve_path
+    from crashpoint.harness.cli import check_sweep_options, resolve_path
 
     spec = args.adapter or args.engine
     if not spec:
         raise UsageError("certify needs --adapter MODULE:CLASS (for example "
                          "crashpoint.harness.adapters.reference:ReferenceAdapter)")
-    if args.jobs is not None and args.jobs < 1:
-        raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
-    if not math.isfinite(args.worker_timeout) or args.worker_timeout <= 0:
-        raise UsageError(f"--worker-timeout must be a finite number of seconds > 0, got {args.worker_timeout}")
-    if args.workdir and args.workdir.exists() and (not args.workdir.is_dir() or any(args.workdir.iterdir())):
-        raise UsageError(f"--workdir {args.workdir}: must be an empty folder or not exist yet")
+    check_sweep_options(args)
     pack = resolve_path(args.pack_option or args.pack)
 
     def progress(result) -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shutil
 import tempfile
@@ -52,7 +51,7 @@ def add_search_parser(sub: argparse._SubParsersAction) -> None:
 
 def cmd_search(args: argparse.Namespace) -> int:
     """Run the search; exit 0 when nothing failed, 1 when a failure was found, 2 on bad input."""
-    from crashpoint.harness.cli import ExitCode, _adapter, resolve_path
+    from crashpoint.harness.cli import ExitCode, _adapter, check_sweep_options, resolve_path
     from crashpoint.harness.generate import resolve_seed, search, summary_lines, write_repro
     from crashpoint.harness.loader import load_target
     from crashpoint.harness.schedule import KINDS
@@ -61,16 +60,11 @@ def cmd_search(args: argparse.Namespace) -> int:
     adapter = _adapter(args.engine)
     if args.schedules < 1 or args.max_faults < 1:
         raise UsageError("--schedules and --max-faults must be at least 1")
-    if args.jobs is not None and args.jobs < 1:
-        raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
-    if not math.isfinite(args.worker_timeout) or args.worker_timeout <= 0:
-        raise UsageError(f"--worker-timeout must be a finite number of seconds > 0, got {args.worker_timeout}")
+    check_sweep_options(args)
     kinds = [k.strip() for k in args.kinds.split(",")] if args.kinds else None
     bad = [k for k in kinds or () if k not in KINDS]
     if bad:
         raise UsageError(f"--kinds: unknown kind(s) {bad}; known: {', '.join(KINDS)}")
-    if args.workdir and args.workdir.exists() and (not args.workdir.is_dir() or any(args.workdir.iterdir())):
-        raise UsageError(f"--workdir {args.workdir}: must be an empty folder or not exist yet")
     out_dir = args.out or STATE_DIR / "repro"
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"--out {out_dir}: not a folder")
