@@ -681,3 +681,14 @@ def test_a_run_that_changes_definition_version_fails(case: Callable[..., Case],
     resumed[-1]["version"] = 2
     assert_fails(trace_completeness(bare(case(RESTART)), out), "trace",
                  "the run changed definition version mid-run: it started on version 1, then ran version 2", only=True)
+
+
+def test_a_wait_past_its_deadline_fails(case: Callable[..., Case], golden: Callable[[str], RunOutcome]) -> None:
+    out = _waiting(golden(HAPPY))
+    deadline = next(e["deadline"] for e in out.trace if e["kind"] == "approval_requested")
+    out.pending_approval = {"approval_id": "refund_approval", "deadline": deadline}
+    out.clock_now = deadline - 1.0
+    assert trace_completeness(bare(case(HAPPY)), out) == []  # still in time
+    out.clock_now = deadline + 1.0  # an engine that never noticed the timeout (DeadlineResetOnResume)
+    assert_fails(trace_completeness(bare(case(HAPPY)), out), "trace",
+                 "is still waited for at", only=True)
