@@ -24,6 +24,8 @@ from crashpoint.errors import CrashpointError
 from crashpoint.protocols import Probe, no_probe
 
 SCHEMA_VERSION = 1
+#: Accepted values of the ``synchronous`` argument (SQLite ``PRAGMA synchronous``).
+SYNCHRONOUS = ("NORMAL", "FULL")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -59,19 +61,26 @@ class Store:
         path: database file; created with the schema when absent.
         probe: called with ``before_checkpoint:NAME`` and ``after_checkpoint:NAME`` around
             every checkpoint transaction (the harness's crash points).
+        synchronous: SQLite's ``synchronous`` setting: ``NORMAL`` (default) makes each checkpoint
+            durable across a process crash, ``FULL`` across a power loss too (an fsync per commit).
 
     Raises:
         StoreError: the file is not a SQLite database of this schema.
     """
 
-    def __init__(self, path: str | Path, probe: Probe = no_probe) -> None:
+    def __init__(self, path: str | Path, probe: Probe = no_probe, synchronous: str = "NORMAL") -> None:
+        if synchronous not in SYNCHRONOUS:
+            raise ValueError(f"synchronous must be one of {SYNCHRONOUS}, got {synchronous!r}")
         self.path = Path(path)
         self.probe = probe
         try:
             self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
             self.db.row_factory = sqlite3.Row
             self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=FULL")
+            # WAL + NORMAL: a committed checkpoint survives the death of the process (SIGKILL included: the
+            # kernel keeps the written pages), not a power loss or kernel crash (that needs FULL, which
+            # fsyncs every commit: 0.48 ms instead of 0.07 ms a commit on this machine).
+            self.db.execute(f"PRAGMA synchronous={synchronous}")
             self.db.executescript(_SCHEMA)
             row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             if row is None:

@@ -98,7 +98,7 @@ class Ledger:
         self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
         self.db.row_factory = sqlite3.Row
         self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a commit survives SIGKILL (not power loss)
         self.db.executescript(_SCHEMA)
         self.db.execute("INSERT OR IGNORE INTO clock VALUES (1, ?)", (EPOCH_S,))
 

@@ -13,6 +13,8 @@ than those files.
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import signal
 import subprocess
@@ -27,7 +29,8 @@ from crashpoint.fakes.clock import VirtualClock
 from crashpoint.fakes.data import generated_input
 from crashpoint.fakes.ledger import Ledger
 from crashpoint.fakes.world import LEDGER_FILE
-from crashpoint.harness import crashpoints
+from crashpoint.harness import crashpoints, forkserver
+from crashpoint.harness.forkserver import forkable
 from crashpoint.harness.adapter import EngineAdapter, RunContext
 from crashpoint.harness.loader import Case, Pack, first_gate, redeployed
 
@@ -95,12 +98,16 @@ class Driver:
         pack: the case's pack (workflows, effect vocabulary).
         worker_timeout_s: wall seconds one worker process may take before it is killed and
             the run is judged ``unknown``.
+        fork: start workers by forking a warm zygote (:mod:`crashpoint.harness.forkserver`) when the
+            adapter sets ``fork_workers = True``; ``False``: a new interpreter per worker (the naive way).
     """
 
-    def __init__(self, adapter: EngineAdapter, pack: Pack, worker_timeout_s: float = 60.0) -> None:
+    def __init__(self, adapter: EngineAdapter, pack: Pack, worker_timeout_s: float = 60.0, *,
+                 fork: bool = True) -> None:
         self.adapter = adapter
         self.pack = pack
         self.worker_timeout_s = worker_timeout_s
+        self.fork = fork
 
     def run(self, case: Case, run_dir: Path, crash_point: str | None = None) -> RunOutcome:
         """Run ``case`` in the empty folder ``run_dir``, killing a worker at ``crash_point``: an id, or a
@@ -138,7 +145,7 @@ class Driver:
             self.adapter.prepare(ctx, {case.workflow: self.pack.workflows[case.workflow]})
             external = [ev for ev in case.events if ev["type"] not in TOOL_EVENTS]
             starts = external.pop(0)["deliveries"] if external and external[0]["type"] == "start" else 1
-            workflow_input = case.input or generated_input(case.workflow, seed=zlib.crc32(case.case_id.encode()))
+            workflow_input = case.input or _generated_input(case.workflow, zlib.crc32(case.case_id.encode()))
             for n in range(starts):
                 accepted = self.adapter.start(ctx, workflow_id, case.workflow, workflow_input,
                                               initial_step=case.initial_step,
@@ -257,6 +264,18 @@ class Driver:
         else:  # the loader rejects unknown types; this guards programmatic callers
             raise ValueError(f"event {index}: unknown event type {kind!r}")
 
+    def _launch(self, argv: list[str], env: dict[str, str], log: Path,
+                poll: Callable[[], None] | None) -> tuple[int, list[str]]:
+        """Start one worker process and wait for it: forked from this thread's warm zygote when the
+        adapter allows it (``fork_workers``) and ``argv`` runs a Python module, else a new interpreter.
+
+        Returns ``(returncode, leftovers)`` as :func:`run_process`.
+        """
+        target = forkable(argv) if self.fork and getattr(self.adapter, "fork_workers", False) else None
+        if target is None:
+            return run_process(argv, self.worker_timeout_s, env, log, poll=poll)
+        return forkserver.for_this_thread().run(target[0], target[1], self.worker_timeout_s, env, log, poll)
+
     def _work(self, ctx: RunContext, out: RunOutcome, crash_point: str | None, held: "_Holds") -> None:
         """Run worker processes until one exits cleanly; restart after the harness's SIGKILL.
 
@@ -269,7 +288,7 @@ class Driver:
             out.workers += 1
             log = ctx.run_dir / f"worker-{out.workers:03d}.log"
             env = {**ctx.env, RUN_MARKER: str(ctx.run_dir)}
-            rc, leftovers = run_process(argv, self.worker_timeout_s, env, log, poll=held.poll if held.events else None)
+            rc, leftovers = self._launch(argv, env, log, poll=held.poll if held.events else None)
             if leftovers:
                 out.notes.append(f"worker {out.workers} left {len(leftovers)} process(es) running, killed: "
                                  + "; ".join(leftovers))
@@ -285,6 +304,16 @@ class Driver:
             raise EngineCrashed(f"worker exited with {rc} (not a harness kill): " + " | ".join(tail))
         raise EngineCrashed(f"{MAX_WORKERS_PER_RUN} worker processes in a row were killed or restarted "
                             "without the workflow reaching a quiescent state")
+
+
+@functools.lru_cache(maxsize=256)
+def _generated_input_json(workflow: str, seed: int) -> str:
+    return json.dumps(generated_input(workflow, seed=seed))
+
+
+def _generated_input(workflow: str, seed: int) -> dict[str, Any]:
+    """:func:`~crashpoint.fakes.data.generated_input`, built once per process (faker takes ~3 ms a call)."""
+    return json.loads(_generated_input_json(workflow, seed))
 
 
 def tool_script(events: list[dict[str, Any]], faults: list[dict[str, Any]] = ()) -> list[dict[str, Any]]:

@@ -35,6 +35,9 @@ class ReferenceAdapter:
         name: name shown in reports.
     """
 
+    #: Workers are ``python -m crashpoint.engine.worker``: the driver may fork them from a warm zygote.
+    fork_workers = True
+
     def __init__(self, engine: str = "crashpoint.engine.engine:Engine", name: str = "reference") -> None:
         self.engine = engine
         self.name = name
