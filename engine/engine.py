@@ -153,8 +153,7 @@ class Engine:
                      "phase_started_at": now, "results": {}, "skipped": [], "keys": {}, "side_effects": [],
                      "approvals": {}, "pending_approval": None, "retry_at": None, "compensation": None,
                      "last_checkpoint": None, "trace_id": f"trace-{workflow_id}"}
-            conn.execute("INSERT INTO workflows VALUES (?, ?, ?, ?, ?, NULL, ?, ?)",
-                         (workflow_id, workflow, ver, S.ACCEPTED.value, json.dumps(state, sort_keys=True), now, now))
+            self.store.insert_workflow(conn, workflow_id, workflow, ver, S.ACCEPTED.value, state, now)
             self.store.append(conn, workflow_id, now, "workflow_accepted", definition=workflow, version=ver,
                               idempotency_key=key, initial_step=initial_step, trace_id=state["trace_id"])
         return True
@@ -195,7 +194,7 @@ class Engine:
         row = self.store.workflow(workflow_id)
         if row is None:
             raise UnknownWorkflow(workflow_id)
-        st = json.loads(row["state"])
+        st = self.store.load_state(workflow_id)
         total = len(self._definition(row["definition"], row["version"]).tasks)
         done = len(st["results"]) + len(st["skipped"])
         return WorkflowStatus(workflow_id, row["definition"], row["version"], row["status"], row["stop_reason"],
@@ -228,7 +227,7 @@ class Engine:
         """Drive one workflow until it is terminal or blocked on a human; returns its status."""
         while True:
             row = self.store.workflow(workflow_id)
-            status, st = Status(row["status"]), json.loads(row["state"])
+            status, st = Status(row["status"]), self.store.load_state(workflow_id)
             definition = self._definition(row["definition"], row["version"])
             if workflow_id not in self._seen:
                 self._seen.add(workflow_id)

@@ -345,7 +345,7 @@ class ReplayFromStart(Engine):
         if wid not in self._seen:
             row = self.store.workflow(wid)
             if row is not None and row["status"] in ("running", "retrying"):
-                st = json.loads(row["state"])
+                st = self.store.load_state(wid)
                 st.update(phase=0, task=0, stage="task", attempt=0, retry_at=None, results={}, side_effects=[])
                 with self.store.transaction() as conn:
                     self.store.save_state(conn, wid, row["status"], st, self.clock.now())
