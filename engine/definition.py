@@ -18,7 +18,10 @@ from crashpoint.errors import CrashpointError
 
 ON_ERROR = ("retry", "skip", "abort", "escalate")
 ON_TIMEOUT = ("escalate", "compensate", "fail")
-ON_DENY = ("compensate", "fail")
+ON_DENY = ("compensate", "fail", "revise")
+#: The one verdict of an agent step that lets the workflow go on; any other (``uncertain``,
+#: ``evidence_missing``, a missing or unknown verdict) escalates the run.
+AGENT_OK = "confident"
 
 #: The tool the engine calls to ask a human for an approval (a side effect with its own key).
 APPROVAL_TOOL = "approvals.request"
@@ -43,6 +46,9 @@ class Task:
         irreversible: may only run after a granted human gate earlier in the workflow.
         compensation: tool that undoes this task's effect (saga), or ``None``.
         checkpoint: name of the checkpoint written after this task.
+        agent: an agent step (an analysis by a model): its tool answers ``{"verdict", ...}``, and any
+            verdict but :data:`AGENT_OK` (``uncertain``, ``evidence_missing``, none) escalates the run,
+            whether the task is critical or not, so an unsure answer never reaches a success.
     """
 
     id: str
@@ -55,6 +61,7 @@ class Task:
     irreversible: bool = False
     compensation: str | None = None
     checkpoint: str = ""
+    agent: bool = False
 
 
 @dataclass(frozen=True)
@@ -66,7 +73,11 @@ class HumanGate:
         checkpoint: name of the checkpoint written once the request is made.
         timeout_s: seconds (virtual) the workflow waits for a decision.
         on_timeout: ``escalate`` | ``compensate`` | ``fail``.
-        on_deny: ``compensate`` | ``fail``.
+        on_deny: ``compensate`` | ``fail`` | ``revise``: a denial sends the workflow back to the first
+            task of phase ``revise_from`` (the analysis is revised, then the approval asked again) at
+            most ``max_revisions`` times; a denial after that compensates, then fails.
+        revise_from: id of the phase a ``revise`` denial goes back to (this phase or an earlier one).
+        max_revisions: how many denials may send the workflow back (count, >= 1 with ``revise``).
     """
 
     approval_id: str
@@ -74,11 +85,20 @@ class HumanGate:
     checkpoint: str = "approval_request"
     on_timeout: str = "escalate"
     on_deny: str = "compensate"
+    revise_from: str | None = None
+    max_revisions: int = 0
 
 
 @dataclass(frozen=True)
 class Phase:
-    """A group of tasks with one error policy, an optional timeout (seconds) and an optional gate."""
+    """A group of tasks with one error policy, an optional timeout (seconds) and an optional gate.
+
+    ``on_error`` decides what a failed critical task does once its own ``retries`` are spent:
+    ``retry``: a retryable failure gets ``retries`` more attempts (the phase's budget, added to each
+    task's own; same backoff growth), then the phase aborts; ``skip``: the task is skipped;
+    ``abort``: executed effects are compensated and the run fails; ``escalate``: the run stops
+    ``escalated`` for an operator.
+    """
 
     id: str
     tasks: tuple[Task, ...]
@@ -86,6 +106,7 @@ class Phase:
     timeout_s: float | None = None
     on_error: str = "abort"
     human_gate: HumanGate | None = None
+    retries: int = 0
 
 
 @dataclass(frozen=True)
@@ -131,15 +152,18 @@ class WorkflowDefinition:
                          retries=int(td.get("retries", 0)), backoff_s=float(td.get("backoff_s", 1.0)),
                          critical=bool(td.get("critical", True)), side_effect=bool(td.get("side_effect", False)),
                          irreversible=bool(td.get("irreversible", False)), compensation=td.get("compensation"),
-                         checkpoint=td.get("checkpoint") or td["id"])
+                         checkpoint=td.get("checkpoint") or td["id"], agent=bool(td.get("agent", False)))
                     for td in pd["tasks"])
                 phases.append(Phase(
                     id=pd["id"], tasks=tasks, checkpoint=bool(pd.get("checkpoint", True)),
                     timeout_s=pd.get("timeout_s"), on_error=pd.get("on_error", "abort"),
+                    retries=int(pd.get("retries", 0)),
                     human_gate=HumanGate(approval_id=gate["approval_id"], timeout_s=float(gate["timeout_s"]),
                                          checkpoint=gate.get("checkpoint", "approval_request"),
                                          on_timeout=gate.get("on_timeout", "escalate"),
-                                         on_deny=gate.get("on_deny", "compensate")) if gate else None))
+                                         on_deny=gate.get("on_deny", "compensate"),
+                                         revise_from=gate.get("revise_from"),
+                                         max_revisions=int(gate.get("max_revisions", 0))) if gate else None))
             definition = cls(name=data["workflow"], version=int(data["version"]), phases=tuple(phases),
                              description=data.get("description", ""))
         except (KeyError, TypeError, ValueError) as exc:
@@ -154,9 +178,11 @@ class WorkflowDefinition:
         if dup:
             raise DefinitionError(f"duplicate phase/task ids in {self.name!r}: {sorted(dup)}")
         gated = False
-        for phase in self.phases:
+        for index, phase in enumerate(self.phases):
             if phase.on_error not in ON_ERROR:
                 raise DefinitionError(f"phase {phase.id!r}: on_error must be one of {ON_ERROR}")
+            if phase.retries < 0:
+                raise DefinitionError(f"phase {phase.id!r}: retries must be >= 0")
             for task in phase.tasks:
                 if task.irreversible and not gated:
                     raise DefinitionError(f"task {task.id!r} is irreversible but no human gate precedes it")
@@ -168,11 +194,42 @@ class WorkflowDefinition:
                 g = phase.human_gate
                 if g.on_timeout not in ON_TIMEOUT or g.on_deny not in ON_DENY or g.timeout_s <= 0:
                     raise DefinitionError(f"phase {phase.id!r}: bad human_gate {g}")
+                self._check_revise(index, g)
                 gated = True
 
+    def revised_span(self, phase_index: int) -> tuple[Phase, ...]:
+        """The phases a ``revise`` denial of phase ``phase_index``'s gate runs again, in order
+        (from ``revise_from`` to that phase); ``()`` when its gate does not revise."""
+        gate = self.phases[phase_index].human_gate
+        if gate is None or gate.on_deny != "revise":
+            return ()
+        start = next(i for i, p in enumerate(self.phases) if p.id == gate.revise_from)
+        return self.phases[start:phase_index + 1]
+
+    def _check_revise(self, index: int, gate: HumanGate) -> None:
+        """Raise :class:`DefinitionError` unless a ``revise`` gate names an earlier-or-same phase, allows
+        at least one revision, and re-runs no side effect (a revision would apply it again)."""
+        if gate.on_deny != "revise":
+            if gate.revise_from is not None or gate.max_revisions:
+                raise DefinitionError(f"gate {gate.approval_id!r}: revise_from/max_revisions need on_deny: revise")
+            return
+        earlier = [p.id for p in self.phases[:index + 1]]
+        if gate.revise_from not in earlier or gate.max_revisions < 1:
+            raise DefinitionError(f"gate {gate.approval_id!r}: on_deny revise needs revise_from (one of {earlier}) "
+                                  "and max_revisions >= 1")
+        for phase in self.revised_span(index):
+            for task in phase.tasks:
+                if task.side_effect:
+                    raise DefinitionError(f"gate {gate.approval_id!r} revises phase {phase.id!r}, whose task "
+                                          f"{task.id!r} has a side effect: a revision would apply it again")
+
     def to_dict(self) -> dict[str, Any]:
-        """The data form, as accepted by :meth:`from_dict` (stored in the engine database)."""
-        return {
+        """The data form, as accepted by :meth:`from_dict` (stored in the engine database).
+
+        Fields added after the first version (``agent``, phase ``retries``, ``revise_from``,
+        ``max_revisions``) appear only when set, so a definition that does not use them keeps the
+        body it was deployed with."""
+        data = {
             "workflow": self.name, "version": self.version, "description": self.description,
             "phases": [{
                 "id": p.id, "checkpoint": p.checkpoint, "timeout_s": p.timeout_s, "on_error": p.on_error,
@@ -186,3 +243,13 @@ class WorkflowDefinition:
                            "checkpoint": t.checkpoint} for t in p.tasks],
             } for p in self.phases],
         }
+        for phase, pd in zip(self.phases, data["phases"]):
+            if phase.retries:
+                pd["retries"] = phase.retries
+            if phase.human_gate is not None and phase.human_gate.on_deny == "revise":
+                pd["human_gate"].update(revise_from=phase.human_gate.revise_from,
+                                        max_revisions=phase.human_gate.max_revisions)
+            for task, td in zip(phase.tasks, pd["tasks"]):
+                if task.agent:
+                    td["agent"] = True
+        return data

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from crashpoint.engine.decide import compensable, decide_task, next_position, past_pivot
+from crashpoint.engine.decide import compensable, decide_task, next_position, past_pivot, progress
 from crashpoint.engine.definition import APPROVAL_TOOL, DefinitionError, Phase, Task, WorkflowDefinition
 from crashpoint.engine.lease import Leases
 from crashpoint.engine.states import TERMINAL, Status, check_transition
@@ -52,7 +52,8 @@ class WorkflowStatus:
         status: a :class:`~crashpoint.engine.states.Status` value.
         stop_reason: why a terminal run stopped (``None`` while it runs).
         pending_approval: ``{"approval_id", "deadline", "requested_at"}`` (virtual seconds) or ``None``.
-        progress: ``{"tasks_done", "tasks_total", "percent"}``.
+        progress: ``{"tasks_done", "tasks_total", "percent", "phases_done", "phases_total", "eta_s"}``
+            (see :func:`crashpoint.engine.decide.progress`; ``eta_s`` in virtual seconds or ``None``).
         last_checkpoint: name of the last durable checkpoint, or ``None``.
     """
 
@@ -152,7 +153,7 @@ class Engine:
             state = {"input": input or {}, "phase": phase, "task": task, "stage": "task", "attempt": 0,
                      "phase_started_at": now, "results": {}, "skipped": [], "keys": {}, "side_effects": [],
                      "approvals": {}, "pending_approval": None, "retry_at": None, "compensation": None,
-                     "last_checkpoint": None, "trace_id": f"trace-{workflow_id}"}
+                     "last_checkpoint": None, "trace_id": f"trace-{workflow_id}", "started_at": now}
             self.store.insert_workflow(conn, workflow_id, workflow, ver, S.ACCEPTED.value, state, now)
             self.store.append(conn, workflow_id, now, "workflow_accepted", definition=workflow, version=ver,
                               idempotency_key=key, initial_step=initial_step, trace_id=state["trace_id"])
@@ -195,11 +196,9 @@ class Engine:
         if row is None:
             raise UnknownWorkflow(workflow_id)
         st = self.store.load_state(workflow_id)
-        total = len(self._definition(row["definition"], row["version"]).tasks)
-        done = len(st["results"]) + len(st["skipped"])
+        definition = self._definition(row["definition"], row["version"])
         return WorkflowStatus(workflow_id, row["definition"], row["version"], row["status"], row["stop_reason"],
-                              st["pending_approval"],
-                              {"tasks_done": done, "tasks_total": total, "percent": round(100.0 * done / total, 1)},
+                              st["pending_approval"], progress(definition, st, self.clock.now()),
                               st["last_checkpoint"])
 
     def trace(self, workflow_id: str) -> list[dict[str, Any]]:
@@ -318,7 +317,7 @@ class Engine:
                                    "idempotency_key": key, "attempt": attempt})]
         effect = (key, task.id, task.tool, "executed", result) if task.side_effect else None
         outcome = decide_task(definition, st, phase, task, now=self.clock.now(), result=result)
-        self._apply(wid, st, task, outcome, events, [S.RUNNING, S.CHECKPOINTED], effect)
+        self._apply(wid, st, task, outcome, events, [S.RUNNING, S.CHECKPOINTED], effect, definition=definition)
 
     def _task_failed(self, wid: str, st: dict[str, Any], definition: WorkflowDefinition, phase: Phase, task: Task,
                      moves: list[Status], error: str, *, retryable: bool, attempt: int | None = None,
@@ -329,14 +328,17 @@ class Engine:
                                            "retryable": retryable, "idempotency_key": key, "attempt": attempt}))
         outcome = decide_task(definition, st, phase, task, now=self.clock.now(), error=error, retryable=retryable,
                               attempt=attempt, maybe_applied=maybe_applied, key=key)
-        self._apply(wid, st, task, outcome, events, moves + [S.CHECKPOINTED], None, error=error)
+        self._apply(wid, st, task, outcome, events, moves + [S.CHECKPOINTED], None, error=error,
+                    definition=definition)
 
     def _apply(self, wid: str, st: dict[str, Any], task: Task, outcome: StepResult,
                events: list[tuple[str, dict[str, Any]]], moves: list[Status], effect: tuple | None,
-               error: str | None = None) -> None:
+               error: str | None = None, definition: WorkflowDefinition | None = None) -> None:
         """Apply a step's typed transition in one checkpoint transaction named after the task's checkpoint.
 
         ``error`` is why the step failed (a tool error, a phase timeout), written into ``task_skipped``.
+        A task that is done or skipped is followed by a ``progress`` event (after the checkpoint event,
+        in its transaction) when ``definition`` is given.
         """
         now = self.clock.now()
         st.pop("in_flight", None)
@@ -354,12 +356,14 @@ class Engine:
                 st["skipped"].append(skipped)
                 events.insert(-1, ("task_skipped", {"task": skipped, "critical": task.critical, "error": error}))
             st.update(patch)
+            after = [] if definition is None else [("progress", {"task": task.id, **progress(definition, st, now)})]
             if isinstance(outcome, Complete):
                 reason = f"completed: {len(st['results'])} tasks done, {len(st['skipped'])} skipped"
                 self._commit(task.checkpoint, wid, st, moves + [S.SUCCEEDED], events=events, effect=effect,
-                             stop_reason=reason)
+                             stop_reason=reason, after=after)
             else:
-                self._commit(task.checkpoint, wid, st, moves + [S.RUNNING], events=events, effect=effect)
+                self._commit(task.checkpoint, wid, st, moves + [S.RUNNING], events=events, effect=effect,
+                             after=after)
         elif isinstance(outcome, Retry):
             st.update(attempt=outcome.attempt, retry_at=now + outcome.retry_after_s)
             events.append(("retry_scheduled", {"task": task.id, "attempt": outcome.attempt,
@@ -382,9 +386,12 @@ class Engine:
         assert gate is not None
         self.probe(f"approval_request:{gate.approval_id}")
         now = self.clock.now()
-        key = f"{wid}/approval/{gate.approval_id}"
+        # after a revision the request is a new one: its own key, and its revision number in the record
+        revision = st.get("revisions", {}).get(gate.approval_id, 0)
+        numbered = {"revision": revision} if revision else {}
+        key = f"{wid}/approval/{gate.approval_id}" + (f"/r{revision}" if revision else "")
         step = f"{phase.id}.human_gate"
-        args = {"workflow_id": wid, "approval_id": gate.approval_id, "timeout_s": gate.timeout_s}
+        args = {"workflow_id": wid, "approval_id": gate.approval_id, "timeout_s": gate.timeout_s, **numbered}
         with self.store.transaction() as conn:
             self.store.append(conn, wid, now, "step_started", task=step, phase=phase.id, attempt=1, step_kind="approval")
             self.store.append(conn, wid, now, "tool_call", task=step, tool=APPROVAL_TOOL, idempotency_key=key,
@@ -400,13 +407,14 @@ class Engine:
             return
         now = self.clock.now()
         wait = WaitForApproval(approval_id=gate.approval_id, deadline=now + gate.timeout_s)
-        st["pending_approval"] = {"approval_id": wait.approval_id, "requested_at": now, "deadline": wait.deadline}
+        st["pending_approval"] = {"approval_id": wait.approval_id, "requested_at": now, "deadline": wait.deadline,
+                                  **numbered}
         self._commit(gate.checkpoint, wid, st, [S.RUNNING, S.CHECKPOINTED, S.WAITING_APPROVAL],
                      events=[("tool_result", {"task": step, "tool": APPROVAL_TOOL, "ok": True, "result": result,
                                               "idempotency_key": key}),
                              ("step_result", {"task": step, "transition": TRANSITION_NAMES[WaitForApproval]}),
                              ("approval_requested", {"approval_id": wait.approval_id, "deadline": wait.deadline,
-                                                     "timeout_s": gate.timeout_s})],
+                                                     "timeout_s": gate.timeout_s, **numbered})],
                      effect=(key, step, APPROVAL_TOOL, "executed", result))
 
     def _check_approval(self, wid: str, st: dict[str, Any], definition: WorkflowDefinition) -> bool:
@@ -439,9 +447,15 @@ class Engine:
                     self._commit("approval_decision", wid, st, moves, events=events, consume=consumed)
             else:
                 reason = f"approval {pending['approval_id']!r} denied by {decision['by']}"
-                st["compensation"] = {"reason": reason, "then": S.FAILED.value, "skip": gate.on_deny == "fail"}
                 events = [("approval_denied", {"approval_id": pending["approval_id"], "by": decision["by"],
                                                "waited_s": waited})] + extra
+                revisions = st.get("revisions", {}).get(gate.approval_id, 0)
+                if gate.on_deny == "revise" and revisions < gate.max_revisions:
+                    self._revise(wid, st, definition, decision["by"], events, consumed)
+                    return True
+                if gate.on_deny == "revise":
+                    reason += f" after {revisions} revision(s) (max_revisions {gate.max_revisions})"
+                st["compensation"] = {"reason": reason, "then": S.FAILED.value, "skip": gate.on_deny == "fail"}
                 self._commit("approval_decision", wid, st, [S.WAITING_APPROVAL, S.COMPENSATING], events=events,
                              consume=consumed)
             return True
@@ -458,6 +472,37 @@ class Engine:
                 self._commit("approval_timeout", wid, st, [S.WAITING_APPROVAL, S.COMPENSATING], events=events)
             return True
         return False
+
+    def _revise(self, wid: str, st: dict[str, Any], definition: WorkflowDefinition, denied_by: str,
+                events: list[tuple[str, dict[str, Any]]], consumed: list[int]) -> None:
+        """A denial of a ``revise`` gate: go back to the first task of its ``revise_from`` phase.
+
+        The revised tasks' results are dropped and each gets a new idempotency key (``WID/TASK/rN`` for
+        revision ``N``), so the tools see new requests; the gate's next request is ``.../approval/ID/rN``.
+        The work already done stays counted in ``tasks_redone`` (see :func:`~crashpoint.engine.decide.progress`).
+        One checkpoint (``approval_decision``) with a ``revision_started`` event naming the steps run again.
+        """
+        now = self.clock.now()
+        phase = definition.phases[st["phase"]]
+        gate = phase.human_gate
+        assert gate is not None
+        revision = st.setdefault("revisions", {}).get(gate.approval_id, 0) + 1
+        st["revisions"][gate.approval_id] = revision
+        st["approvals"].pop(gate.approval_id, None)  # asked again after the revision
+        steps = [t.id for p in definition.revised_span(st["phase"]) for t in p.tasks]
+        st["tasks_redone"] = st.get("tasks_redone", 0) + sum(
+            1 for t in steps if t in st["results"] or t in st["skipped"])
+        for task_id in steps:
+            st["results"].pop(task_id, None)
+            st["keys"][task_id] = f"{wid}/{task_id}/r{revision}"
+        st["skipped"] = [t for t in st["skipped"] if t not in steps]
+        start = next(i for i, p in enumerate(definition.phases) if p.id == gate.revise_from)
+        st.update(phase=start, task=0, stage="task", phase_started_at=now, attempt=0, retry_at=None)
+        events = events + [("revision_started", {"approval_id": gate.approval_id, "revision": revision,
+                                                 "max_revisions": gate.max_revisions, "from_phase": gate.revise_from,
+                                                 "denied_by": denied_by,
+                                                 "steps": steps + [f"{phase.id}.human_gate"]})]
+        self._commit("approval_decision", wid, st, [S.WAITING_APPROVAL, S.RUNNING], events=events, consume=consumed)
 
     def _gate_granted(self, st: dict[str, Any], definition: WorkflowDefinition) -> bool:
         gates = [p.human_gate.approval_id for p in definition.phases[:st["phase"]] if p.human_gate]
@@ -544,8 +589,10 @@ class Engine:
     # ------------------------------------------------------------------ the checkpoint transaction
     def _commit(self, name: str, wid: str, st: dict[str, Any], moves: list[Status], *,
                 events: list[tuple[str, dict[str, Any]]] = (), effect: tuple | None = None,
-                effect2: tuple | None = None, consume: list[int] = (), stop_reason: str | None = None) -> None:
-        """One checkpoint transaction: transitions, trace events, effect audit, state, inbox consumption."""
+                effect2: tuple | None = None, consume: list[int] = (), stop_reason: str | None = None,
+                after: list[tuple[str, dict[str, Any]]] = ()) -> None:
+        """One checkpoint transaction: transitions, trace events, effect audit, state, inbox consumption;
+        ``after`` are trace events written after the ``checkpoint`` event (before ``workflow_finished``)."""
         now = self.clock.now()
         final = moves[-1]
         st["last_checkpoint"] = name
@@ -565,10 +612,13 @@ class Engine:
             self.store.save_state(conn, wid, final.value, st, now, stop_reason)
 
         def finish(conn: sqlite3.Connection) -> None:
-            self.store.append(conn, wid, now, "workflow_finished", status=final.value, stop_reason=stop_reason,
-                              side_effects=st["side_effects"])
+            for kind, data in after:
+                self.store.append(conn, wid, now, kind, **data)
+            if final in TERMINAL:
+                self.store.append(conn, wid, now, "workflow_finished", status=final.value, stop_reason=stop_reason,
+                                  side_effects=st["side_effects"])
 
-        self.store.checkpoint(name, wid, now, write, finish if final in TERMINAL else None)
+        self.store.checkpoint(name, wid, now, write, finish if final in TERMINAL or after else None)
 
     def _moves(self, conn: sqlite3.Connection, wid: str, now: float, moves: list[Status]) -> None:
         for src, dst in zip(moves, moves[1:]):
