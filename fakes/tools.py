@@ -25,6 +25,8 @@ import hashlib
 import json
 from typing import Any, Callable, Mapping
 
+from crashpoint.fakes.ads import ADS_HANDLERS
+from crashpoint.fakes.agent import AGENT_HANDLERS
 from crashpoint.fakes.clock import VirtualClock
 from crashpoint.fakes.ledger import Ledger, next_gseq
 from crashpoint.protocols import Probe, ToolError, no_probe
@@ -46,7 +48,8 @@ class Toolbox:
         probe: crash-point hook (``before_effect:TOOL`` / ``after_effect:TOOL``).
 
     Tools: ``refunds.draftRefundRequest``, ``refunds.issueRefund``,
-    ``refunds.cancelRefundDraft``, ``notify.sendCustomerEmail``, ``approvals.request``.
+    ``refunds.cancelRefundDraft``, ``notify.sendCustomerEmail``, ``approvals.request``; the ads
+    API and report service of :mod:`crashpoint.fakes.ads`; the scripted agent of :mod:`crashpoint.fakes.agent`.
     """
 
     def __init__(self, ledger: Ledger, clock: VirtualClock | None = None, probe: Probe = no_probe) -> None:
@@ -179,4 +182,6 @@ HANDLERS: dict[str, Handler] = {
     "refunds.cancelRefundDraft": _cancel_draft,
     "notify.sendCustomerEmail": _notify,
     "approvals.request": _approval_request,
+    **ADS_HANDLERS,  # the ads API and report service of the ads-audit pack (fakes/ads.py)
+    **AGENT_HANDLERS,  # the scripted agent of its analysis steps (fakes/agent.py)
 }
