@@ -56,7 +56,7 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import yaml
 from jsonschema import Draft202012Validator, validators
@@ -86,7 +86,7 @@ TRACE_KINDS = (
     "checkpoint", "step_started", "step_result", "tool_call", "tool_result", "task_skipped",
     "retry_scheduled", "approval_requested", "approval_granted", "approval_denied", "approval_timeout",
     "event_received", "event_duplicate", "event_ignored", "cancel_requested", "compensation_required",
-    "compensation_started", "compensation_result",
+    "compensation_started", "compensation_result", "revision_started", "progress",
 )
 
 PathT = tuple[str | int, ...]
@@ -611,6 +611,27 @@ def _check_workflow(data: dict[str, Any], file: Path, loc: Locator) -> None:
                      "set side_effect: true or drop the compensation", at + ("compensation",))
             task.setdefault("checkpoint", task["id"])
         gated = gated or bool(phase["human_gate"])
+        gate = phase["human_gate"] or {}
+        if gate.get("on_deny") == "revise" or "revise_from" in gate:
+            _check_revise(data, i, gate, fail)
+
+
+def _check_revise(data: dict[str, Any], index: int, gate: dict[str, Any], fail: Callable[[str, PathT], None]) -> None:
+    """A ``revise`` gate names an earlier-or-same phase and re-runs no side effect (see the engine's check)."""
+    at = ("phases", index, "human_gate")
+    if gate.get("on_deny") != "revise":
+        fail("revise_from and max_revisions need on_deny: revise", at + ("revise_from",))
+    if "revise_from" not in gate:
+        fail("on_deny: revise needs revise_from (a phase id) and max_revisions", at + ("on_deny",))
+    earlier = [p["id"] for p in data["phases"][:index + 1]]
+    if gate["revise_from"] not in earlier:
+        fail(f"revise_from {gate['revise_from']!r} is not this phase or an earlier one; phases: {', '.join(earlier)}",
+             at + ("revise_from",))
+    for phase in data["phases"][earlier.index(gate["revise_from"]):index + 1]:
+        for task in phase["tasks"]:
+            if task["side_effect"]:
+                fail(f"a revision re-runs phase {phase['id']!r}, whose task {task['id']!r} has a side effect "
+                     "(it would be applied again); move it out of the revised phases", at + ("revise_from",))
 
 
 def load_pack(pack_dir: str | Path) -> Pack:

@@ -404,7 +404,7 @@ def test_trace_kinds_constant_matches_the_schema() -> None:
     expected = schema["$defs"]["expected"]["properties"]
     for key in ("required_trace_events", "forbidden_trace_events"):
         assert expected[key]["items"] == {"$ref": "#/$defs/trace_kind"}
-    assert len(set(loader.TRACE_KINDS)) == len(loader.TRACE_KINDS) == 23
+    assert len(set(loader.TRACE_KINDS)) == len(loader.TRACE_KINDS) == 25
 
 
 # ---------------------------------------------------------------- 8. one-line messages with lines
