@@ -13,6 +13,9 @@
   after its result was checkpointed or after a later step had begun (a resume that lost its place),
   one definition version
   for the whole run (every event that names a ``version``), a stop reason on every terminal state.
+  A ``revision_started`` event (a denied ``revise`` gate) lets the steps it names run again.
+* ``agent``: an uncertain or evidence-missing answer of an agent step (a task with
+  ``agent: true``), read from the ledger's calls of its tool, never lets the run report success.
 * ``differential``: a crashed-and-resumed run ends in the golden run's state with the
   golden run's effects (after the differential testing of McKeeman, 1998, and the
   crash-consistency checkers of ALICE, OSDI 2014).
@@ -36,7 +39,7 @@ TERMINAL_NAMES = {s.value for s in TERMINAL}
 #: Trace kinds that describe a step's outcome inside the commit that checkpoints it; anything
 #: else between a side effect's result and its checkpoint means the checkpoint came later.
 SAME_COMMIT = frozenset({"tool_result", "step_result", "approval_requested", "task_skipped", "retry_scheduled",
-                         "compensation_required", "compensation_result", "transition"})
+                         "compensation_required", "compensation_result", "transition", "progress"})
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,7 @@ class Failure:
     """One oracle finding.
 
     Attributes:
-        oracle: ``final_status`` | ``side_effects`` | ``trace`` | ``differential``.
+        oracle: ``final_status`` | ``side_effects`` | ``trace`` | ``agent`` | ``differential``.
         message: what was expected and what was seen.
         evidence: the trace or ledger lines that show it (at most a few).
     """
@@ -109,11 +112,13 @@ def side_effects(case: Case, pack: Pack, out: RunOutcome) -> list[Failure]:
                 if not grants:
                     failures.append(Failure("side_effects", f"effect {name} applied without a granted approval "
                                                             f"{gate!r} before it", [call_line(call)]))
-                deadline = _deadline(out, gate)
-                if grants and deadline is not None and all(g["at"] > deadline for g in grants):
+                # each grant answers the request (revision) made last before it, with that request's deadline
+                late = [(g, d) for g in grants if (d := _deadline(out, gate, _revision_at(out, gate, g["gseq"])))
+                        is not None and g["at"] > d]
+                if grants and len(late) == len(grants):
                     failures.append(Failure("side_effects", f"effect {name} was applied on approval {gate!r} granted "
-                                                            f"at {grants[0]['at']:.0f}, after its deadline "
-                                                            f"{deadline:.0f}: an expired request was honoured",
+                                                            f"at {late[0][0]['at']:.0f}, after its deadline "
+                                                            f"{late[0][1]:.0f}: an expired request was honoured",
                                             [call_line(call)]))
         for before in info.get("after", ()):
             tool = pack.effects[before]["tool"]
@@ -160,23 +165,40 @@ def side_effects(case: Case, pack: Pack, out: RunOutcome) -> list[Failure]:
                                                 f"{out.kills} kill(s) and {lost} lost response(s): each may repeat "
                                                 "at most the one call whose result it cut off; the rest re-ran "
                                                 "finished steps", [call_line(c) for c in repeats][:6]))
-    asked = Counter(c["args"].get("approval_id") for c in applied if c["tool"] == APPROVAL_TOOL)
-    for approval_id, n in asked.items():
+    asked = Counter((c["args"].get("approval_id"), c["args"].get("revision", 0)) for c in applied
+                    if c["tool"] == APPROVAL_TOOL)
+    for (approval_id, revision), n in asked.items():
         if n > 1:
-            failures.append(Failure("side_effects", f"approval {approval_id!r} was requested from a human {n} times"))
+            failures.append(Failure("side_effects", f"approval {approval_id!r} was requested from a human {n} times"
+                                    + (f" in revision {revision}" if revision else "")))
+    for approval_id in {a for a, _ in asked}:  # a new request (revision) only after a denial of the last one
+        revisions = sum(1 for a, _ in asked if a == approval_id)
+        denials = sum(1 for d in out.decisions if d["approval_id"] == approval_id and not d["granted"])
+        if revisions > denials + 1:
+            failures.append(Failure("side_effects", f"approval {approval_id!r} was requested in {revisions} revisions "
+                                                    f"after {denials} denial(s): a revision follows a denial"))
     return failures
 
 
-def _deadline(out: RunOutcome, approval_id: str) -> float | None:
-    """The deadline of the first request of ``approval_id``: as the engine announced it in its first
-    ``approval_requested`` trace event, else from the ledger (request time + ``timeout_s``), seconds."""
+def _revision_at(out: RunOutcome, approval_id: str, gseq: int) -> int:
+    """The revision of the last request of ``approval_id`` made before ledger position ``gseq`` (0 if none)."""
+    asked = [c for c in out.calls if c["tool"] == APPROVAL_TOOL and c["outcome"] == "applied"
+             and c["args"].get("approval_id") == approval_id and c["gseq"] < gseq]
+    return int(asked[-1]["args"].get("revision", 0)) if asked else 0
+
+
+def _deadline(out: RunOutcome, approval_id: str, revision: int = 0) -> float | None:
+    """The deadline of the first request of ``approval_id`` (of its ``revision``, 0 before any): as the
+    engine announced it in its first ``approval_requested`` trace event, else from the ledger (request
+    time + ``timeout_s``), seconds."""
     for event in out.trace:
         if event.get("kind") == "approval_requested" and event.get("approval_id") == approval_id and \
-                isinstance(event.get("deadline"), (int, float)):
+                event.get("revision", 0) == revision and isinstance(event.get("deadline"), (int, float)):
             return float(event["deadline"])
     for call in out.calls:
         if call["tool"] == APPROVAL_TOOL and call["outcome"] == "applied" and \
-                call["args"].get("approval_id") == approval_id and call["args"].get("timeout_s") is not None:
+                call["args"].get("approval_id") == approval_id and call["args"].get("revision", 0) == revision \
+                and call["args"].get("timeout_s") is not None:
             return float(call["at"]) + float(call["args"]["timeout_s"])
     return None
 
@@ -233,7 +255,9 @@ def trace_completeness(case: Case, out: RunOutcome) -> list[Failure]:
     settled: set[str] = set()
     pending: set[str] = set()
     for event in trace:
-        if event["kind"] == "tool_result" and event.get("ok"):
+        if event["kind"] == "revision_started":  # a denied gate sends these steps back: they run again
+            settled -= set(event.get("steps") or ())
+        elif event["kind"] == "tool_result" and event.get("ok"):
             pending.add(event.get("task"))
         elif event["kind"] == "checkpoint":
             settled |= pending
@@ -244,6 +268,9 @@ def trace_completeness(case: Case, out: RunOutcome) -> list[Failure]:
             settled.discard(event.get("task"))
     begun: list[str] = []  # tasks in the order their steps began; going back means a lost record of progress
     for event in trace:
+        if event["kind"] == "revision_started":
+            begun = [b for b in begun if b not in (event.get("steps") or ())]
+            continue
         if event["kind"] != "step_started" or (begun and event.get("task") == begun[-1]):
             continue
         if event.get("task") in begun:
@@ -268,7 +295,8 @@ def trace_completeness(case: Case, out: RunOutcome) -> list[Failure]:
                 failures.append(Failure("trace", f"task {event.get('task')} was retried after a non-retryable error",
                                         [trace_line(error), trace_line(event)]))
     if out.status == Status.WAITING_APPROVAL.value and out.pending_approval and out.clock_now is not None:
-        deadline = _deadline(out, out.pending_approval.get("approval_id", ""))
+        deadline = _deadline(out, out.pending_approval.get("approval_id", ""),
+                             int(out.pending_approval.get("revision", 0) or 0))
         if deadline is not None and out.clock_now > deadline:
             failures.append(Failure("trace", f"approval {out.pending_approval.get('approval_id')!r} is still waited "
                                              f"for at {out.clock_now:.0f}, past its deadline {deadline:.0f}"))
@@ -281,6 +309,33 @@ def trace_completeness(case: Case, out: RunOutcome) -> list[Failure]:
                                              "with that status and a stop reason",
                                     [trace_line(e) for e in finished[-1:]]))
     return failures
+
+
+#: Agent verdicts that must stop a run short of success.
+AGENT_STOP_VERDICTS = ("uncertain", "evidence_missing")
+
+
+def agent_verdicts(case: Case, pack: Pack, out: RunOutcome) -> list[Failure]:
+    """An uncertain or evidence-missing agent answer never lets the run report success.
+
+    Reads the world's record: every call of an agent step's tool (a task with ``agent: true`` in the
+    case's workflow) whose answer reached the engine (``applied`` and not lost, or a ``duplicate``
+    that replayed it) with a verdict in :data:`AGENT_STOP_VERDICTS`. A run that ended ``succeeded``
+    after any such answer fails.
+    """
+    if out.status != Status.SUCCEEDED.value:
+        return []
+    wf = pack.workflows.get(case.workflow) or {"phases": []}
+    tools = {t["tool"] for p in wf["phases"] for t in p["tasks"] if t.get("agent")}
+    unsure = [c for c in out.calls if c["tool"] in tools and isinstance(c.get("result"), dict)
+              and c["result"].get("verdict") in AGENT_STOP_VERDICTS
+              and (c["outcome"] == "duplicate" or (c["outcome"] == "applied" and not c.get("lost")))]
+    if not unsure:
+        return []
+    first = unsure[0]
+    return [Failure("agent", f"the run ended succeeded after the agent answered {first['result']['verdict']} "
+                             f"({first['tool']}): an unsure answer must escalate, never reach success",
+                    [f"{call_line(c)} verdict={c['result']['verdict']}" for c in unsure][:5])]
 
 
 def effect_signature(out: RunOutcome) -> Counter[tuple[str, str | None, str]]:
@@ -306,7 +361,8 @@ def differential(out: RunOutcome, golden: RunOutcome) -> list[Failure]:
 
 def judge(case: Case, pack: Pack, out: RunOutcome, golden: RunOutcome | None) -> list[Failure]:
     """Every oracle on one run; the differential one only for crashed runs with a golden run."""
-    failures = final_status(case, out) + side_effects(case, pack, out) + trace_completeness(case, out)
+    failures = final_status(case, out) + side_effects(case, pack, out) + trace_completeness(case, out) + \
+        agent_verdicts(case, pack, out)
     if golden is not None and out.crash_point is not None:
         failures += differential(out, golden)
     return failures

@@ -91,11 +91,12 @@ def test_happy_path_succeeds_with_one_applied_call_per_tool(engine: Engine, worl
     assert engine.run_until_quiescent() == {WID: "succeeded"}
     status = engine.status(WID)
     assert status.terminal and status.stop_reason.startswith("completed")
-    assert status.progress == {"tasks_done": 3, "tasks_total": 3, "percent": 100.0}
+    assert status.progress == {"tasks_done": 3, "tasks_total": 3, "percent": 100.0, "phases_done": 2,
+                               "phases_total": 2, "eta_s": 0.0}
     assert {t: world.applied(t) for t in (DRAFT, ASK, ISSUE, NOTIFY, CANCEL_DRAFT)} == \
         {DRAFT: 1, ASK: 1, ISSUE: 1, NOTIFY: 1, CANCEL_DRAFT: 0}
     assert [c.outcome for c in world.ledger.calls()] == ["applied"] * 4
-    assert kinds(engine)[-2:] == ["checkpoint", "workflow_finished"]
+    assert kinds(engine)[-3:] == ["checkpoint", "progress", "workflow_finished"]
 
 
 def test_duplicate_start_returns_false(engine: Engine) -> None:

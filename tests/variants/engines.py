@@ -15,6 +15,7 @@ import json
 import os
 import sqlite3
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from crashpoint.engine.decide import next_position
@@ -117,7 +118,8 @@ class TerminalWithoutStopReason(Engine):
 
     def _commit(self, name: str, wid: str, st: dict[str, Any], moves: list[Status], *,
                 events: list[tuple[str, dict[str, Any]]] = (), effect: tuple | None = None,
-                effect2: tuple | None = None, consume: list[int] = (), stop_reason: str | None = None) -> None:
+                effect2: tuple | None = None, consume: list[int] = (), stop_reason: str | None = None,
+                after: list[tuple[str, dict[str, Any]]] = ()) -> None:
         now = self.clock.now()
         final = moves[-1]
         st["last_checkpoint"] = name
@@ -555,3 +557,19 @@ class SecondRecoveryNewKey(Engine):
                 else:
                     st["recovering"] = task.id  # saved with the step's plan
         super()._run_step(wid, status, st, definition)
+
+
+class IgnoresAgentVerdict(Engine):
+    """Bug: an agent step's verdict is ignored; an ``uncertain`` or ``evidence_missing`` answer is
+    taken as a result and the workflow goes on (every task's ``agent`` flag is dropped).
+
+    Seed failure mode: the agent "returns an uncertain result" and the workflow acts on it; the
+    durable-workflows seed asks that such an answer escalate and never let the run report success.
+    Caught by: ``agent`` (the ledger holds an unsure answer of an agent tool, yet the run succeeded)
+    and ``final_status``, already in the golden run of the ads-audit pack's escalation cases.
+    """
+
+    def _definition(self, name: str, version: int) -> WorkflowDefinition:
+        definition = super()._definition(name, version)
+        return replace(definition, phases=tuple(
+            replace(p, tasks=tuple(replace(t, agent=False) for t in p.tasks)) for p in definition.phases))
