@@ -50,6 +50,7 @@ class AdapterError(CrashpointError, RuntimeError):
 class GuardedAdapter:
     """Wraps an adapter so that an exception from any protocol method names the adapter and the method
     (``AdapterError``; ``NotImplementedError`` stays one, so the claim is graded ``unsupported``).
+    It pickles (for process pools and Dask) when the wrapped adapter does.
 
     Args:
         inner: the adapter. Every other attribute is read from it.
@@ -60,6 +61,8 @@ class GuardedAdapter:
         self.name = inner.name
 
     def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__") or attr == "_inner":  # pickle and copy probe dunders on a bare instance
+            raise AttributeError(attr)
         value = getattr(self._inner, attr)
         if attr not in METHODS:
             return value
@@ -205,17 +208,24 @@ def write(cert: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
 
 
 def certify(adapter_spec: str, pack_path: Path, *, jobs: int | None = None, worker_timeout_s: float = 60.0,
-            only: Sequence[str] = (), workdir: Path | None = None, progress: Any = None) -> dict[str, Any]:
+            only: Sequence[str] = (), workdir: Path | None = None, progress: Any = None,
+            executor: Any = None, on_plan: Any = None) -> dict[str, Any]:
     """Sweep ``pack_path`` with every crash point (or ``only`` these) on the adapter and grade it.
 
+    Args:
+        jobs, executor: where the runs execute (see :func:`crashpoint.harness.sweep.sweep`; default a
+            local process pool of ``jobs`` processes).
+        progress, on_plan: :func:`~crashpoint.harness.sweep.sweep`'s ``on_result`` and ``on_plan``.
+
     Raises:
-        UsageError: a bad adapter spec; CaseError: a bad pack.
+        UsageError: a bad adapter spec or executor; CaseError: a bad pack.
     """
     from crashpoint.harness.loader import load_target
     from crashpoint.harness.sweep import sweep
 
     adapter = load_adapter(adapter_spec)
     pack, cases = load_target(pack_path)
-    result = sweep(pack, cases, adapter, crash="every", jobs=jobs, workdir=workdir, keep=bool(workdir),
-                   worker_timeout_s=worker_timeout_s, only=only, on_result=progress)
+    result = sweep(pack, cases, adapter, crash="every", jobs=jobs, executor=executor, workdir=workdir,
+                   keep=bool(workdir), worker_timeout_s=worker_timeout_s, only=only, on_result=progress,
+                   on_plan=on_plan)
     return grade(result, adapter, adapter_spec)

@@ -1,7 +1,8 @@
 """The ``crashpoint`` command line.
 
 Commands:
-    crashpoint run PATH [--crash every|none] [--crash-point ID ...] [--json FILE] [--jobs N]
+    crashpoint run PATH [--crash every|none] [--crash-point ID ...] [--json FILE] [--workers N]
+                        [--executor processes|threads|dask://HOST:PORT] [--progress|--no-progress]
                         [--engine MODULE:CLASS] [--workdir DIR] [--worker-timeout S] [--save-traces DIR] [-q]
     crashpoint validate PATH
     crashpoint replay TRACE [--engine MODULE:CLASS] [--workdir DIR] [--worker-timeout S]
@@ -83,15 +84,36 @@ def _adapter(spec: str | None):
     return ReferenceAdapter(engine=spec, name=spec)
 
 
+def add_parallel_options(parser: argparse.ArgumentParser, what: str = "parallel runs",
+                         progress: bool = True) -> None:
+    """Add the options that say where runs execute: ``--workers N`` (alias ``--jobs N``) and
+    ``--executor SPEC``; with ``progress``, also ``--progress/--no-progress``."""
+    parser.add_argument("--workers", "--jobs", dest="workers", type=int, default=None, metavar="N",
+                        help=f"{what}: size of the local pool (default: CPU count); --jobs is an alias")
+    parser.add_argument("--executor", default=None, metavar="processes|threads|dask://HOST:PORT",
+                        help="where runs execute: a local process pool (default), a local thread pool, or the "
+                             "Dask scheduler at HOST:PORT (pip install 'crashpoint[dask]')")
+    if progress:
+        parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                            help="a progress bar on standard error (default: on a terminal, for sweeps of more "
+                                 "than 50 runs or 3 s; --progress forces it, --no-progress never shows it)")
+
+
 def check_sweep_options(args: argparse.Namespace) -> None:
-    """Check the options every sweeping command shares: ``--jobs``, ``--worker-timeout``, ``--workdir``.
+    """Check the options every sweeping command shares: ``--workers`` (``--jobs``), ``--executor``,
+    ``--worker-timeout``, ``--workdir``.
 
     Raises:
-        UsageError: ``--jobs`` below 1, a timeout that is not a finite number of seconds > 0, or a
+        UsageError: ``--workers`` below 1, an executor that is not ``processes``, ``threads`` or
+            ``dask://HOST:PORT``, a timeout that is not a finite number of seconds > 0, or a
             ``--workdir`` that exists and is not an empty folder.
     """
-    if args.jobs is not None and args.jobs < 1:
-        raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
+    from crashpoint.harness.executors import check_spec
+
+    workers = getattr(args, "workers", None)
+    if workers is not None and workers < 1:
+        raise UsageError(f"--workers (--jobs) must be >= 1, got {workers}")
+    check_spec(getattr(args, "executor", None))
     if not math.isfinite(args.worker_timeout) or args.worker_timeout <= 0:
         raise UsageError(f"--worker-timeout must be a finite number of seconds > 0, got {args.worker_timeout}")
     if args.workdir and args.workdir.exists() and (not args.workdir.is_dir() or any(args.workdir.iterdir())):
@@ -106,7 +128,17 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def progress_for(args: argparse.Namespace):
+    """The :class:`~crashpoint.harness.progress.SweepProgress` of a sweeping command's options
+    (``--progress``/``--no-progress``, ``-q``), writing to standard error."""
+    from crashpoint.harness.progress import SweepProgress
+
+    mode = {None: "auto", True: "on", False: "off"}[getattr(args, "progress", None)]
+    return SweepProgress(sys.stderr, mode=mode, quiet=bool(getattr(args, "quiet", False)))
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
+    from crashpoint.harness.executors import describe, make_executor
     from crashpoint.harness.loader import load_target
 
     pack, cases = load_target(resolve_path(args.path))
@@ -132,11 +164,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(f"--save-traces {args.save_traces}: not a folder")
     if args.save_traces and args.save_traces.is_dir() and not os.access(args.save_traces, os.W_OK):
         raise UsageError(f"--save-traces {args.save_traces}: not writable")
+    executor, close_executor = make_executor(args.executor, args.workers)  # exit 2 here if Dask is unreachable
+    try:
+        return _sweep_and_report(args, pack, cases, adapter, executor, describe(executor))
+    finally:
+        close_executor()
+
+
+def _sweep_and_report(args: argparse.Namespace, pack, cases, adapter, executor, where: str) -> int:
+    from crashpoint.harness import cli_report
     from crashpoint.harness.results import sweep_data
     from crashpoint.harness.sweep import sweep
     from crashpoint.reports import json_report, text
-
-    from crashpoint.harness import cli_report
 
     resumed = None
     if getattr(args, "resume", False):
@@ -154,24 +193,25 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         recorder = cli_report.start_recording(args, pack, cases, adapter)
 
+    bar = progress_for(args)
+
     def progress(result) -> None:
         if recorder is not None:
             recorder.on_result(result)
-        if not args.quiet:
-            sys.stderr.write("." if result.verdict == "passed" else "F")
-            sys.stderr.flush()
+        bar.result(result)
 
     began = time.perf_counter()
     print(f"crashpoint: sweeping pack {pack.name} {pack.version} ({len(cases)} case(s)) on engine "
-          f"{adapter.name} {adapter.version()}, crash={args.crash}", flush=True)
-    result = sweep(pack, resumed.todo if resumed else cases, adapter, crash=args.crash, jobs=args.jobs,
-                   workdir=args.workdir, keep=bool(args.workdir), worker_timeout_s=args.worker_timeout,
-                   only=args.crash_point or (), budget=args.budget,
-                   on_result=progress, skip=resumed.skip if resumed else ())
+          f"{adapter.name} {adapter.version()}, crash={args.crash}, on {where}", flush=True)
+    try:
+        result = sweep(pack, resumed.todo if resumed else cases, adapter, crash=args.crash, executor=executor,
+                       workdir=args.workdir, keep=bool(args.workdir), worker_timeout_s=args.worker_timeout,
+                       only=args.crash_point or (), budget=args.budget,
+                       on_result=progress, on_plan=bar.plan, skip=resumed.skip if resumed else ())
+    finally:
+        bar.close()
     if resumed is not None:
         result = resume.merge(result, resumed, cases)
-    if not args.quiet:
-        sys.stderr.write("\n")
     data = sweep_data(result)
     paths = {c.case_id: c.path for c in cases}
     for r in data["results"]:
@@ -260,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--crash-point", action="append", metavar="ID",
                      help="only this crash point (repeatable), e.g. after_checkpoint:refund_draft")
     run.add_argument("--json", metavar="FILE", help="write the result document here (atomically)")
-    run.add_argument("--jobs", type=int, default=None, help="parallel runs (default: CPU count)")
+    add_parallel_options(run)
     run.add_argument("--engine", metavar="MODULE:CLASS", help="engine class for the reference adapter")
     run.add_argument("--adapter", metavar="MODULE:CLASS",
                      help="an EngineAdapter class or factory (any engine), e.g. "

@@ -1,7 +1,7 @@
 """``crashpoint certify``: sweep the conformance pack (or another) on an adapter and print/write the certificate.
 
-    crashpoint certify --adapter MODULE:CLASS [PACK] [--out DIR] [--jobs N] [--worker-timeout S]
-                       [--crash-point ID ...] [--workdir DIR] [-q]
+    crashpoint certify --adapter MODULE:CLASS [PACK] [--out DIR] [--workers N] [--executor SPEC]
+                       [--progress|--no-progress] [--worker-timeout S] [--crash-point ID ...] [--workdir DIR] [-q]
 
 Exit 0 when every claim passed (``unsupported`` claims are listed, and also exit 1: certification
 allows nothing skipped), 1 otherwise, 2 on bad input.
@@ -10,14 +10,14 @@ allows nothing skipped), 1 otherwise, 2 on bad input.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 
 def _cmd_certify(args: argparse.Namespace) -> int:
     from crashpoint.errors import UsageError
     from crashpoint.harness.certify import certify, markdown, write
-    from crashpoint.harness.cli import check_sweep_options, resolve_path
+    from crashpoint.harness.cli import check_sweep_options, progress_for, resolve_path
+    from crashpoint.harness.executors import describe, make_executor
 
     spec = args.adapter or args.engine
     if not spec:
@@ -26,16 +26,15 @@ def _cmd_certify(args: argparse.Namespace) -> int:
     check_sweep_options(args)
     pack = resolve_path(args.pack_option or args.pack)
 
-    def progress(result) -> None:
-        if not args.quiet:
-            sys.stderr.write("." if result.verdict == "passed" else "F")
-            sys.stderr.flush()
-
-    print(f"crashpoint: certifying {spec} on pack {pack}", flush=True)
-    cert = certify(spec, pack, jobs=args.jobs, worker_timeout_s=args.worker_timeout, only=args.crash_point or (),
-                   workdir=args.workdir, progress=progress)
-    if not args.quiet:
-        sys.stderr.write("\n")
+    executor, close_executor = make_executor(args.executor, args.workers)  # exit 2 here if Dask is unreachable
+    bar = progress_for(args)
+    try:
+        print(f"crashpoint: certifying {spec} on pack {pack}, on {describe(executor)}", flush=True)
+        cert = certify(spec, pack, worker_timeout_s=args.worker_timeout, only=args.crash_point or (),
+                       workdir=args.workdir, progress=bar.result, on_plan=bar.plan, executor=executor)
+    finally:
+        bar.close()
+        close_executor()
     print(markdown(cert))
     json_path, md_path = write(cert, args.out)
     print(f"certificate written to {json_path} and {md_path}")
@@ -53,11 +52,13 @@ def add_certify_parser(sub: argparse._SubParsersAction) -> None:
     cert.add_argument("--engine", metavar="MODULE:CLASS", help="alias of --adapter")
     cert.add_argument("--out", type=Path, default=Path("certificates"),
                       help="folder for certificate-<engine>.json and .md (default: ./certificates)")
-    cert.add_argument("--jobs", type=int, default=None, help="parallel runs (default: CPU count)")
+    from crashpoint.harness.cli import add_parallel_options
+
+    add_parallel_options(cert)
     cert.add_argument("--worker-timeout", type=float, default=60.0, metavar="S",
                       help="wall seconds a worker may take (default 60)")
     cert.add_argument("--crash-point", action="append", metavar="ID",
                       help="only this crash point (repeatable; a partial sweep, for quick checks)")
     cert.add_argument("--workdir", type=Path, help="keep run folders here")
-    cert.add_argument("-q", "--quiet", action="store_true", help="no progress dots")
+    cert.add_argument("-q", "--quiet", action="store_true", help="no progress dots (nor an automatic bar)")
     cert.set_defaults(func=_cmd_certify)

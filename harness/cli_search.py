@@ -1,7 +1,7 @@
 """``crashpoint search``: generated fault schedules, shrunk failures, and their one-line repro.
 
     crashpoint search PATH [--seed N|last] [--schedules N] [--max-faults N] [--kinds K,K]
-                           [--engine MODULE:CLASS] [--jobs N] [--out DIR] [--json FILE]
+                           [--engine MODULE:CLASS] [--workers N] [--executor SPEC] [--out DIR] [--json FILE]
                            [--worker-timeout S] [--workdir DIR]
 
 For each case of PATH, hypothesis generates up to ``--schedules`` fault schedules (see
@@ -39,7 +39,9 @@ def add_search_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kinds", default=None, metavar="K,K",
                    help="only these fault kinds: kill, hold, duplicate, reorder, insert, tool (default: all)")
     p.add_argument("--engine", metavar="MODULE:CLASS", help="engine class for the reference adapter")
-    p.add_argument("--jobs", type=int, default=None, help="cases searched in parallel (default: CPU count)")
+    from crashpoint.harness.cli import add_parallel_options
+
+    add_parallel_options(p, "cases searched in parallel", progress=False)
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
                    help="where repro packs go (default .crashpoint/repro)")
     p.add_argument("--json", metavar="FILE", help="write the search results here (JSON)")
@@ -52,6 +54,7 @@ def add_search_parser(sub: argparse._SubParsersAction) -> None:
 def cmd_search(args: argparse.Namespace) -> int:
     """Run the search; exit 0 when nothing failed, 1 when a failure was found, 2 on bad input."""
     from crashpoint.harness.cli import ExitCode, _adapter, check_sweep_options, resolve_path
+    from crashpoint.harness.executors import make_executor
     from crashpoint.harness.generate import resolve_seed, search, summary_lines, write_repro
     from crashpoint.harness.loader import load_target
     from crashpoint.harness.schedule import KINDS
@@ -69,6 +72,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"--out {out_dir}: not a folder")
     seed = resolve_seed(args.seed, STATE_DIR)
+    executor, close_executor = make_executor(args.executor, args.workers)  # exit 2 here if Dask is unreachable
     root = args.workdir or Path(tempfile.mkdtemp(prefix="crashpoint-search-"))
     print(f"crashpoint: searching pack {pack.name} {pack.version} ({len(cases)} case(s)) on engine {adapter.name} "
           f"{adapter.version()}: seed {seed}, {args.schedules} schedule(s) per case, up to {args.max_faults} "
@@ -77,9 +81,10 @@ def cmd_search(args: argparse.Namespace) -> int:
     try:
         results = search(pack, cases, adapter, seed=seed, budget=args.schedules, workdir=root,
                          max_faults=args.max_faults, kinds=kinds, worker_timeout_s=args.worker_timeout,
-                         jobs=args.jobs, keep=bool(args.workdir),
+                         executor=executor, keep=bool(args.workdir),
                          on_result=lambda r: print("\n".join(summary_lines(r)), flush=True))
     finally:
+        close_executor()
         if not args.workdir:
             shutil.rmtree(root, ignore_errors=True)
     found = [r for r in results if r.found is not None]

@@ -1,0 +1,245 @@
+"""Where runs execute: what a run needs pickles; a process pool, a thread pool and a Dask cluster
+give the same verdicts; bad executors are usage errors; and the sweep's progress bar."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pickle
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from crashpoint.harness.adapters.reference import ReferenceAdapter
+from crashpoint.harness.certify import load_adapter
+from crashpoint.harness.cli import ExitCode, build_parser, main
+from crashpoint.harness.driver import Driver
+from crashpoint.harness.executors import dask_address, make_executor
+from crashpoint.harness.loader import load_target
+from crashpoint.harness.progress import SweepProgress, format_duration, render_bar
+from crashpoint.harness.sweep import _run_one, sweep
+from crashpoint.scenarios import builtin_pack
+
+PACK = builtin_pack("refunds")
+SEED = PACK / "cases" / "approval_timeout_after_refund_draft.json"
+CANCEL = "cancel_while_waiting_compensates_draft"
+HAPPY = "refund_approved_happy_path"
+POINTS = ["after_checkpoint:refund_draft", "before_effect:refunds.draftRefundRequest"]
+BROKEN = "variants.engines:NoCompensationOnCancel"  # fails the cancel case: verdicts that are not all "passed"
+
+
+def _selection():
+    pack, cases = load_target(PACK)
+    return pack, [c for c in cases if c.case_id in (CANCEL, HAPPY)]
+
+
+def _verdicts(results) -> list[tuple[str, str, str]]:
+    return sorted((r.case_id, r.crash_point or "none", r.verdict) for r in results)
+
+
+# --------------------------------------------------------------------------- pickling
+
+def test_everything_a_run_needs_and_returns_pickles(tmp_path: Path) -> None:
+    pack, cases = _selection()
+    case = cases[0]
+    driver = Driver(ReferenceAdapter(), pack, worker_timeout_s=30)
+    guarded = load_adapter("crashpoint.harness.adapters.reference:ReferenceAdapter")  # what certify sweeps
+    result = _run_one(driver, case, pack, tmp_path / "golden", None, None)
+    assert result.verdict == "passed" and result.outcome is not None
+
+    for obj in (pack, case, driver, Driver(guarded, pack), result, result.outcome):
+        again = pickle.loads(pickle.dumps(obj))
+        assert type(again) is type(obj)
+    assert pickle.loads(pickle.dumps(result)).to_dict() == result.to_dict()
+    assert pickle.loads(pickle.dumps(result.outcome)) == result.outcome
+    assert pickle.loads(pickle.dumps(case)) == case
+    copy = pickle.loads(pickle.dumps(guarded))
+    assert copy.name == guarded.name and copy.version() == guarded.version()
+
+
+# --------------------------------------------------------------------------- local pools
+
+def test_process_pool_and_threads_give_the_same_verdicts_with_progress_in_the_caller() -> None:
+    pack, cases = _selection()
+    seen: dict[str, list] = {}
+    verdicts = {}
+    for kind in ("processes", "threads"):
+        calls, plans = [], []
+        result = sweep(pack, cases, ReferenceAdapter(engine=BROKEN), executor=kind, jobs=2, only=POINTS,
+                       on_result=lambda r, calls=calls: calls.append((os.getpid(), threading.get_ident(), r)),
+                       on_plan=plans.append)
+        verdicts[kind] = _verdicts(result.results)
+        assert {(pid, tid) for pid, tid, _ in calls} == {(os.getpid(), threading.get_ident())}
+        assert len(calls) == len(result.results) == plans[-1] == 2 + 2 * len(POINTS)
+        assert plans == sorted(plans) and plans[0] == 2  # the golden runs first, then growing
+        # completion order: the golden run of a case is always handed over before its crash runs
+        order = [(r.case_id, r.crash_point) for _, _, r in calls]
+        for c in cases:
+            assert order.index((c.case_id, None)) < order.index((c.case_id, POINTS[0]))
+        seen[kind] = calls
+    assert verdicts["processes"] == verdicts["threads"]
+    assert ("cancel_while_waiting_compensates_draft", POINTS[0], "failed") in verdicts["processes"]
+    assert ("refund_approved_happy_path", POINTS[0], "passed") in verdicts["processes"]
+
+
+def test_a_run_the_executor_loses_is_an_error_not_a_crash_of_the_sweep() -> None:
+    from concurrent.futures import Future
+
+    from crashpoint.harness.sweep import _lost
+
+    broken: Future = Future()
+    broken.set_exception(RuntimeError("worker process died"))
+    result = _lost(broken, "c", "after_checkpoint:x")
+    assert result.verdict == "error" and "worker process died" in result.error
+
+
+# --------------------------------------------------------------------------- bad executors
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_bad_executor_specs_and_worker_counts_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", str(SEED), "--executor", "cluster", "--crash", "none"]) == ExitCode.USAGE
+    assert "--executor 'cluster'" in capsys.readouterr().err
+    assert main(["run", str(SEED), "--executor", "dask://nohostport", "--crash", "none"]) == ExitCode.USAGE
+    assert "dask://HOST:PORT" in capsys.readouterr().err
+    assert main(["run", str(SEED), "--workers", "0"]) == ExitCode.USAGE
+    assert "--workers (--jobs) must be >= 1" in capsys.readouterr().err
+    args = build_parser().parse_args(["run", str(SEED), "--jobs", "3"])
+    assert args.workers == 3  # --jobs is an alias of --workers
+    assert dask_address("dask://10.0.0.5:8786") == "tcp://10.0.0.5:8786"
+    assert dask_address("dask://tls://h:1") == "tls://h:1"
+
+
+def test_an_unreachable_dask_scheduler_is_exit_2_naming_it(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("distributed")
+    port = _free_port()
+    out = tmp_path / "r.json"
+    began = time.monotonic()
+    code = main(["run", str(SEED), "--crash", "none", "--executor", f"dask://127.0.0.1:{port}", "--json", str(out)])
+    assert code == ExitCode.USAGE
+    assert time.monotonic() - began < 30
+    err = capsys.readouterr().err
+    assert f"tcp://127.0.0.1:{port}" in err and "cannot reach the Dask scheduler" in err
+    assert "Traceback" not in err and not out.exists()
+
+
+# --------------------------------------------------------------------------- Dask
+
+@pytest.fixture(scope="module")
+def dask_cluster():
+    """A Dask cluster on loopback: 2 worker processes of 1 thread each."""
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
+                                       dashboard_address=None, silence_logs=40)
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+def test_a_dask_cluster_gives_the_local_pool_verdicts(dask_cluster, tmp_path: Path) -> None:
+    pack, cases = _selection()
+    adapter = ReferenceAdapter(engine=BROKEN)
+    local = sweep(pack, cases, adapter, executor="processes", jobs=2, only=POINTS)
+    executor, close = make_executor(f"dask://{dask_cluster.scheduler_address.split('://', 1)[1]}")
+    try:
+        calls = []
+        remote = sweep(pack, cases, adapter, executor=executor, only=POINTS,
+                       on_result=lambda r: calls.append(threading.get_ident()))
+    finally:
+        close()
+    assert _verdicts(remote.results) == _verdicts(local.results)
+    assert set(calls) == {threading.get_ident()} and len(calls) == len(remote.results)
+    assert any(r.verdict == "failed" for r in remote.results)
+    assert all(not r.outcome.run_dir.exists() for r in remote.results if r.outcome)  # scratch folders removed
+
+    out = tmp_path / "dask.json"
+    code = main(["run", str(SEED), "--crash-point", POINTS[0], "--crash-point", POINTS[1], "-q",
+                 "--executor", "dask://" + dask_cluster.scheduler_address.split("://", 1)[1], "--json", str(out)])
+    assert code == ExitCode.OK
+    data = json.loads(out.read_text())
+    assert sorted((r["crash_point"], r["verdict"]) for r in data["results"]) == \
+        sorted([("none", "passed")] + [(p, "passed") for p in POINTS])
+
+
+# --------------------------------------------------------------------------- the progress bar
+
+def test_render_bar_is_a_pure_function_of_the_counts() -> None:
+    line = render_bar(45, 120, 8.65, width=80)
+    assert line.startswith("[") and "]  45/120  37%  5.2 runs/s  ETA 0:15" in line
+    assert len(line) <= 79 and line.count("#") == (line.index("]") - 1) * 45 // 120
+    assert render_bar(45, 120, 8.65, width=80) == line
+    assert "0/10  0%  0.0 runs/s  ETA --:--" in render_bar(0, 10, 0.0)
+    assert "10/10  100%" in render_bar(10, 10, 2.0) and "ETA 0:00" in render_bar(10, 10, 2.0)
+    assert "99%" in render_bar(199, 200, 10.0)  # floored: 100% only when every run is done
+    assert "3 not passed" in render_bar(5, 9, 1.0, not_passed=3)
+    narrow = render_bar(45, 120, 8.65, width=30)
+    assert len(narrow) <= 29 and "45/120" in narrow
+    assert format_duration(3725) == "1:02:05" and format_duration(75.2) == "1:16"
+
+
+class _Stream(io.StringIO):
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+class _Run:
+    def __init__(self, verdict: str = "passed") -> None:
+        self.verdict = verdict
+
+
+def test_progress_shows_dots_then_a_bar_on_a_terminal_once_the_sweep_is_long() -> None:
+    now = [0.0]
+    tty = _Stream(tty=True)
+    progress = SweepProgress(tty, clock=lambda: now[0])
+    progress.plan(10)
+    progress.result(_Run())
+    progress.result(_Run("failed"))
+    assert tty.getvalue() == ".F"
+    now[0] = 5.0  # a few seconds gone: the bar takes over on a new line
+    progress.result(_Run())
+    progress.close()
+    assert tty.getvalue().startswith(".F\n\r[") and "3/10" in tty.getvalue() and tty.getvalue().endswith("\n")
+
+    long = _Stream(tty=True)
+    progress = SweepProgress(long, clock=lambda: 0.0)
+    progress.plan(60)  # more than 50 runs planned: a bar from the start
+    assert long.getvalue().startswith("\r[") and "0/60" in long.getvalue()
+
+    for stream, mode, quiet, want in ((_Stream(tty=False), "auto", False, ".\n"), (_Stream(tty=True), "auto", True, ""),
+                                      (_Stream(tty=True), "off", False, ".\n")):
+        progress = SweepProgress(stream, mode=mode, quiet=quiet, clock=lambda: 100.0)
+        progress.plan(500)
+        progress.result(_Run())
+        progress.close()
+        assert stream.getvalue() == want, (mode, quiet)
+    forced = _Stream(tty=False)
+    progress = SweepProgress(forced, mode="on", quiet=True, clock=lambda: 1.0)
+    progress.plan(1)
+    progress.result(_Run())
+    progress.close()
+    assert "1/1  100%" in forced.getvalue()
+
+
+def test_run_with_forced_progress_draws_the_bar_on_stderr_only(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "r.json"
+    assert main(["run", str(SEED), "--crash-point", POINTS[0], "--progress", "--workers", "1",
+                 "--json", str(out)]) == ExitCode.OK
+    captured = capsys.readouterr()
+    assert "\r[" in captured.err and "2/2  100%" in captured.err and "runs/s" in captured.err
+    assert "runs/s" not in captured.out and "runs/s" not in out.read_text()
+    assert "on 1 process(es)" in captured.out
