@@ -92,6 +92,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """Set up the per-session pack cache; check ``--crashpoint-results-db`` and ``--chaos-seed`` before
     anything runs."""
     config.stash[_STASH_PACKS] = {}
+    config.pluginmanager.register(ReportSink(config), "crashpoint-report-sink")
     if config.getoption("crashpoint_results_db", None) is not None:
         from crashpoint.harness import pytest_results
 
@@ -217,12 +218,49 @@ class CaseItem(pytest.Item):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
-    """Before the call phase's report is made: ``--junitxml`` properties and the results store."""
+    """Around the call phase's report: ``--junitxml`` properties and the results-store row (before it
+    is made), then the row and the schedules drawn go on the report itself (``crashpoint_record``,
+    ``crashpoint_schedules``: plain data, which pytest-xdist carries from a worker to the controller)."""
     if isinstance(item, CaseItem) and call.when == "call":
         from crashpoint.harness import pytest_results
 
         pytest_results.after_call(item, call)
-    yield
+    outcome = yield
+    if call.when == "call":
+        report = outcome.get_result()
+        for attr in ("crashpoint_record", "crashpoint_schedules"):
+            value = getattr(item, attr, None)
+            if value is not None:
+                setattr(report, attr, value)
+
+
+class ReportSink:
+    """Registered per session (``pytest_runtest_logreport`` gets no config): stores an item's result
+    and caches its drawn schedules, once, in the process that is not an xdist worker (the controller
+    receives every worker's reports through this hook)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """See the class docstring."""
+        if getattr(report, "crashpoint_record", None) is None and \
+                getattr(report, "crashpoint_schedules", None) is None:
+            return
+        from crashpoint.harness import pytest_results, pytest_schedules
+
+        pytest_results.record_report(self.config, report)
+        pytest_schedules.cache_report(self.config, report)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist, on the controller, for each worker: hand it the session's chaos seed, so every
+    worker draws the schedules of the seed shown in the header."""
+    if chaos_enabled(node.config) and node.config.getoption("crashpoint_schedules") > 0:
+        from crashpoint.harness.pytest_schedules import WORKERINPUT_SEED, resolve
+
+        node.workerinput[WORKERINPUT_SEED] = resolve(node.config)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

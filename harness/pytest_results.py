@@ -10,6 +10,12 @@ once it ran, and :func:`finish` at the end of the session:
 * with ``--crashpoint-results-db URL`` (``""``: the default store), the session is one stored run
   (``source`` ``pytest``; the pack of the first item run) and each item one result, committed as it
   finishes; the run is marked complete at the end of the session.
+
+Under ``pytest-xdist`` (``-n N``) the store is written by the controller only: a worker judges its
+item and attaches the stored row to the item's report (``report.crashpoint_record``, plain data,
+carried to the controller with the report); :func:`record_report` runs on the process that is not an
+xdist worker (the controller, or the only process without xdist) and stores it. So the session is
+one stored run, and each item's result is stored once.
 """
 
 from __future__ import annotations
@@ -21,9 +27,17 @@ import pytest
 _STASH_RECORDER = pytest.StashKey[Any]()
 
 
+def is_xdist_worker(config: pytest.Config) -> bool:
+    """``True`` in a ``pytest-xdist`` worker process (it has ``config.workerinput``)."""
+    return hasattr(config, "workerinput")
+
+
 def check_store(config: pytest.Config) -> None:
     """Open the ``--crashpoint-results-db`` store once (creating it when new), so a bad URL or a
-    foreign file stops the session at once. Raises :class:`pytest.UsageError` naming it."""
+    foreign file stops the session at once (on an xdist worker: nothing, the controller did).
+    Raises :class:`pytest.UsageError` naming it."""
+    if is_xdist_worker(config):
+        return
     from crashpoint.errors import CrashpointError
     from crashpoint.reports.store import ResultStore
 
@@ -33,22 +47,24 @@ def check_store(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--crashpoint-results-db: {exc}") from None
 
 
-def _recorder(item: Any) -> Any:
-    url = item.config.getoption("crashpoint_results_db", None)
-    if url is None:
-        return None
-    stash = item.config.stash
+def _run_info(item: Any) -> dict[str, Any]:
+    """The stored run's info, from the first item recorded."""
+    from crashpoint.harness.adapters.reference import ReferenceAdapter
+
+    engine = item.config.getoption("crashpoint_engine")
+    adapter = ReferenceAdapter(engine=engine, name=engine) if engine else ReferenceAdapter()
+    chaos = item.golden is not None
+    return {"engine": adapter.name, "engine_version": adapter.version(), "adapter": type(adapter).__name__,
+            "pack": item.pack.name, "pack_version": item.pack.version, "crash": "every" if chaos else "none",
+            "seed": None, "source": "pytest"}
+
+
+def _recorder(config: pytest.Config, info: dict[str, Any]) -> Any:
+    stash = config.stash
     if _STASH_RECORDER not in stash:
-        from crashpoint.harness.adapters.reference import ReferenceAdapter
         from crashpoint.harness.record import Recorder
 
-        engine = item.config.getoption("crashpoint_engine")
-        adapter = ReferenceAdapter(engine=engine, name=engine) if engine else ReferenceAdapter()
-        chaos = item.golden is not None
-        info = {"engine": adapter.name, "engine_version": adapter.version(), "adapter": type(adapter).__name__,
-                "pack": item.pack.name, "pack_version": item.pack.version, "crash": "every" if chaos else "none",
-                "seed": None, "source": "pytest"}
-        stash[_STASH_RECORDER] = Recorder(url or None, info)
+        stash[_STASH_RECORDER] = Recorder(config.getoption("crashpoint_results_db") or None, info)
     return stash[_STASH_RECORDER]
 
 
@@ -78,11 +94,20 @@ def after_call(item: Any, call: pytest.CallInfo[None]) -> None:
             ("crashpoint_oracle", ",".join(dict.fromkeys(f.oracle for f in failures)) or verdict),
             ("crashpoint_crash_point", item.crash_point or "none"),
             ("crashpoint_reproduce", repro)])
-    recorder = _recorder(item)
-    if recorder is not None:
+    if item.config.getoption("crashpoint_results_db", None) is not None:
         result = RunResult(item.case.case_id, item.crash_point, verdict, list(failures), error=error,
                            outcome=outcome, wall_s=call.duration)
-        recorder.add(stored_result(result, tuple(item.case.tags), repro))
+        item.crashpoint_record = {"info": _run_info(item),
+                                  "result": stored_result(result, tuple(item.case.tags), repro)}
+
+
+def record_report(config: pytest.Config, report: pytest.TestReport) -> None:
+    """Store the row a case item attached to its call-phase report (``report.crashpoint_record``),
+    unless this process is an xdist worker (its controller stores it when the report arrives)."""
+    record = getattr(report, "crashpoint_record", None)
+    if record is None or is_xdist_worker(config) or config.getoption("crashpoint_results_db", None) is None:
+        return
+    _recorder(config, record["info"]).add(record["result"])
 
 
 def finish(config: pytest.Config) -> None:

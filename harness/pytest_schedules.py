@@ -6,6 +6,11 @@ printed in the pytest header and stored in the cache, with the schedules each ca
 (key ``crashpoint/schedules``), so ``pytest --chaos --chaos-seed last`` draws exactly the
 same schedules again. A failing item shows the shrunk schedule, writes it as a repro pack
 under ``.crashpoint/repro`` in the rootdir, and gives the one-line command that runs it.
+
+Under ``pytest-xdist`` the controller resolves the seed (and alone reads and writes the cache): it
+hands the seed to each worker in ``workerinput`` (key :data:`WORKERINPUT_SEED`), and each schedule
+item's drawn schedules travel back on its report (``report.crashpoint_schedules``), which the
+controller adds to the cache (:func:`cache_report`).
 """
 
 from __future__ import annotations
@@ -19,17 +24,23 @@ import pytest
 
 CACHE_SEED = "crashpoint/seed"
 CACHE_SCHEDULES = "crashpoint/schedules"
+WORKERINPUT_SEED = "crashpoint_seed"
 _STASH_SEED = pytest.StashKey[int]()
 
 
 def resolve(config: pytest.Config) -> int:
-    """The session's seed (see the module docstring); stores it in the cache.
+    """The session's seed (see the module docstring); stores it in the cache. On an xdist worker: the
+    controller's seed, from ``config.workerinput``, and the cache is left alone.
 
     Raises:
         pytest.UsageError: ``last`` without a cached seed, or a value that is not an integer.
     """
     if _STASH_SEED in config.stash:
         return config.stash[_STASH_SEED]
+    given = getattr(config, "workerinput", {}).get(WORKERINPUT_SEED)
+    if given is not None:
+        config.stash[_STASH_SEED] = int(given)
+        return int(given)
     raw = config.getoption("crashpoint_seed", None) or getattr(config.option, "crashpoint_seed_alias", None)
     from crashpoint.errors import UsageError
     from crashpoint.harness.generate import choose_seed
@@ -45,6 +56,18 @@ def resolve(config: pytest.Config) -> int:
         cache.set(CACHE_SCHEDULES, {})
     config.stash[_STASH_SEED] = seed
     return seed
+
+
+def cache_report(config: pytest.Config, report: pytest.TestReport) -> None:
+    """Add the schedules a schedule item drew (``report.crashpoint_schedules``: case id -> schedules)
+    to the cache, unless this process is an xdist worker (the controller does it)."""
+    drawn_now = getattr(report, "crashpoint_schedules", None)
+    cache = getattr(config, "cache", None)
+    if not drawn_now or cache is None or hasattr(config, "workerinput"):
+        return
+    drawn = cache.get(CACHE_SCHEDULES, {})
+    drawn.update(drawn_now)
+    cache.set(CACHE_SCHEDULES, drawn)
 
 
 class ScheduleFailed(Exception):
@@ -73,11 +96,7 @@ class ScheduleItem(pytest.Item):
                                  worker_timeout_s=self.config.getoption("crashpoint_worker_timeout"))
         finally:
             shutil.rmtree(root, ignore_errors=True)
-        cache = getattr(self.config, "cache", None)
-        if cache is not None:
-            drawn = cache.get(CACHE_SCHEDULES, {})
-            drawn[self.case.case_id] = result.schedules
-            cache.set(CACHE_SCHEDULES, drawn)
+        self.crashpoint_schedules = {self.case.case_id: result.schedules}  # cached by cache_report
         if result.found is not None:
             path = write_repro(result, self.pack, self.config.rootpath / ".crashpoint" / "repro")
             lines = summary_lines(result)
