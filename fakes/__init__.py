@@ -4,9 +4,11 @@
   tool call with its idempotency key and outcome, the tool scripts, the human decisions
   and the virtual time.
 * :class:`~.tools.Toolbox`: the refund service, the customer notifier and the approval
-  request tool, each honouring idempotency keys and following a script of outcomes.
+  request tool, each honouring idempotency keys and following a script of outcomes; also the
+  ads API and report service (:mod:`.ads`) and the scripted agent (:mod:`.agent`) of the
+  ads-audit pack.
 * :class:`~.clock.VirtualClock`: durable virtual time (seconds).
-* :mod:`.data`: realistic inputs from faker with a fixed seed.
+* :mod:`.data`: realistic inputs and the seeded ads account, from faker with a fixed seed.
 
 Fakes import nothing of crashpoint but the shared types in :mod:`crashpoint.protocols`.
 """
