@@ -51,6 +51,14 @@ def schedule(crash_point: str | None) -> list[str]:
     return [p.strip() for p in crash_point.split(THEN.strip())] if crash_point else []
 
 
+class SimulatedCrash(BaseException):
+    """Raised by a probe in simulated-crash mode instead of the SIGKILL (see :mod:`crashpoint.harness.inprocess`).
+
+    A ``BaseException``, so that an engine's ``except Exception`` never swallows it: like a kill, it
+    ends the worker wherever it is, and only what was committed remains.
+    """
+
+
 class CrashProbe:
     """The worker-side probe.
 
@@ -62,10 +70,12 @@ class CrashProbe:
             which watches ``crash.paused``, has delivered an event and created ``release.N``
             (an event that arrives while a step is in flight). A hold comes before a kill at the
             same point.
+        simulate: raise :class:`SimulatedCrash` at a target instead of sending SIGKILL (in-process mode).
     """
 
     def __init__(self, run_dir: str | Path, targets: list[str] | tuple[str, ...] = (),
-                 holds: list[str] | tuple[str, ...] = ()) -> None:
+                 holds: list[str] | tuple[str, ...] = (), simulate: bool = False) -> None:
+        self.simulate = simulate
         self.run_dir = Path(run_dir)
         self.targets = list(targets)
         self.holds = set(holds)
@@ -87,7 +97,19 @@ class CrashProbe:
         pending = self.targets[len(self.fired):]
         if pending and ident == pending[0]:
             self._record(ident)
+            if self.simulate:
+                self.close()
+                raise SimulatedCrash(ident)
             os.kill(os.getpid(), signal.SIGKILL)
+
+    def close(self) -> None:
+        """Close the log (a worker process never needs to: its exit does; an in-process worker does)."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __del__(self) -> None:
+        self.close()
 
     def _hold(self, ident: str) -> None:
         n = len(self.held)
@@ -110,16 +132,22 @@ class CrashProbe:
 def probe(arg: str) -> Callable[[str], None]:
     """Worker factory: ``arg`` is the JSON ``{"run_dir", "targets": [...], "holds": [...]}`` of :func:`probe_arg`."""
     spec = json.loads(arg)
-    return CrashProbe(spec["run_dir"], spec.get("targets") or (), spec.get("holds") or ())
+    return CrashProbe(spec["run_dir"], spec.get("targets") or (), spec.get("holds") or (),
+                      simulate=bool(spec.get("simulate")))
 
 
-def probe_arg(run_dir: str | Path, crash_point: str | None, holds: list[str] | tuple[str, ...] = ()) -> str:
+def probe_arg(run_dir: str | Path, crash_point: str | None, holds: list[str] | tuple[str, ...] = (),
+              simulate: bool = False) -> str:
     """The ``--probe-arg`` value for :func:`probe` (JSON, so any folder name or point id survives).
 
     ``crash_point`` is a crash point id or a schedule ``"A >> B"`` (see :func:`schedule`);
-    ``holds`` the crash point ids where the worker waits for the harness (see :class:`CrashProbe`).
+    ``holds`` the crash point ids where the worker waits for the harness (see :class:`CrashProbe`);
+    ``simulate`` raises :class:`SimulatedCrash` instead of the SIGKILL.
     """
-    return json.dumps({"run_dir": str(run_dir), "targets": schedule(crash_point), "holds": list(holds)})
+    spec = {"run_dir": str(run_dir), "targets": schedule(crash_point), "holds": list(holds)}
+    if simulate:
+        spec["simulate"] = True
+    return json.dumps(spec)
 
 
 def paused_points(run_dir: str | Path) -> list[str]:

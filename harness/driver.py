@@ -13,8 +13,10 @@ than those files.
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
+import re
 import os
 import signal
 import subprocess
@@ -29,12 +31,14 @@ from crashpoint.fakes.clock import VirtualClock
 from crashpoint.fakes.data import generated_input
 from crashpoint.fakes.ledger import Ledger
 from crashpoint.fakes.world import LEDGER_FILE
-from crashpoint.harness import crashpoints, forkserver
+from crashpoint.harness import crashpoints, forkserver, inprocess
 from crashpoint.harness.forkserver import forkable
 from crashpoint.harness.adapter import EngineAdapter, RunContext
 from crashpoint.harness.loader import Case, Pack, first_gate, redeployed
 
 PROBE_SPEC = "crashpoint.harness.crashpoints:probe"
+#: How a crash happens and how workers start; see :class:`Driver`.
+CRASH_MODES = ("kill", "kill-cold", "inprocess")
 #: Worker processes started for one event before the harness gives up on a crash loop, count.
 MAX_WORKERS_PER_RUN = 40
 #: Case event types that script a tool's next calls, with the ledger's script outcome (``tool_failure``
@@ -65,6 +69,9 @@ class RunOutcome:
         notes: facts worth showing (events that had nothing to act on, unused tool scripts).
         clock_now: the virtual clock when the run ended, seconds.
         wall_s: wall time of the run, seconds.
+        snapshots: (golden runs of a ``snapshots`` driver) the durable state before each worker segment.
+        started_from: the golden snapshot (segment number) this run started from, ``None`` when it ran
+            from the start request.
     """
 
     case_id: str
@@ -88,6 +95,8 @@ class RunOutcome:
     deliveries_log: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     wall_s: float = 0.0
+    snapshots: list["Snapshot"] = field(default_factory=list, repr=False)
+    started_from: int | None = None
 
 
 class Driver:
@@ -98,20 +107,40 @@ class Driver:
         pack: the case's pack (workflows, effect vocabulary).
         worker_timeout_s: wall seconds one worker process may take before it is killed and
             the run is judged ``unknown``.
-        fork: start workers by forking a warm zygote (:mod:`crashpoint.harness.forkserver`) when the
-            adapter sets ``fork_workers = True``; ``False``: a new interpreter per worker (the naive way).
+        crash_mode: one of :data:`CRASH_MODES`:
+
+            - ``kill`` (default): a real SIGKILL. Workers are forked from a warm zygote
+              (:mod:`crashpoint.harness.forkserver`) when the adapter sets ``fork_workers = True``;
+              golden runs keep the durable state before each worker segment and a crash run starts
+              from the golden state of its crash point's segment instead of replaying the prefix
+              (when the adapter sets ``deterministic_runs = True``; see :class:`Snapshot`).
+            - ``kill-cold``: a real SIGKILL, a new interpreter per worker, every run from its start
+              request (the naive way, kept as the baseline the benchmark compares with).
+            - ``inprocess``: simulated crashes, workers run in this process
+              (:mod:`crashpoint.harness.inprocess`; adapters with ``fork_workers``, runs without holds),
+              with snapshots as ``kill``.
     """
 
     def __init__(self, adapter: EngineAdapter, pack: Pack, worker_timeout_s: float = 60.0, *,
-                 fork: bool = True) -> None:
+                 crash_mode: str = "kill") -> None:
+        if crash_mode not in CRASH_MODES:
+            raise ValueError(f"crash mode must be one of {', '.join(CRASH_MODES)}, got {crash_mode!r}")
         self.adapter = adapter
         self.pack = pack
         self.worker_timeout_s = worker_timeout_s
-        self.fork = fork
+        self.crash_mode = crash_mode
+        self.fork = crash_mode == "kill"
+        self.snapshots = crash_mode in ("kill", "inprocess")
+        self.inprocess = crash_mode == "inprocess"
 
-    def run(self, case: Case, run_dir: Path, crash_point: str | None = None) -> RunOutcome:
+    def run(self, case: Case, run_dir: Path, crash_point: str | None = None,
+            golden: RunOutcome | None = None) -> RunOutcome:
         """Run ``case`` in the empty folder ``run_dir``, killing a worker at ``crash_point``: an id, or a
         schedule ``"A >> B"`` that kills again at ``B`` during the recovery from ``A``.
+
+        With the ``golden`` run of the same case (and ``snapshots``), the run starts from the golden
+        run's durable state at the start of the worker segment that reaches ``crash_point``; the
+        worker that runs to the crash point and is killed there is still a real process.
 
         The case's own ``faults`` fire too: its kills come first (``crash_point`` fires after them),
         and each ``at`` fault holds the worker at its crash point while its event is delivered.
@@ -132,41 +161,32 @@ class Driver:
         for f in case.faults:
             if "at" in f:
                 holds.setdefault(f["at"], []).append(f["event"])
+        start = self._start_from(case, crash_point, golden)
+        if start is not None:
+            start.restore(run_dir, out)
+            out.started_from = start.work
         ledger = Ledger(run_dir / LEDGER_FILE)
         try:
             clock = VirtualClock(ledger)
-            for ev in tool_script(case.events, [f for f in case.faults if "tool" in f]):
-                if ev["type"] == "tool_failure":
-                    ledger.script(ev["tool"], "retryable" if ev.get("retryable", True) else "fatal",
-                                  ev.get("message", ""), times=ev.get("times", 1))
-                elif ev["type"] in TOOL_EVENTS:
-                    ledger.script(ev["tool"], TOOL_EVENTS[ev["type"]], times=ev.get("times", 1),
-                                  seconds=ev.get("seconds"))
-            self.adapter.prepare(ctx, {case.workflow: self.pack.workflows[case.workflow]})
             external = [ev for ev in case.events if ev["type"] not in TOOL_EVENTS]
             starts = external.pop(0)["deliveries"] if external and external[0]["type"] == "start" else 1
-            workflow_input = case.input or _generated_input(case.workflow, zlib.crc32(case.case_id.encode()))
-            for n in range(starts):
-                accepted = self.adapter.start(ctx, workflow_id, case.workflow, workflow_input,
-                                              initial_step=case.initial_step,
-                                              idempotency_key=f"start:{workflow_id}")
-                self._count_delivery(out, n, accepted)
-                out.deliveries_log.append({"step": 0, "kind": "start", "workflow_id": workflow_id,
-                                           "workflow": case.workflow, "input": workflow_input,
-                                           "initial_step": case.initial_step,
-                                           "idempotency_key": f"start:{workflow_id}", "accepted": accepted})
-            for index, ev in enumerate(external):  # decisions that arrive before the workflow waits for them
-                if ev.get("before_wait"):
-                    self._deliver(ctx, out, ledger, clock, ev, index, workflow=case.workflow)
+            if start is None:
+                self._set_up(case, ctx, out, ledger, clock, external, starts)
             held = _Holds(self, ctx, out, ledger, clock, holds, len(case.events), case.workflow)
-            self._work(ctx, out, targets, held)
-            for index, ev in enumerate(external):
-                if ev.get("before_wait"):
+            # worker segments: the first after the start request, then one after each event
+            segments = [None] + [(index, ev) for index, ev in enumerate(external) if not ev.get("before_wait")]
+            record = self.snapshots and crash_point is None and not case.faults
+            for work, step in enumerate(segments):
+                if start is not None and work < start.work:
                     continue
-                logged = len(out.deliveries_log)
-                self._deliver(ctx, out, ledger, clock, ev, index, workflow=case.workflow)
-                if len(out.deliveries_log) == logged:  # it delivered nothing (restart, say): still a step
-                    out.deliveries_log.append({"step": index + 1, "kind": ev["type"], "event": dict(ev)})
+                if step is not None and (start is None or work > start.work):
+                    index, ev = step
+                    logged = len(out.deliveries_log)
+                    self._deliver(ctx, out, ledger, clock, ev, index, workflow=case.workflow)
+                    if len(out.deliveries_log) == logged:  # it delivered nothing (restart, say): still a step
+                        out.deliveries_log.append({"step": index + 1, "kind": ev["type"], "event": dict(ev)})
+                if record:
+                    out.snapshots.append(Snapshot.take(run_dir, out, work))
                 self._work(ctx, out, targets, held)
             status = self.adapter.status(ctx, workflow_id)
             out.status, out.stop_reason = status["status"], status.get("stop_reason")
@@ -187,6 +207,47 @@ class Driver:
                 [f"event {ev['type']} at {point}" for point, evs in holds.items() if point not in paused for ev in evs]
             out.wall_s = time.perf_counter() - began
         return out
+
+    def _set_up(self, case: Case, ctx: RunContext, out: RunOutcome, ledger: Ledger, clock: VirtualClock,
+                external: list[dict[str, Any]], starts: int) -> None:
+        """Script the tools, deploy the workflow, deliver the start request (``starts`` times) and the
+        decisions that arrive before the workflow waits for them."""
+        for ev in tool_script(case.events, [f for f in case.faults if "tool" in f]):
+            if ev["type"] == "tool_failure":
+                ledger.script(ev["tool"], "retryable" if ev.get("retryable", True) else "fatal",
+                              ev.get("message", ""), times=ev.get("times", 1))
+            elif ev["type"] in TOOL_EVENTS:
+                ledger.script(ev["tool"], TOOL_EVENTS[ev["type"]], times=ev.get("times", 1),
+                              seconds=ev.get("seconds"))
+        self.adapter.prepare(ctx, {case.workflow: self.pack.workflows[case.workflow]})
+        workflow_id = out.workflow_id
+        workflow_input = case.input or _generated_input(case.workflow, zlib.crc32(case.case_id.encode()))
+        for n in range(starts):
+            accepted = self.adapter.start(ctx, workflow_id, case.workflow, workflow_input,
+                                          initial_step=case.initial_step,
+                                          idempotency_key=f"start:{workflow_id}")
+            self._count_delivery(out, n, accepted)
+            out.deliveries_log.append({"step": 0, "kind": "start", "workflow_id": workflow_id,
+                                       "workflow": case.workflow, "input": workflow_input,
+                                       "initial_step": case.initial_step,
+                                       "idempotency_key": f"start:{workflow_id}", "accepted": accepted})
+        for index, ev in enumerate(external):  # decisions that arrive before the workflow waits for them
+            if ev.get("before_wait"):
+                self._deliver(ctx, out, ledger, clock, ev, index, workflow=case.workflow)
+
+    def _start_from(self, case: Case, crash_point: str | None, golden: RunOutcome | None) -> "Snapshot | None":
+        """The golden run's snapshot a crash run at ``crash_point`` may start from, or ``None`` (run it all).
+
+        Only a single crash point of a case without faults of its own, on an adapter that declares its
+        runs deterministic (``deterministic_runs``), and the latest segment that starts before the point.
+        """
+        if not (self.snapshots and golden is not None and golden.snapshots and crash_point and not case.faults
+                and crashpoints.THEN.strip() not in crash_point and getattr(self.adapter, "deterministic_runs", False)
+                and crash_point in golden.crash_points):
+            return None
+        at = golden.crash_points.index(crash_point)
+        usable = [snap for snap in golden.snapshots if snap.log_length <= at]
+        return usable[-1] if usable else None
 
     @staticmethod
     def _count_delivery(out: RunOutcome, n: int, accepted: bool) -> None:
@@ -271,8 +332,10 @@ class Driver:
 
         Returns ``(returncode, leftovers)`` as :func:`run_process`.
         """
-        target = forkable(argv) if self.fork and getattr(self.adapter, "fork_workers", False) else None
-        if target is None:
+        target = forkable(argv) if getattr(self.adapter, "fork_workers", False) else None
+        if target is not None and self.inprocess and poll is None:
+            return inprocess.run_worker(target[0], target[1], log), []
+        if target is None or not (self.fork or self.inprocess):
             return run_process(argv, self.worker_timeout_s, env, log, poll=poll)
         return forkserver.for_this_thread().run(target[0], target[1], self.worker_timeout_s, env, log, poll)
 
@@ -283,8 +346,9 @@ class Driver:
         """
         for _ in range(MAX_WORKERS_PER_RUN):
             fired_before = len(crashpoints.fired_points(ctx.run_dir))
-            argv = self.adapter.worker_command(ctx, PROBE_SPEC,
-                                               crashpoints.probe_arg(ctx.run_dir, crash_point, list(held.events)))
+            simulate = self.inprocess and not held.events and getattr(self.adapter, "fork_workers", False)
+            argv = self.adapter.worker_command(ctx, PROBE_SPEC, crashpoints.probe_arg(
+                ctx.run_dir, crash_point, list(held.events), simulate=simulate))
             out.workers += 1
             log = ctx.run_dir / f"worker-{out.workers:03d}.log"
             env = {**ctx.env, RUN_MARKER: str(ctx.run_dir)}
@@ -435,3 +499,49 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+#: Files of a run folder a snapshot leaves out: SQLite's shared-memory index (rebuilt from the WAL
+#: on the next open) and worker logs.
+_NOT_DURABLE = re.compile(r".*-shm$|worker-\d+\.log$")
+
+
+@dataclass
+class Snapshot:
+    """The durable state of a golden run just before one of its worker segments starts.
+
+    A worker segment is the worker processes started after the start request (segment 0) or after
+    the N-th external event (segment N). Between segments no process writes the run's files, so their
+    bytes are exactly what a new process would find; a crash run whose crash point lies in segment N
+    starts from them (a deterministic engine reaches the same state again by the same inputs), and
+    only segment N's own worker is run up to the crash point and killed. The harness's own bookkeeping
+    (deliveries so far, workers counted) is restored with the files.
+
+    Attributes:
+        work: the segment number. ``log_length``: crash points the run had passed before it.
+        files: run-folder-relative path -> zlib-compressed bytes (a snapshot travels with the golden
+            outcome to pool processes and Dask workers). ``progress``: the outcome fields so far.
+    """
+
+    work: int
+    log_length: int
+    files: dict[str, bytes]
+    progress: dict[str, Any]
+
+    @classmethod
+    def take(cls, run_dir: Path, out: RunOutcome, work: int) -> "Snapshot":
+        """Read the run folder's durable files and the outcome so far."""
+        files = {str(p.relative_to(run_dir)): zlib.compress(p.read_bytes(), 1) for p in sorted(run_dir.rglob("*"))
+                 if p.is_file() and not _NOT_DURABLE.match(p.name)}
+        progress = copy.deepcopy({"deliveries": out.deliveries, "deliveries_log": out.deliveries_log,
+                                  "notes": out.notes, "workers": out.workers, "kills": out.kills})
+        return cls(work, len(crashpoints.passed(run_dir)), files, progress)
+
+    def restore(self, run_dir: Path, out: RunOutcome) -> None:
+        """Write the files into the (empty) ``run_dir`` and set the outcome's fields so far."""
+        for name, data in self.files.items():
+            path = run_dir / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(zlib.decompress(data))
+        for key, value in copy.deepcopy(self.progress).items():
+            setattr(out, key, value)

@@ -37,6 +37,9 @@ class ReferenceAdapter:
 
     #: Workers are ``python -m crashpoint.engine.worker``: the driver may fork them from a warm zygote.
     fork_workers = True
+    #: Same files and same inputs, same run (virtual clock, seeded data): a crash run may start from a
+    #: golden run's snapshot.
+    deterministic_runs = True
 
     def __init__(self, engine: str = "crashpoint.engine.engine:Engine", name: str = "reference") -> None:
         self.engine = engine

@@ -85,3 +85,27 @@ class LeavesChildInGroup(Engine):
     def run_until_quiescent(self) -> dict[str, str]:
         subprocess.Popen(["sleep", "300"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return super().run_until_quiescent()
+
+
+class GrantInProcessMemory(Engine):
+    """Bug: a human's grant is kept in a class attribute, which lives as long as the process.
+
+    The grant never reaches the durable state, and a resumed worker process finds none: a real
+    kill between the decision and the irreversible step makes the refund be refused. A simulated
+    crash (``--crash-mode inprocess``) runs the next worker in the same process, where the class
+    attribute survives, so it misses the bug: ``tests/test_crash_modes.py`` shows both.
+    """
+
+    granted: dict[tuple[str, str], bool] = {}
+
+    def _commit(self, name: str, wid: str, st: dict, moves, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        if name == "approval_decision":
+            for approval_id, decision in st["approvals"].items():
+                GrantInProcessMemory.granted[(wid, approval_id)] = bool(decision["granted"])
+            st["approvals"] = {}
+        super()._commit(name, wid, st, moves, **kwargs)
+
+    def _gate_granted(self, st: dict, definition) -> bool:  # type: ignore[no-untyped-def]
+        wid = st["trace_id"].removeprefix("trace-")
+        gates = [p.human_gate.approval_id for p in definition.phases[:st["phase"]] if p.human_gate]
+        return bool(gates) and all(GrantInProcessMemory.granted.get((wid, g)) for g in gates)
