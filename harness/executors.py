@@ -6,7 +6,8 @@ Specs (``crashpoint run --executor SPEC``, ``sweep(executor=SPEC)``):
   count), started with the ``spawn`` method, so each pool process is a fresh interpreter that
   inherits no thread, lock, open database or warm-worker zygote of the caller. Pool processes
   ignore ``SIGINT``: a Ctrl-C stops the caller, which cancels the runs not yet started and waits
-  for the running ones (each ends its worker processes).
+  for the running ones (each ends its worker processes). A pool process exits within
+  :data:`PARENT_POLL_S` seconds of its caller's death (a SIGKILLed ``crashpoint run``).
 * ``threads``: a local thread pool of ``workers`` threads (each run waits on its own worker
   processes, so threads overlap the workers; the harness's own Python work shares one GIL).
 * ``dask://HOST:PORT``: the executor of a :class:`distributed.Client` connected to the Dask
@@ -24,6 +25,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import threading
+import time
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Callable
 
@@ -41,8 +44,22 @@ def default_workers() -> int:
     return os.cpu_count() or 1
 
 
-def _ignore_sigint() -> None:  # runs in each pool process before its first run
+#: Seconds between two checks, in a pool process, that the process that made the pool is alive.
+PARENT_POLL_S = 0.5
+
+
+def _init_pool_process(parent: int) -> None:
+    """In each pool process, before its first run: ignore ``SIGINT`` (the caller handles Ctrl-C), and
+    exit once ``parent`` is gone (a pool process otherwise outlives a SIGKILLed caller forever,
+    blocked on its call queue)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="crashpoint-parent-watch", daemon=True).start()
 
 
 def dask_address(spec: str) -> str:
@@ -106,7 +123,7 @@ def make_executor(spec: str | None = None, workers: int | None = None, *,
         return threads, lambda: threads.shutdown(wait=True, cancel_futures=True)
     if kind == "processes":
         procs = ProcessPoolExecutor(max_workers=size, mp_context=multiprocessing.get_context("spawn"),
-                                    initializer=_ignore_sigint)
+                                    initializer=_init_pool_process, initargs=(os.getpid(),))
         return procs, lambda: procs.shutdown(wait=True, cancel_futures=True)
     return _dask_executor(spec, connect_timeout_s)
 

@@ -8,6 +8,8 @@ import json
 import os
 import pickle
 import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -95,6 +97,32 @@ def test_a_run_the_executor_loses_is_an_error_not_a_crash_of_the_sweep() -> None
     broken.set_exception(RuntimeError("worker process died"))
     result = _lost(broken, "c", "after_checkpoint:x")
     assert result.verdict == "error" and "worker process died" in result.error
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
+def test_pool_processes_exit_when_their_caller_is_killed() -> None:
+    code = ("import os, time; from crashpoint.harness.executors import make_executor; "
+            "ex, close = make_executor('processes', 1); print(ex.submit(os.getpid).result(), flush=True); "
+            "time.sleep(120)")
+    caller = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(caller.stdout.readline())
+        assert _alive(child)
+    finally:
+        caller.kill()
+        caller.wait()
+    deadline = time.monotonic() + 15
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(child), "a pool process outlived its SIGKILLed caller"
 
 
 # --------------------------------------------------------------------------- bad executors
