@@ -82,14 +82,15 @@ class Engine:
         probe: crash-point hook; see :class:`~crashpoint.engine.store.Store` and the
             ``approval_request:ID`` point called before an approval is asked for.
         worker_id: a name written into ``workflow_resumed`` trace events.
+        synchronous: the store's SQLite ``synchronous`` setting (see :class:`~crashpoint.engine.store.Store`).
 
     Raises:
         crashpoint.engine.store.StoreError: the database is unusable.
     """
 
     def __init__(self, db_path: str | Path, tools: ToolPort, clock: Clock, probe: Probe = no_probe,
-                 worker_id: str = "worker") -> None:
-        self.store = Store(db_path, probe)
+                 worker_id: str = "worker", synchronous: str = "NORMAL") -> None:
+        self.store = Store(db_path, probe, synchronous)
         self.leases = Leases(db_path)
         self.tools = tools
         self.clock = clock

@@ -91,14 +91,18 @@ class Ledger:
 
     Args:
         path: the SQLite file.
+        synchronous: ``NORMAL`` (default; WAL + NORMAL: a commit survives SIGKILL, not a power loss) or
+            ``OFF`` (no fsync even when closing the last connection checkpoints the WAL: the harness's side).
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, synchronous: str = "NORMAL") -> None:
+        if synchronous not in ("NORMAL", "OFF"):
+            raise ValueError(f"synchronous must be NORMAL or OFF, got {synchronous!r}")
         self.path = Path(path)
         self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
         self.db.row_factory = sqlite3.Row
         self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a commit survives SIGKILL (not power loss)
+        self.db.execute(f"PRAGMA synchronous={synchronous}")
         self.db.executescript(_SCHEMA)
         self.db.execute("INSERT OR IGNORE INTO clock VALUES (1, ?)", (EPOCH_S,))
 

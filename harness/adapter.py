@@ -24,7 +24,15 @@ kind                   fields
 
 Optional attributes ``crashpoint certify`` reads: ``unsupported_claims`` (claim names the engine
 does not offer: graded ``unsupported``, never ``passed``) and ``known_findings`` (claim -> text
-pinned to an engine version, shown next to the verdict, never changing it). Engine-specific crash
+pinned to an engine version, shown next to the verdict, never changing it).
+
+Optional speed-ups the driver uses when present (all off unless the adapter declares them):
+``fork_workers = True`` (its worker command is ``[sys.executable, "-m", MODULE, ...]`` with a
+``MODULE.main(argv)``: workers are forked from a warm zygote; required for ``--crash-mode
+inprocess`` too), ``deterministic_runs = True`` (same files and inputs give the same run: crash
+runs may start from the golden run's snapshot), and ``open_run(run)`` / ``close_run(run)``,
+called around each run so the adapter may keep its client connections open for the run's
+length. Engine-specific crash
 points are the adapter's: its worker calls the probe where the engine makes state durable
 (``before_checkpoint:NAME`` / ``after_checkpoint:NAME``), for example in a wrapper around the
 engine's checkpointer or step recorder.

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Sequence
 
 from crashpoint.errors import CaseError, CrashpointError, UsageError
+from crashpoint.harness.driver import CRASH_MODES
 
 
 class ExitCode(IntEnum):
@@ -207,7 +208,8 @@ def _sweep_and_report(args: argparse.Namespace, pack, cases, adapter, executor, 
         result = sweep(pack, resumed.todo if resumed else cases, adapter, crash=args.crash, executor=executor,
                        workdir=args.workdir, keep=bool(args.workdir), worker_timeout_s=args.worker_timeout,
                        only=args.crash_point or (), budget=args.budget,
-                       on_result=progress, on_plan=bar.plan, skip=resumed.skip if resumed else ())
+                       on_result=progress, on_plan=bar.plan, skip=resumed.skip if resumed else (),
+                       crash_mode=args.crash_mode)
     finally:
         bar.close()
     if resumed is not None:
@@ -301,6 +303,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="only this crash point (repeatable), e.g. after_checkpoint:refund_draft")
     run.add_argument("--json", metavar="FILE", help="write the result document here (atomically)")
     add_parallel_options(run)
+    run.add_argument("--crash-mode", choices=CRASH_MODES, default="kill",
+                     help="kill (default): a real SIGKILL, workers forked from a warm parent, crash runs start "
+                          "from the golden run's snapshot; kill-cold: a real SIGKILL, a new interpreter per "
+                          "worker, every run from the start (the naive baseline); inprocess: simulated crashes "
+                          "in this process (fast, approximate: see README)")
     run.add_argument("--engine", metavar="MODULE:CLASS", help="engine class for the reference adapter")
     run.add_argument("--adapter", metavar="MODULE:CLASS",
                      help="an EngineAdapter class or factory (any engine), e.g. "

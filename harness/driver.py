@@ -165,8 +165,12 @@ class Driver:
         if start is not None:
             start.restore(run_dir, out)
             out.started_from = start.work
-        ledger = Ledger(run_dir / LEDGER_FILE)
+        ledger = Ledger(run_dir / LEDGER_FILE, synchronous="OFF")  # the harness's side: no fsync needed
+        opened = False
         try:
+            if hasattr(self.adapter, "open_run"):
+                self.adapter.open_run(ctx)
+                opened = True
             clock = VirtualClock(ledger)
             external = [ev for ev in case.events if ev["type"] not in TOOL_EVENTS]
             starts = external.pop(0)["deliveries"] if external and external[0]["type"] == "start" else 1
@@ -198,6 +202,8 @@ class Driver:
             out.notes += [f"tool script never used: {s['tool']} {s['outcome']}" for s in ledger.unconsumed_script()]
             out.clock_now = clock.now()
         finally:
+            if opened:
+                self.adapter.close_run(ctx)
             ledger.close()
             out.crash_points = crashpoints.passed(run_dir)
             fired = crashpoints.fired_points(run_dir)
@@ -206,6 +212,35 @@ class Driver:
             out.faults_missed = [f"kill at {k}" for k in kills[len(fired):]] + \
                 [f"event {ev['type']} at {point}" for point, evs in holds.items() if point not in paused for ev in evs]
             out.wall_s = time.perf_counter() - began
+        return out
+
+    def cycle(self, case: Case, golden: RunOutcome, crash_point: str, run_dir: Path) -> RunOutcome:
+        """One crash/resume cycle and nothing else: from the golden snapshot of the segment that reaches
+        ``crash_point``, a worker runs until it is killed there, then new workers resume until the
+        workflow is quiescent (finished, or waiting for an event the case would send next).
+
+        No event is delivered and no verdict is made: this is the unit ``benchmarks/scale.py`` counts.
+        Returns the outcome's counters (``workers``, ``kills``, ``crash_fired``, ``crash_points``).
+
+        Raises:
+            ValueError: no golden snapshot precedes ``crash_point`` (the case has faults of its own, the
+                adapter is not ``deterministic_runs``, or the golden run kept no snapshots).
+        """
+        start = Driver(self.adapter, self.pack, self.worker_timeout_s)._start_from(case, crash_point, golden)
+        if start is None:
+            raise ValueError(f"no golden snapshot precedes {crash_point!r} in case {case.case_id}")
+        run_dir.mkdir(parents=True, exist_ok=False)
+        ctx = RunContext(run_dir=run_dir)
+        out = RunOutcome(case.case_id, crash_point, golden.workflow_id, run_dir)
+        start.restore(run_dir, out)
+        ledger = Ledger(run_dir / LEDGER_FILE, synchronous="OFF")
+        try:
+            held = _Holds(self, ctx, out, ledger, VirtualClock(ledger), {}, len(case.events), case.workflow)
+            self._work(ctx, out, crash_point, held)
+        finally:
+            ledger.close()
+            out.crash_points = crashpoints.passed(run_dir)
+            out.crash_fired = crashpoints.fired(run_dir, crash_point)
         return out
 
     def _set_up(self, case: Case, ctx: RunContext, out: RunOutcome, ledger: Ledger, clock: VirtualClock,

@@ -99,7 +99,7 @@ def _run_one(driver: Driver, case: Case, pack: Pack, run_dir: Path, crash_point:
              golden: RunOutcome | None) -> RunResult:
     began = time.perf_counter()
     try:
-        outcome = driver.run(case, run_dir, crash_point)
+        outcome = driver.run(case, run_dir, crash_point, golden)
     except WorkerTimeout as exc:
         return RunResult(case.case_id, crash_point, "unknown", error=str(exc), wall_s=time.perf_counter() - began)
     except (Exception, SystemExit) as exc:  # the engine or its adapter broke: a verdict, never a silent skip
@@ -164,7 +164,7 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
           budget: int | None = None,
           on_result: Callable[[RunResult], None] | None = None,
           on_plan: Callable[[int], None] | None = None,
-          skip: Collection[tuple[str, str | None]] = ()) -> SweepResult:
+          skip: Collection[tuple[str, str | None]] = (), crash_mode: str = "kill") -> SweepResult:
     """Run the golden run of every case, then (``crash="every"``) one run per crash point it passed.
 
     A case's crash runs are submitted as soon as its golden run is done (its crash points are
@@ -196,6 +196,8 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
             time it grows: first the golden runs, then as each golden run tells its case's crash
             points, its crash runs (with ``recovery``, as each case's single kills are done, its
             double kills). The number of ``on_result`` calls never exceeds the last value given.
+        crash_mode: how workers start and crash (``kill``, ``kill-cold``, ``inprocess``): see
+            :class:`crashpoint.harness.driver.Driver`.
         skip: ``(case_id, crash_point)`` pairs already done (``crash_point`` ``None``: the golden run),
             for ``crashpoint run --resume``: they are neither run nor returned, except that a skipped
             golden run still runs (not reported) when the case has other runs to do, as their reference.
@@ -221,7 +223,7 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
     isolated = not is_local(pool) and workdir is None
     root = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="crashpoint-"))
     root.mkdir(parents=True, exist_ok=True)
-    driver = Driver(adapter, pack, worker_timeout_s=worker_timeout_s)
+    driver = Driver(adapter, pack, worker_timeout_s=worker_timeout_s, crash_mode=crash_mode)
     by_id = {c.case_id: c for c in cases}
     planned = 0
     golden_results: dict[str, RunResult] = {}
