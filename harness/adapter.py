@@ -30,9 +30,9 @@ Optional speed-ups the driver uses when present (all off unless the adapter decl
 ``fork_workers = True`` (its worker command is ``[sys.executable, "-m", MODULE, ...]`` with a
 ``MODULE.main(argv)``: workers are forked from a warm zygote; required for ``--crash-mode
 inprocess`` too), ``deterministic_runs = True`` (same files and inputs give the same run: crash
-runs may start from the golden run's snapshot), and ``open_run(run)`` / ``close_run(run)``,
-called around each run so the adapter may keep its client connections open for the run's
-length. Engine-specific crash
+runs may start from the golden run's snapshot), and ``open_run(run)`` / ``close_run(run)``
+(both idempotent): between them the adapter may keep its client connections open; the driver
+closes them while workers run and before it reads the final status and trace. Engine-specific crash
 points are the adapter's: its worker calls the probe where the engine makes state durable
 (``before_checkpoint:NAME`` / ``after_checkpoint:NAME``), for example in a wrapper around the
 engine's checkpointer or step recorder.

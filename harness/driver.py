@@ -18,6 +18,7 @@ import functools
 import json
 import re
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -166,11 +167,8 @@ class Driver:
             start.restore(run_dir, out)
             out.started_from = start.work
         ledger = Ledger(run_dir / LEDGER_FILE, synchronous="OFF")  # the harness's side: no fsync needed
-        opened = False
         try:
-            if hasattr(self.adapter, "open_run"):
-                self.adapter.open_run(ctx)
-                opened = True
+            self._open_client(ctx)
             clock = VirtualClock(ledger)
             external = [ev for ev in case.events if ev["type"] not in TOOL_EVENTS]
             starts = external.pop(0)["deliveries"] if external and external[0]["type"] == "start" else 1
@@ -192,6 +190,7 @@ class Driver:
                 if record:
                     out.snapshots.append(Snapshot.take(run_dir, out, work))
                 self._work(ctx, out, targets, held)
+            self._close_client(ctx)  # the verdict is read as a new client reads it: from the files
             status = self.adapter.status(ctx, workflow_id)
             out.status, out.stop_reason = status["status"], status.get("stop_reason")
             out.pending_approval = status.get("pending_approval")
@@ -202,8 +201,7 @@ class Driver:
             out.notes += [f"tool script never used: {s['tool']} {s['outcome']}" for s in ledger.unconsumed_script()]
             out.clock_now = clock.now()
         finally:
-            if opened:
-                self.adapter.close_run(ctx)
+            self._close_client(ctx)
             ledger.close()
             out.crash_points = crashpoints.passed(run_dir)
             fired = crashpoints.fired_points(run_dir)
@@ -378,7 +376,24 @@ class Driver:
         """Run worker processes until one exits cleanly; restart after the harness's SIGKILL.
 
         At most :data:`MAX_WORKERS_PER_RUN` workers per call (one event), so a crash loop ends.
+        The harness's kept client connection is closed while workers run: the engine's files then
+        behave as they would with no harness around (a worker's close is the last one, and checkpoints).
         """
+        self._close_client(ctx)
+        try:
+            self._run_workers(ctx, out, crash_point, held)
+        finally:
+            self._open_client(ctx)
+
+    def _open_client(self, ctx: RunContext) -> None:
+        if hasattr(self.adapter, "open_run") and hasattr(self.adapter, "close_run"):
+            self.adapter.open_run(ctx)
+
+    def _close_client(self, ctx: RunContext) -> None:
+        if hasattr(self.adapter, "open_run") and hasattr(self.adapter, "close_run"):
+            self.adapter.close_run(ctx)
+
+    def _run_workers(self, ctx: RunContext, out: RunOutcome, crash_point: str | None, held: "_Holds") -> None:
         for _ in range(MAX_WORKERS_PER_RUN):
             fired_before = len(crashpoints.fired_points(ctx.run_dir))
             simulate = self.inprocess and not held.events and getattr(self.adapter, "fork_workers", False)
@@ -565,9 +580,21 @@ class Snapshot:
 
     @classmethod
     def take(cls, run_dir: Path, out: RunOutcome, work: int) -> "Snapshot":
-        """Read the run folder's durable files and the outcome so far."""
-        files = {str(p.relative_to(run_dir)): zlib.compress(p.read_bytes(), 1) for p in sorted(run_dir.rglob("*"))
-                 if p.is_file() and not _NOT_DURABLE.match(p.name)}
+        """Read the run folder's durable files and the outcome so far.
+
+        The files are copied by a ``cp`` process first and read from the copy: opening and closing a
+        database file in this process would drop the POSIX locks this process's own SQLite connections
+        hold on it (fcntl locks belong to the process, not to the descriptor), and a worker closing
+        its connection would then believe itself the last one and delete the WAL under them.
+        """
+        copy_dir = run_dir.with_name(run_dir.name + ".snapshot")
+        try:
+            subprocess.run(["cp", "-R", f"{run_dir}/.", str(copy_dir)], check=True, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            files = {str(p.relative_to(copy_dir)): zlib.compress(p.read_bytes(), 1)
+                     for p in sorted(copy_dir.rglob("*")) if p.is_file() and not _NOT_DURABLE.match(p.name)}
+        finally:
+            shutil.rmtree(copy_dir, ignore_errors=True)
         progress = copy.deepcopy({"deliveries": out.deliveries, "deliveries_log": out.deliveries_log,
                                   "notes": out.notes, "workers": out.workers, "kills": out.kills})
         return cls(work, len(crashpoints.passed(run_dir)), files, progress)

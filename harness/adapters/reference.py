@@ -53,8 +53,9 @@ class ReferenceAdapter:
 
     def open_run(self, run: RunContext) -> None:
         """Keep one client engine open on the run's files until :meth:`close_run` (each operation
-        then reuses it instead of opening and closing the databases, ~1.5 ms each)."""
-        self._open[run.run_dir] = self._new_client(run)
+        then reuses it instead of opening and closing the databases, ~1.5 ms each). Idempotent."""
+        if run.run_dir not in self._open:
+            self._open[run.run_dir] = self._new_client(run)
 
     def close_run(self, run: RunContext) -> None:
         """Close the client :meth:`open_run` opened (nothing when there is none)."""
