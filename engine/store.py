@@ -23,6 +23,7 @@ Tables:
 from __future__ import annotations
 
 import json
+import pickle
 import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
@@ -61,6 +62,62 @@ CREATE TABLE IF NOT EXISTS effects (
 """
 
 
+class _Section:
+    """One dict or list of a workflow's durable state, as this connection knows it.
+
+    ``value``: the container with every item as parsed from its stored JSON (never handed out);
+    a load hands out a pickled copy (one C-speed copy, made on the first load after a change).
+    """
+
+    __slots__ = ("kind", "value", "_frozen")
+
+    def __init__(self, kind: str, value: Any) -> None:
+        self.kind, self.value, self._frozen = kind, value, None
+
+    def copy(self) -> Any:
+        """A fresh copy of the container."""
+        if self._frozen is None:
+            self._frozen = pickle.dumps(self.value, pickle.HIGHEST_PROTOCOL)
+        return pickle.loads(self._frozen)
+
+    def diff(self, new: Any) -> tuple[dict[str, Any], set[str]]:
+        """``(changed, gone)``: stored item key -> new value for items new or changed in ``new`` (a
+        container of the same kind), and the item keys ``new`` no longer has. Items are compared by
+        equality; a container that only grew (the usual case) is checked with C-speed comparisons."""
+        old = self.value
+        if old == new:
+            return {}, set()
+        if self.kind == "list":
+            m = min(len(old), len(new))
+            index = range(m, len(new)) if new[:m] == old[:m] else \
+                [i for i in range(len(new)) if i >= len(old) or old[i] != new[i]]
+            return {_item(i): new[i] for i in index}, {_item(i) for i in range(len(new), len(old))}
+        m = len(old)
+        keys = list(new)
+        if keys[:m] == list(old) and list(new.values())[:m] == list(old.values()):
+            return {str(k): new[k] for k in keys[m:]}, set()
+        return ({str(k): v for k, v in new.items() if k not in old or old[k] != v},
+                {str(k) for k in old.keys() - new.keys()})
+
+    def updated(self, changed: dict[str, Any], gone: set[str]) -> "_Section":
+        """This section with ``changed`` (stored key -> parsed value) applied and ``gone`` removed."""
+        if self.kind == "list":
+            value = self.value[:len(self.value) - len(gone)]  # a list only loses its tail
+            for key, v in sorted(changed.items()):
+                i = int(key)
+                value.extend([None] * (i + 1 - len(value)))
+                value[i] = v
+            return _Section("list", value)
+        value = {k: v for k, v in self.value.items() if k not in gone} if gone else dict(self.value)
+        value.update(changed)
+        return _Section("dict", value)
+
+
+def _item(index: int) -> str:
+    """The stored item key of a list's ``index``-th item (zero-padded, so keys sort as indexes)."""
+    return f"{index:09d}"
+
+
 class StoreError(CrashpointError, RuntimeError):
     """The engine database is missing, corrupt or of another schema version."""
 
@@ -88,9 +145,9 @@ class Store:
         self.probe = probe
         #: bytes of state (row plus items) written by this connection's checkpoints, count
         self.state_bytes_written = 0
-        # workflow_id -> (rev, scalars JSON, {section: (kind, {item: value JSON})}): what is durable now
-        self._saved: dict[str, tuple[int, str, dict[str, tuple[str, dict[str, str]]]]] = {}
-        self._pending: dict[str, tuple[int, str, dict[str, tuple[str, dict[str, str]]]]] = {}
+        # workflow_id -> (rev, row JSON, {section name: _Section}): what is durable now
+        self._saved: dict[str, tuple[int, str, dict[str, _Section]]] = {}
+        self._pending: dict[str, tuple[int, str, dict[str, _Section]]] = {}
         try:
             self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
             self.db.row_factory = sqlite3.Row
@@ -146,38 +203,45 @@ class Store:
         """Make ``state`` the workflow's current state inside an open transaction, writing only what changed.
 
         ``state`` is a JSON-serialisable dict. Its dict and list values are sections, written item by
-        item (an item is written when its JSON differs from the durable one, deleted when gone);
-        everything else goes into the workflow row with the status.
+        item (an item is written when it differs from the durable one, deleted when gone); everything
+        else goes into the workflow row with the status. The comparison is with this connection's
+        parsed copy of the durable state, so a checkpoint costs JSON work only for what changed.
         """
         rev, _, saved = self._pending.get(workflow_id) or self._durable(workflow_id)
         scalars: dict[str, Any] = {}
-        sections: dict[str, tuple[str, dict[str, str]]] = {}
-        for name, value in state.items():
-            if isinstance(value, dict):
-                sections[name] = ("dict", {str(k): json.dumps(v, sort_keys=True) for k, v in value.items()})
-            elif isinstance(value, list):
-                sections[name] = ("list", {f"{i:09d}": json.dumps(v, sort_keys=True) for i, v in enumerate(value)})
-            else:
-                scalars[name] = value
+        sections: dict[str, _Section] = {}
         written = 0
-        for name in saved.keys() - sections.keys():
+        for name in saved.keys() - {k for k, v in state.items() if isinstance(v, (dict, list))}:
             conn.execute("DELETE FROM state_items WHERE workflow_id=? AND section=?", (workflow_id, name))
-        for name, (_, items) in sections.items():
-            before = saved.get(name, ("", {}))[1]
-            for item in before.keys() - items.keys():
+        for name, value in state.items():
+            kind = "dict" if isinstance(value, dict) else "list" if isinstance(value, list) else None
+            if kind is None:
+                scalars[name] = value
+                continue
+            before = saved.get(name)
+            if before is None or before.kind != kind:
+                if before is not None:
+                    conn.execute("DELETE FROM state_items WHERE workflow_id=? AND section=?", (workflow_id, name))
+                before = _Section(kind, {} if kind == "dict" else [])
+            changed, gone = before.diff(value)
+            for item in gone:
                 conn.execute("DELETE FROM state_items WHERE workflow_id=? AND section=? AND item=?",
                              (workflow_id, name, item))
-            changed = [(workflow_id, name, item, value) for item, value in items.items() if before.get(item) != value]
-            if changed:
-                conn.executemany("INSERT OR REPLACE INTO state_items VALUES (?, ?, ?, ?)", changed)
-                written += sum(len(c[2]) + len(c[3]) for c in changed)
-        row = json.dumps({**scalars, "__sections__": {n: kind for n, (kind, _) in sections.items()}}, sort_keys=True)
+            dumped = {k: json.dumps(v, sort_keys=True) for k, v in changed.items()}
+            if dumped:
+                conn.executemany("INSERT OR REPLACE INTO state_items VALUES (?, ?, ?, ?)",
+                                 [(workflow_id, name, k, v) for k, v in dumped.items()])
+                written += sum(len(k) + len(v) for k, v in dumped.items())
+            # the cache keeps items as a new process will read them back: parsed from their JSON
+            sections[name] = before.updated({k: json.loads(v) for k, v in dumped.items()}, gone) \
+                if (dumped or gone or name not in saved) else before
+        row = json.dumps({**scalars, "__sections__": {n: sec.kind for n, sec in sections.items()}}, sort_keys=True)
         conn.execute("UPDATE workflows SET status=?, state=?, stop_reason=?, updated_at=?, rev=? WHERE workflow_id=?",
                      (status, row, stop_reason, at, rev + 1, workflow_id))
         self.state_bytes_written += written + len(row)
         self._pending[workflow_id] = (rev + 1, row, sections)
 
-    def _durable(self, workflow_id: str) -> tuple[int, str, dict[str, tuple[str, dict[str, str]]]]:
+    def _durable(self, workflow_id: str) -> tuple[int, str, dict[str, "_Section"]]:
         """The durable state of a workflow in its stored form, from this connection's cache when current."""
         found = self.db.execute("SELECT state, rev FROM workflows WHERE workflow_id=?", (workflow_id,)).fetchone()
         if found is None:
@@ -187,20 +251,23 @@ class Store:
             return cached
         try:
             kinds = json.loads(found["state"]).get("__sections__", {})
+            items: dict[str, dict[str, Any]] = {name: {} for name in kinds}
+            for r in self.db.execute("SELECT section, item, value FROM state_items WHERE workflow_id=? "
+                                     "ORDER BY section, item", (workflow_id,)):
+                if r["section"] not in items:
+                    raise StoreError(f"{self.path}: workflow {workflow_id!r} has state items of an unknown "
+                                     f"section {r['section']!r}")
+                items[r["section"]][r["item"]] = json.loads(r["value"])
         except (ValueError, AttributeError) as exc:
-            raise StoreError(f"{self.path}: workflow {workflow_id!r} has a corrupt state row: {exc}") from exc
-        sections: dict[str, tuple[str, dict[str, str]]] = {name: (kind, {}) for name, kind in kinds.items()}
-        for r in self.db.execute("SELECT section, item, value FROM state_items WHERE workflow_id=? "
-                                 "ORDER BY section, item", (workflow_id,)):
-            if r["section"] not in sections:
-                raise StoreError(f"{self.path}: workflow {workflow_id!r} has state items of an unknown "
-                                 f"section {r['section']!r}")
-            sections[r["section"]][1][r["item"]] = r["value"]
+            raise StoreError(f"{self.path}: workflow {workflow_id!r} has a corrupt state: {exc}") from exc
+        sections = {name: _Section(kind, dict(items[name]) if kind == "dict" else
+                                   [items[name][k] for k in sorted(items[name])]) for name, kind in kinds.items()}
         self._saved[workflow_id] = (found["rev"], found["state"], sections)
         return self._saved[workflow_id]
 
     def load_state(self, workflow_id: str) -> dict[str, Any]:
-        """The workflow's durable state as the dict :meth:`save_state` was given (a fresh copy).
+        """The workflow's durable state as the dict :meth:`save_state` was given (a fresh copy the caller
+        may change: changes are durable only once saved).
 
         Raises:
             StoreError: no such workflow, or its stored state is corrupt.
@@ -208,12 +275,11 @@ class Store:
         _, row, sections = self._durable(workflow_id)
         try:
             state = json.loads(row)
-            state.pop("__sections__", None)
-            for name, (kind, items) in sections.items():
-                values = [(item, json.loads(v)) for item, v in items.items()]
-                state[name] = dict(values) if kind == "dict" else [v for _, v in sorted(values)]
         except ValueError as exc:
-            raise StoreError(f"{self.path}: workflow {workflow_id!r} has a corrupt state: {exc}") from exc
+            raise StoreError(f"{self.path}: workflow {workflow_id!r} has a corrupt state row: {exc}") from exc
+        state.pop("__sections__", None)
+        for name, section in sections.items():
+            state[name] = section.copy()
         return state
 
     def record_effect(self, conn: sqlite3.Connection, key: str, workflow_id: str, task_id: str, tool: str,

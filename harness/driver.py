@@ -177,7 +177,8 @@ class Driver:
             held = _Holds(self, ctx, out, ledger, clock, holds, len(case.events), case.workflow)
             # worker segments: the first after the start request, then one after each event
             segments = [None] + [(index, ev) for index, ev in enumerate(external) if not ev.get("before_wait")]
-            record = self.snapshots and crash_point is None and not case.faults
+            record = self.snapshots and crash_point is None and not case.faults and \
+                getattr(self.adapter, "deterministic_runs", False)
             for work, step in enumerate(segments):
                 if start is not None and work < start.work:
                     continue
@@ -210,7 +211,21 @@ class Driver:
             out.faults_missed = [f"kill at {k}" for k in kills[len(fired):]] + \
                 [f"event {ev['type']} at {point}" for point, evs in holds.items() if point not in paused for ev in evs]
             out.wall_s = time.perf_counter() - began
+        if out.snapshots:
+            self._check_repeatable(case, run_dir, out)
         return out
+
+    def _check_repeatable(self, case: Case, run_dir: Path, golden: RunOutcome) -> None:
+        """Run the golden run a second time (without snapshots); if it differs (an engine that mints
+        random keys, reads the wall clock...), drop the snapshots: a crash run could not reach the same
+        state again, so its prefix must be replayed rather than taken from the golden run."""
+        twin = copy.copy(self)
+        twin.snapshots = False
+        again = twin.run(case, run_dir.with_name(run_dir.name + "-twin"))
+        if _fingerprint(again) != _fingerprint(golden):
+            golden.snapshots = []
+            golden.notes.append("a second fault-free run differed from this one: crash runs replay from the "
+                                "start request instead of starting from a snapshot")
 
     def cycle(self, case: Case, golden: RunOutcome, crash_point: str, run_dir: Path) -> RunOutcome:
         """One crash/resume cycle and nothing else: from the golden snapshot of the segment that reaches
@@ -549,6 +564,13 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def _fingerprint(out: RunOutcome) -> tuple[Any, ...]:
+    """What two runs of one case must share to be the same run: trace, tool calls, crash points."""
+    return (out.status, out.stop_reason, out.crash_points,
+            [(e.get("kind"), e.get("task"), e.get("at"), e.get("idempotency_key"), e.get("name")) for e in out.trace],
+            [(c["tool"], c["idempotency_key"], c["args"], c["outcome"], c["at"]) for c in out.calls])
 
 
 #: Files of a run folder a snapshot leaves out: SQLite's shared-memory index (rebuilt from the WAL

@@ -92,3 +92,16 @@ def test_state_kept_in_the_process_fools_the_simulated_crash_not_the_real_kill(t
     assert real[(HAPPY, None)][0] == "passed"  # in one process the bug does not show
     caught = [k for k, v in real.items() if v[0] == "failed"]
     assert caught and all(simulated[k][0] == "passed" for k in caught)
+
+
+def test_a_golden_run_that_does_not_repeat_itself_keeps_no_snapshot(tmp_path: Path) -> None:
+    """An engine that mints random keys cannot reach a golden state again: its crash runs replay the
+    prefix, and the verdicts stay those of runs from the start (13 of 14 fail on the seed case)."""
+    engine = "variants.engines:EffectBeforeCheckpointNoKey"
+    pack, cases = load_target(builtin_pack("refunds"))
+    case = next(c for c in cases if c.case_id == "approval_timeout_after_refund_draft")
+    golden = Driver(ReferenceAdapter(engine), pack).run(case, tmp_path / "golden")
+    assert golden.snapshots == [] and any("differed" in note for note in golden.notes)
+    fast = _verdicts("refunds", tmp_path / "a", "kill", engine, [case.case_id])
+    cold = _verdicts("refunds", tmp_path / "b", "kill-cold", engine, [case.case_id])
+    assert fast == cold and sum(v[0] == "failed" for v in fast.values()) == 13
