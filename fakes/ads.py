@@ -149,26 +149,30 @@ def _changes(tool: str, args: Mapping[str, Any], id_field: str, value_field: str
     return out
 
 
-def _apply_budgets(box: "Toolbox", args: Mapping[str, Any], ref: str) -> dict[str, Any]:
-    tool = "ads.applyBudgetChanges"
+def _apply_changes(box: "Toolbox", tool: str, args: Mapping[str, Any], id_field: str, value_field: str,
+                   known: Mapping[str, int], slot: str) -> tuple[int, int]:
+    """Apply a change set of ``tool`` (each change sets ``slot:ACCOUNT:ID`` in the service state);
+    ``(changes applied, sum of new minus old, cents)``."""
     acc = account_of(tool, args)
-    known = {c["id"]: c["daily_budget_cents"] for c in acc.campaigns}
-    changes = _changes(tool, args, "campaign_id", "new_daily_budget_cents", known)
+    changes = _changes(tool, args, id_field, value_field, known)
     spend_time(box, DURATIONS_S[tool])
     for ident, _, new in changes:
-        box._put(f"budget:{acc.account_id}:{ident}", new)
-    return {"change_set_id": "bcs" + ref[1:], "applied": len(changes), "delta_cents": sum(n - o for _, o, n in changes)}
+        box._put(f"{slot}:{acc.account_id}:{ident}", new)
+    return len(changes), sum(n - o for _, o, n in changes)
+
+
+def _apply_budgets(box: "Toolbox", args: Mapping[str, Any], ref: str) -> dict[str, Any]:
+    tool = "ads.applyBudgetChanges"
+    known = {c["id"]: c["daily_budget_cents"] for c in account_of(tool, args).campaigns}
+    applied, delta = _apply_changes(box, tool, args, "campaign_id", "new_daily_budget_cents", known, "budget")
+    return {"change_set_id": "bcs" + ref[1:], "applied": applied, "delta_cents": delta}
 
 
 def _apply_bids(box: "Toolbox", args: Mapping[str, Any], ref: str) -> dict[str, Any]:
     tool = "ads.applyBidChanges"
-    acc = account_of(tool, args)
-    known = {ident: k[KW_BID] for ident, k in _keyword_index(acc.seed).items()}
-    changes = _changes(tool, args, "keyword_id", "new_bid_cents", known)
-    spend_time(box, DURATIONS_S[tool])
-    for ident, _, new in changes:
-        box._put(f"bid:{acc.account_id}:{ident}", new)
-    return {"change_set_id": "kcs" + ref[1:], "applied": len(changes), "delta_cents": sum(n - o for _, o, n in changes)}
+    known = {ident: k[KW_BID] for ident, k in _keyword_index(account_of(tool, args).seed).items()}
+    applied, delta = _apply_changes(box, tool, args, "keyword_id", "new_bid_cents", known, "bid")
+    return {"change_set_id": "kcs" + ref[1:], "applied": applied, "delta_cents": delta}
 
 
 def _draft_report(box: "Toolbox", args: Mapping[str, Any], ref: str) -> dict[str, Any]:
