@@ -41,16 +41,7 @@ def load_object(spec: str) -> Callable[..., Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one worker pass; see the module docstring."""
-    parser = argparse.ArgumentParser(prog="crashpoint-worker", description=__doc__.splitlines()[0])
-    parser.add_argument("--db", required=True, help="engine SQLite file")
-    parser.add_argument("--world", required=True, help="MODULE:FACTORY returning (tools, clock)")
-    parser.add_argument("--world-arg", default="", help="argument passed to the world factory")
-    parser.add_argument("--probe", default=None, help="MODULE:FACTORY returning a crash probe")
-    parser.add_argument("--probe-arg", default="", help="argument passed to the probe factory")
-    parser.add_argument("--worker-id", default="worker")
-    parser.add_argument("--engine", default="crashpoint.engine.engine:Engine",
-                        help="MODULE:CLASS of the engine (a subclass of Engine)")
-    args = parser.parse_args(argv)
+    args = PARSER.parse_args(argv)
     probe = load_object(args.probe)(args.probe_arg) if args.probe else no_probe
     tools, clock = load_object(args.world)(args.world_arg, probe)
     engine_cls = load_object(args.engine)
@@ -62,6 +53,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(json.dumps(statuses, sort_keys=True))
     return 0
 
+
+def _parser() -> argparse.ArgumentParser:
+    """The command line (built at import: a worker forked from a warm parent inherits it)."""
+    parser = argparse.ArgumentParser(prog="crashpoint-worker", description=__doc__.splitlines()[0])
+    parser.add_argument("--db", required=True, help="engine SQLite file")
+    parser.add_argument("--world", required=True, help="MODULE:FACTORY returning (tools, clock)")
+    parser.add_argument("--world-arg", default="", help="argument passed to the world factory")
+    parser.add_argument("--probe", default=None, help="MODULE:FACTORY returning a crash probe")
+    parser.add_argument("--probe-arg", default="", help="argument passed to the probe factory")
+    parser.add_argument("--worker-id", default="worker")
+    parser.add_argument("--engine", default="crashpoint.engine.engine:Engine",
+                        help="MODULE:CLASS of the engine (a subclass of Engine)")
+    return parser
+
+
+PARSER = _parser()
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -101,10 +101,17 @@ class Ledger:
         self.path = Path(path)
         self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
         self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute(f"PRAGMA synchronous={synchronous}")
-        self.db.executescript(_SCHEMA)
-        self.db.execute("INSERT OR IGNORE INTO clock VALUES (1, ?)", (EPOCH_S,))
+        try:
+            made = self.db.execute("SELECT 1 FROM clock WHERE id=1").fetchone() is not None
+        except sqlite3.OperationalError as exc:
+            if "no such table" not in str(exc):
+                raise
+            made = False
+        if not made:  # a new ledger (WAL mode is a property of the file: set once, when it is made)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.executescript(_SCHEMA)
+            self.db.execute("INSERT OR IGNORE INTO clock VALUES (1, ?)", (EPOCH_S,))
 
     def close(self) -> None:
         """Close the connection."""

@@ -623,9 +623,12 @@ class Snapshot:
 
     def restore(self, run_dir: Path, out: RunOutcome) -> None:
         """Write the files into the (empty) ``run_dir`` and set the outcome's fields so far."""
+        made = {run_dir}
         for name, data in self.files.items():
             path = run_dir / name
-            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.parent not in made:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                made.add(path.parent)
             path.write_bytes(zlib.decompress(data))
         for key, value in copy.deepcopy(self.progress).items():
             setattr(out, key, value)

@@ -46,19 +46,19 @@ class ReferenceAdapter:
     def __init__(self, engine: str = "crashpoint.engine.engine:Engine", name: str = "reference") -> None:
         self.engine = engine
         self.name = name
-        self._open: dict[Path, Engine] = {}  # run folder -> the client kept open by open_run
+        # run folder -> the client kept open between open_run and close_run (None: not opened yet)
+        self._open: dict[Path, Engine | None] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_open": {}}  # open connections stay in the process that opened them
 
     def open_run(self, run: RunContext) -> None:
-        """Keep one client engine open on the run's files until :meth:`close_run` (each operation
-        then reuses it instead of opening and closing the databases, ~1.5 ms each). Idempotent."""
-        if run.run_dir not in self._open:
-            self._open[run.run_dir] = self._new_client(run)
+        """Until :meth:`close_run`, keep the client engine the next operation opens on the run's files
+        (each operation then reuses it instead of opening and closing the databases). Idempotent."""
+        self._open.setdefault(run.run_dir, None)
 
     def close_run(self, run: RunContext) -> None:
-        """Close the client :meth:`open_run` opened (nothing when there is none)."""
+        """Close the client kept since :meth:`open_run` (nothing when none was opened)."""
         engine = self._open.pop(run.run_dir, None)
         if engine is not None:
             engine.close()
@@ -76,8 +76,10 @@ class ReferenceAdapter:
 
     @contextmanager
     def _client(self, run: RunContext) -> Iterator[Engine]:
-        kept = self._open.get(run.run_dir)
-        if kept is not None:
+        if run.run_dir in self._open:
+            kept = self._open[run.run_dir]
+            if kept is None:
+                kept = self._open[run.run_dir] = self._new_client(run)
             yield kept
             return
         engine = self._new_client(run)
