@@ -239,7 +239,7 @@ class Driver:
             ValueError: no golden snapshot precedes ``crash_point`` (the case has faults of its own, the
                 adapter is not ``deterministic_runs``, or the golden run kept no snapshots).
         """
-        start = Driver(self.adapter, self.pack, self.worker_timeout_s)._start_from(case, crash_point, golden)
+        start = snapshot_for(self.adapter, case, crash_point, golden)
         if start is None:
             raise ValueError(f"no golden snapshot precedes {crash_point!r} in case {case.case_id}")
         run_dir.mkdir(parents=True, exist_ok=False)
@@ -284,18 +284,8 @@ class Driver:
                 self._deliver(ctx, out, ledger, clock, ev, index, workflow=case.workflow)
 
     def _start_from(self, case: Case, crash_point: str | None, golden: RunOutcome | None) -> "Snapshot | None":
-        """The golden run's snapshot a crash run at ``crash_point`` may start from, or ``None`` (run it all).
-
-        Only a single crash point of a case without faults of its own, on an adapter that declares its
-        runs deterministic (``deterministic_runs``), and the latest segment that starts before the point.
-        """
-        if not (self.snapshots and golden is not None and golden.snapshots and crash_point and not case.faults
-                and crashpoints.THEN.strip() not in crash_point and getattr(self.adapter, "deterministic_runs", False)
-                and crash_point in golden.crash_points):
-            return None
-        at = golden.crash_points.index(crash_point)
-        usable = [snap for snap in golden.snapshots if snap.log_length <= at]
-        return usable[-1] if usable else None
+        """The snapshot a crash run at ``crash_point`` starts from in this driver's mode, or ``None``."""
+        return snapshot_for(self.adapter, case, crash_point, golden) if self.snapshots else None
 
     @staticmethod
     def _count_delivery(out: RunOutcome, n: int, accepted: bool) -> None:
@@ -564,6 +554,22 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def snapshot_for(adapter: EngineAdapter, case: Case, crash_point: str | None,
+                 golden: RunOutcome | None) -> "Snapshot | None":
+    """The golden run's snapshot a crash run at ``crash_point`` may start from, or ``None`` (run it all).
+
+    Only for a single crash point of a case without faults of its own, on an adapter that declares its
+    runs deterministic (``deterministic_runs``): the latest segment that starts before the point.
+    """
+    if not (golden is not None and golden.snapshots and crash_point and not case.faults
+            and crashpoints.THEN.strip() not in crash_point and getattr(adapter, "deterministic_runs", False)
+            and crash_point in golden.crash_points):
+        return None
+    at = golden.crash_points.index(crash_point)
+    usable = [snap for snap in golden.snapshots if snap.log_length <= at]
+    return usable[-1] if usable else None
 
 
 def _fingerprint(out: RunOutcome) -> tuple[Any, ...]:
