@@ -14,7 +14,7 @@ Prints, for this machine (each timed figure is the median of ``--repeat`` runs, 
 - ``cycles cold``: the same cycles with a new interpreter per worker (the naive baseline).
 - ``cycles inprocess``: the same cycles with simulated crashes (no process).
 - ``crash runs``: whole judged crash runs per second (``crashpoint run refunds``: the case's
-  events, the final reads and every oracle), ``kill`` and ``kill-cold`` modes.
+  events, the final reads and every oracle), ``kill`` and ``inprocess`` modes.
 - ``sweep N checkpoints``: wall time of ``crashpoint run`` on a generated workflow of N tasks, one
   checkpoint each, a kill at every crash point; and the ratio of the two sizes. The larger one, past
   ``--max-runs`` crash points (default 200), runs every k-th point and scales the crash runs' time

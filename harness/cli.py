@@ -53,7 +53,8 @@ def resolve_path(raw: str) -> Path:
     raise UsageError(f"{raw}: no such file or folder")
 
 
-def repro_command(case_path: Path, crash_point: str | None, engine: str | None = None) -> str:
+def repro_command(case_path: Path, crash_point: str | None, engine: str | None = None,
+                  crash_mode: str = "kill") -> str:
     """The one-line command that re-runs one case at one crash point (path relative to the cwd if inside it)."""
     try:
         case_path = case_path.resolve().relative_to(Path.cwd())
@@ -66,6 +67,8 @@ def repro_command(case_path: Path, crash_point: str | None, engine: str | None =
         cmd += " --crash none"
     if engine:
         cmd += f" --engine {engine}"
+    if crash_mode != "kill":
+        cmd += f" --crash-mode {crash_mode}"
     return cmd
 
 
@@ -184,11 +187,13 @@ def _sweep_and_report(args: argparse.Namespace, pack, cases, adapter, executor, 
             raise UsageError("--resume needs --results-db [URL]: the store holding the interrupted run")
         from crashpoint.harness import resume
 
-        resumed = resume.plan(args.results_db, pack, cases, adapter, args.crash, args.crash_point or ())
+        resumed = resume.plan(args.results_db, pack, cases, adapter, args.crash, args.crash_point or (),
+                              args.crash_mode)
         if resumed.run_id is None:
             print("crashpoint: --resume: no incomplete run of this pack and engine in the store; starting a new one")
     if resumed is not None and resumed.run_id is not None:
-        recorder = resume.reopen(args.results_db, resumed.run_id, pack, cases, adapter, args.crash, args.engine)
+        recorder = resume.reopen(args.results_db, resumed.run_id, pack, cases, adapter, args.crash, args.engine,
+                                 args.crash_mode)
         print(f"crashpoint: resuming run {resumed.run_id}: {len(resumed.stored)} result(s) already recorded, "
               f"{len(resumed.todo)} case(s) with runs left")
     else:
@@ -203,7 +208,8 @@ def _sweep_and_report(args: argparse.Namespace, pack, cases, adapter, executor, 
 
     began = time.perf_counter()
     print(f"crashpoint: sweeping pack {pack.name} {pack.version} ({len(cases)} case(s)) on engine "
-          f"{adapter.name} {adapter.version()}, crash={args.crash}, on {where}", flush=True)
+          f"{adapter.name} {adapter.version()}, crash={args.crash}, crash mode={args.crash_mode}, on {where}",
+          flush=True)
     try:
         result = sweep(pack, resumed.todo if resumed else cases, adapter, crash=args.crash, executor=executor,
                        workdir=args.workdir, keep=bool(args.workdir), worker_timeout_s=args.worker_timeout,
@@ -219,7 +225,7 @@ def _sweep_and_report(args: argparse.Namespace, pack, cases, adapter, executor, 
     for r in data["results"]:
         if r["verdict"] != "passed":
             point = None if r["crash_point"] == "none" else r["crash_point"]
-            r["reproduce"] = repro_command(paths[r["case_id"]], point, args.engine)
+            r["reproduce"] = repro_command(paths[r["case_id"]], point, args.engine, args.crash_mode)
             if getattr(args, "adapter", None):
                 r["reproduce"] += f" --adapter {args.adapter}"
     if not args.quiet:

@@ -65,6 +65,7 @@ def sweep_data(result: SweepResult) -> dict[str, Any]:
         "engine": {"name": result.engine, "version": result.engine_version},
         "pack": {"name": result.pack.name, "version": result.pack.version, "path": str(result.pack.root)},
         "crash": result.crash,
+        "crash_mode": result.crash_mode,
         "wall_s": round(result.wall_s, 3),
         "summary": {"cases": len(result.crash_points)} | _counts(verdicts) | {
             "crash_points": sum(len(p) for p in result.crash_points.values()),

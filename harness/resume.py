@@ -5,8 +5,8 @@ run complete at the end (:mod:`crashpoint.reports.store`), so a crashpoint proce
 point (even by SIGKILL) leaves every finished result in the store and the run ``complete = false``.
 ``--resume`` then:
 
-1. finds the latest incomplete run of the same pack (name and version), engine, crash mode and
-   source ``cli`` in the store (none: the sweep starts a new run, and says so);
+1. finds the latest incomplete run of the same pack (name and version), engine, crash setting
+   (``--crash`` and ``--crash-mode``) and source ``cli`` in the store (none: the sweep starts a new run, and says so);
 2. skips every ``(case, crash point)`` pair that run already holds; a case whose runs are all
    recorded is not run at all; a case with runs left re-runs its golden run as their reference
    (not recorded again);
@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from crashpoint.errors import UsageError
+from crashpoint.harness.driver import crash_label
 from crashpoint.harness.loader import Case, Pack
 from crashpoint.harness.oracles import Failure
 from crashpoint.harness.sweep import RunResult, SweepResult
@@ -99,8 +100,9 @@ def _case_done(case: Case, crash: str, only: Sequence[str], recorded: dict[Pair,
 
 
 def plan(url: str | None, pack: Pack, cases: Sequence[Case], adapter: Any, crash: str,
-         only: Sequence[str] = ()) -> ResumePlan:
-    """Read the store at ``url`` and plan the rest of the latest matching incomplete run.
+         only: Sequence[str] = (), crash_mode: str = "kill") -> ResumePlan:
+    """Read the store at ``url`` and plan the rest of the latest matching incomplete run: same pack,
+    engine, ``--crash`` and ``--crash-mode`` (stored together, see :func:`~crashpoint.harness.driver.crash_label`).
 
     Raises:
         UsageError: ``crash`` is not in :data:`RESUMABLE`, or the store cannot be opened.
@@ -113,7 +115,7 @@ def plan(url: str | None, pack: Pack, cases: Sequence[Case], adapter: Any, crash
     store = ResultStore(url or None)
     try:
         run_id = find_incomplete(store, {"pack": pack.name, "pack_version": pack.version, "engine": adapter.name,
-                                         "crash": crash, "source": "cli"})
+                                         "crash": crash_label(crash, crash_mode), "source": "cli"})
         rows = store.results([run_id]) if run_id else []
     finally:
         store.close()
@@ -146,11 +148,12 @@ def merge(result: SweepResult, resume: ResumePlan, cases: Sequence[Case]) -> Swe
 
     merged = sorted(list(resume.stored) + list(result.results), key=order)
     return SweepResult(result.pack, result.engine, result.engine_version, result.crash, merged,
-                       {c.case_id: points.get(c.case_id, []) for c in cases}, result.wall_s, list(cases))
+                       {c.case_id: points.get(c.case_id, []) for c in cases}, result.wall_s, list(cases),
+                       result.crash_mode)
 
 
 def reopen(url: str | None, run_id: str, pack: Pack, cases: Sequence[Case], adapter: Any, crash: str,
-           engine_spec: str | None) -> Any:
+           engine_spec: str | None, crash_mode: str = "kill") -> Any:
     """A :class:`~crashpoint.harness.cli_report.SweepRecorder` appending to ``run_id``."""
     from crashpoint.harness.cli_report import SweepRecorder
     from crashpoint.harness.record import Recorder
@@ -158,5 +161,6 @@ def reopen(url: str | None, run_id: str, pack: Pack, cases: Sequence[Case], adap
     recorder = SweepRecorder.__new__(SweepRecorder)
     recorder.cases = {c.case_id: c for c in cases}
     recorder.engine_spec = engine_spec
+    recorder.crash_mode = crash_mode
     recorder.recorder = Recorder.reopen(url or None, run_id)
     return recorder

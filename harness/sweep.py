@@ -87,6 +87,7 @@ class SweepResult:
     crash_points: dict[str, list[str]]
     wall_s: float
     cases: list[Case] = field(default_factory=list)
+    crash_mode: str = "kill"
 
 
 def fault_free(case: Case) -> Case:
@@ -314,4 +315,4 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
     results += [r for c in cases for r in singles[c.case_id] if r is not None]
     results += [r for c in cases for r in doubles[c.case_id] if r is not None]
     return SweepResult(pack, adapter.name, adapter.version(), crash, results, points, time.perf_counter() - began,
-                       list(cases))
+                       list(cases), crash_mode)

@@ -195,3 +195,26 @@ def test_resume_in_process_runs_only_what_is_missing(tmp_path: Path, capsys: pyt
     ((again, complete, results, rows),) = _runs(db)
     assert again == run_id and complete and results == reference and rows == len(reference)
     assert f"{len(reference)} passed" in out
+
+
+def test_resume_never_mixes_crash_modes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An incomplete real-kill run is not finished by simulated crashes: --resume --crash-mode inprocess
+    starts a run of its own, stored as ``every+inprocess``, and the real-kill run stays incomplete."""
+    from crashpoint.harness.cli import main
+
+    db = tmp_path / "r.db"
+    assert main(["run", str(CASE), "--results-db", str(db), "-q", "--jobs", "2"]) == 0
+    con = sqlite3.connect(db)
+    with con:
+        con.execute("delete from crashpoint_results where id in (select id from crashpoint_results "
+                    "order by id desc limit 3)")
+        con.execute("update crashpoint_runs set complete = 0, ended_at = null")
+    con.close()
+    capsys.readouterr()
+    assert main(["run", str(CASE), "--results-db", str(db), "-q", "--jobs", "2", "--resume",
+                 "--crash-mode", "inprocess"]) == 0
+    assert "resuming run" not in capsys.readouterr().out
+    con = sqlite3.connect(db)
+    stored = con.execute("select crash, complete from crashpoint_runs order by started_at").fetchall()
+    con.close()
+    assert stored == [("every", 0), ("every+inprocess", 1)]
