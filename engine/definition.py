@@ -177,6 +177,10 @@ class WorkflowDefinition:
         dup = {i for i in ids if ids.count(i) > 1}
         if dup:
             raise DefinitionError(f"duplicate phase/task ids in {self.name!r}: {sorted(dup)}")
+        gates = [p.human_gate.approval_id for p in self.phases if p.human_gate]
+        if len(set(gates)) != len(gates):  # one grant would answer both gates
+            raise DefinitionError(f"duplicate human_gate approval_id in {self.name!r}: "
+                                  f"{sorted({g for g in gates if gates.count(g) > 1})}")
         gated = False
         for index, phase in enumerate(self.phases):
             if phase.on_error not in ON_ERROR:

@@ -167,6 +167,11 @@ class Store:
             self.db.execute(f"PRAGMA synchronous={synchronous}")
             row = _schema_version(self.db)
             if row is None:  # a new file (WAL mode is a property of the file: set once, when it is made)
+                foreign = [r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table' "
+                                                         "AND name NOT LIKE 'sqlite_%'")]
+                if foreign:
+                    raise StoreError(f"{self.path}: not an engine database: it has tables of its own "
+                                     f"({', '.join(sorted(foreign)[:5])}) and no engine schema")
                 self.db.execute("PRAGMA journal_mode=WAL")
                 self.db.executescript(_SCHEMA)
                 self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
@@ -245,33 +250,47 @@ class Store:
             # the cache keeps items as a new process will read them back: parsed from their JSON
             sections[name] = before.updated({k: json.loads(v) for k, v in dumped.items()}, gone) \
                 if (dumped or gone or name not in saved) else before
-        row = json.dumps({**scalars, "__sections__": {n: sec.kind for n, sec in sections.items()}}, sort_keys=True)
+        row = json.dumps({**scalars, "__sections__": {n: [sec.kind, len(sec.value)] for n, sec in sections.items()}},
+                         sort_keys=True)
         conn.execute("UPDATE workflows SET status=?, state=?, stop_reason=?, updated_at=?, rev=? WHERE workflow_id=?",
                      (status, row, stop_reason, at, rev + 1, workflow_id))
         self.state_bytes_written += written + len(row)
         self._pending[workflow_id] = (rev + 1, row, sections)
 
     def _durable(self, workflow_id: str) -> tuple[int, str, dict[str, "_Section"]]:
-        """The durable state of a workflow in its stored form, from this connection's cache when current."""
+        """The durable state of a workflow in its stored form, from this connection's cache when current.
+
+        Raises:
+            StoreError: the row or its items do not add up (a section of an unknown kind, an item count
+                other than the row records, a list with a gap, an item that is not JSON).
+        """
         found = self.db.execute("SELECT state, rev FROM workflows WHERE workflow_id=?", (workflow_id,)).fetchone()
         if found is None:
             raise StoreError(f"{self.path}: no workflow {workflow_id!r}")
         cached = self._saved.get(workflow_id)
         if cached is not None and cached[0] == found["rev"]:
             return cached
+        where = f"{self.path}: workflow {workflow_id!r}"
         try:
-            kinds = json.loads(found["state"]).get("__sections__", {})
+            kinds = json.loads(found["state"])["__sections__"]
             items: dict[str, dict[str, Any]] = {name: {} for name in kinds}
             for r in self.db.execute("SELECT section, item, value FROM state_items WHERE workflow_id=? "
                                      "ORDER BY section, item", (workflow_id,)):
                 if r["section"] not in items:
-                    raise StoreError(f"{self.path}: workflow {workflow_id!r} has state items of an unknown "
-                                     f"section {r['section']!r}")
+                    raise StoreError(f"{where} has state items of an unknown section {r['section']!r}")
                 items[r["section"]][r["item"]] = json.loads(r["value"])
-        except (ValueError, AttributeError) as exc:
-            raise StoreError(f"{self.path}: workflow {workflow_id!r} has a corrupt state: {exc}") from exc
-        sections = {name: _Section(kind, dict(items[name]) if kind == "dict" else
-                                   [items[name][k] for k in sorted(items[name])]) for name, kind in kinds.items()}
+        except (ValueError, AttributeError, KeyError, TypeError, sqlite3.DatabaseError) as exc:
+            raise StoreError(f"{where} has a corrupt state: {exc!r}") from exc
+        sections = {}
+        for name, spec in kinds.items():
+            kind, count = spec if isinstance(spec, list) and len(spec) == 2 else (spec, None)
+            if kind not in ("dict", "list") or count != len(items[name]):
+                raise StoreError(f"{where}: state section {name!r} should be a {kind} of {count} item(s), "
+                                 f"the store holds {len(items[name])}")
+            if kind == "list" and sorted(items[name]) != [_item(i) for i in range(count)]:
+                raise StoreError(f"{where}: state section {name!r} is a list with missing or foreign positions")
+            sections[name] = _Section(kind, dict(items[name]) if kind == "dict" else
+                                      [items[name][k] for k in sorted(items[name])])
         self._saved[workflow_id] = (found["rev"], found["state"], sections)
         return self._saved[workflow_id]
 

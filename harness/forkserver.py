@@ -75,6 +75,14 @@ class ForkServer:
         """``True`` while the zygote process runs."""
         return self.proc.poll() is None
 
+    def kill(self) -> None:
+        """SIGKILL the zygote (its running worker, if any, dies with it) and reap it."""
+        try:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+
     def close(self) -> None:
         """Stop the zygote (closing its stdin ends it; a stuck one is killed)."""
         try:
@@ -115,15 +123,23 @@ class ForkServer:
             WorkerTimeout: the child ran longer than ``timeout_s`` wall seconds (its group is killed).
             OSError: the zygote died.
         """
-        self._send({"module": module, "argv": args, "env": env or {}, "log": str(log) if log else os.devnull,
-                    "warm": warm_modules(module, args)})
-        started = self._receive(30.0)
-        if started is None or "pid" not in started:
-            raise OSError(f"the worker fork server did not start a worker: {started!r}")
+        try:
+            self._send({"module": module, "argv": args, "env": env or {}, "log": str(log) if log else os.devnull,
+                        "warm": warm_modules(module, args)})
+            started = self._receive(30.0)
+            if started is None or "pid" not in started:
+                raise OSError(f"the worker fork server did not start a worker: {started!r}")
+        except (OSError, ValueError):
+            self.kill()  # out of step with this side: never reuse it (for_this_thread starts another)
+            raise
         pid = started["pid"]
         deadline = time.monotonic() + timeout_s
         while True:
-            message = self._receive(0.002 if poll else max(0.0, deadline - time.monotonic()))
+            try:
+                message = self._receive(0.002 if poll else max(0.0, deadline - time.monotonic()))
+            except (OSError, ValueError):
+                self.kill()  # the zygote died (its worker dies with it: PR_SET_PDEATHSIG)
+                raise
             if message is not None:
                 return int(message["rc"]), list(message.get("leftovers", ()))
             if poll:
@@ -133,7 +149,8 @@ class ForkServer:
                     os.killpg(pid, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
-                self._receive(30.0)
+                if self._receive(30.0) is None:
+                    self.kill()
                 raise WorkerTimeout(f"worker did not exit within {timeout_s} s (killed with its process group)")
 
 
@@ -153,6 +170,7 @@ def _child(request: dict[str, Any]) -> None:
     """In the forked child: become a worker process and never return."""
     rc = 1
     try:
+        _die_with_parent()
         os.setsid()
         out = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(out, 1)
@@ -178,6 +196,21 @@ def _child(request: dict[str, Any]) -> None:
             sys.stderr.flush()
         finally:
             os._exit(rc)
+
+
+def _die_with_parent() -> None:
+    """Have the kernel SIGKILL this process when its parent dies (Linux ``PR_SET_PDEATHSIG``): a zygote
+    whose harness was killed, and a worker whose zygote was, do not outlive them. Exits at once if the
+    parent is already gone."""
+    parent = os.getppid()
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent or parent == 1:
+        os._exit(1)
 
 
 def _subreaper() -> bool:
@@ -239,6 +272,7 @@ def _warm_up() -> None:
 
 def serve(preload: Sequence[str]) -> None:
     """The zygote's loop: import ``preload``, then fork one child per request line on stdin."""
+    _die_with_parent()
     _subreaper()
     for name in preload:
         importlib.import_module(name)

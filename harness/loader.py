@@ -588,6 +588,7 @@ def _check_workflow(data: dict[str, Any], file: Path, loc: Locator) -> None:
     ids: dict[str, int] = {}  # phase and task ids share one namespace (as in the engine)
     task_ids: set[str] = set()
     gated = False  # a human gate in an earlier phase
+    approvals: dict[str, int] = {}  # approval_id -> line of its gate
     for i, phase in enumerate(data["phases"]):
         if phase["id"] in ids:
             fail(f"duplicate id {phase['id']!r} (first at line {ids[phase['id']]})", ("phases", i, "id"))
@@ -612,6 +613,12 @@ def _check_workflow(data: dict[str, Any], file: Path, loc: Locator) -> None:
             task.setdefault("checkpoint", task["id"])
         gated = gated or bool(phase["human_gate"])
         gate = phase["human_gate"] or {}
+        if gate:
+            at = ("phases", i, "human_gate", "approval_id")
+            if gate["approval_id"] in approvals:  # one grant would answer both gates
+                fail(f"duplicate human_gate approval_id {gate['approval_id']!r} (first at line "
+                     f"{approvals[gate['approval_id']]})", at)
+            approvals[gate["approval_id"]] = loc.line(at)
         if gate.get("on_deny") == "revise" or "revise_from" in gate:
             _check_revise(data, i, gate, fail)
 

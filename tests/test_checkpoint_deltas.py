@@ -78,3 +78,38 @@ def test_items_of_an_unknown_section_are_refused(tmp_path: Path) -> None:
     raw.close()
     with pytest.raises(StoreError, match="unknown section 'bogus'"):
         Store(tmp_path / "e.db").load_state("wf")
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("DELETE FROM state_items WHERE section='side_effects' AND item='000000001'", "missing or foreign positions|of 3"),
+    ("DELETE FROM state_items WHERE section='results'", "should be a dict of 3"),
+    ("INSERT INTO state_items VALUES ('wf', 'results', 'extra', '1')", "should be a dict of 3"),
+    ("UPDATE state_items SET item='abc' WHERE section='side_effects' AND item='000000002'", "missing or foreign"),
+    ("UPDATE workflows SET state=json_set(state, '$.__sections__.results', json('[\"set\", 3]'))", "a set of 3"),
+])
+def test_a_state_whose_items_do_not_add_up_is_refused(tmp_path: Path, damage: str, message: str) -> None:
+    """Rows deleted, added or renamed behind the engine's back are a StoreError, never a quietly
+    different state (a lost side effect would then never be compensated)."""
+    store = Store(tmp_path / "e.db")
+    with store.transaction() as conn:
+        store.insert_workflow(conn, "wf", "w", 1, "running", _state(3), 0.0)
+    store.close()
+    raw = sqlite3.connect(tmp_path / "e.db")
+    raw.execute(damage)
+    raw.execute("UPDATE workflows SET rev = rev + 1")
+    raw.commit()
+    raw.close()
+    with pytest.raises(StoreError, match=message):
+        Store(tmp_path / "e.db").load_state("wf")
+
+
+def test_a_foreign_sqlite_file_is_not_adopted(tmp_path: Path) -> None:
+    raw = sqlite3.connect(tmp_path / "customers.db")
+    raw.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")
+    raw.commit()
+    raw.close()
+    with pytest.raises(StoreError, match="not an engine database: it has tables of its own .customers."):
+        Store(tmp_path / "customers.db")
+    raw = sqlite3.connect(tmp_path / "customers.db")
+    assert [r[0] for r in raw.execute("SELECT name FROM sqlite_master WHERE type='table'")] == ["customers"]
+    raw.close()

@@ -484,3 +484,22 @@ def test_redeployed_renames_tasks_and_their_result_references(pack: loader.Pack)
     assert issue["args"]["draft_id"] == "$result.create_draft.draft_id"
     assert wf["phases"][1]["tasks"][0]["args"]["draft_id"] == "$result.draft_refund.draft_id"
     assert loader.first_gate(v2)["approval_id"] == "refund_approval"
+
+
+def test_two_gates_with_one_approval_id_are_refused(tmp_path: Path) -> None:
+    """One human grant would answer both gates, so the second would never be asked: exit 2 naming the
+    file, the line and the field."""
+    import shutil
+
+    import yaml
+
+    pack_dir = tmp_path / "ads_audit"
+    shutil.copytree(builtin_pack("ads_audit"), pack_dir)
+    path = pack_dir / "workflows" / "ads_audit.yaml"
+    data = yaml.safe_load(path.read_text())
+    gate = next(p["human_gate"] for p in data["phases"] if p.get("human_gate"))
+    data["phases"][0]["human_gate"] = {"approval_id": gate["approval_id"], "timeout_s": 100, "checkpoint": "early"}
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(CaseError, match="duplicate human_gate approval_id") as info:
+        load_pack(pack_dir)
+    assert info.value.file == str(path) and info.value.field.endswith("human_gate.approval_id") and info.value.line
