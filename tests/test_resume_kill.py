@@ -174,20 +174,29 @@ def test_resume_with_nothing_to_resume_starts_a_new_run(tmp_path: Path, crash: s
     assert "no incomplete run" in capsys.readouterr().out
 
 
-def test_resume_in_process_runs_only_what_is_missing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A recorded sweep whose last results and end stamp are taken away (what a kill leaves) is
-    finished by --resume: the missing runs only, the same verdicts, one row per pair."""
+def _recorded_then_cut(db: Path) -> tuple:
+    """A recorded sweep of CASE whose last 3 results and end stamp are then taken away (what a kill
+    leaves); returns the complete run's row as :func:`_runs` gives it, from before the cut."""
     from crashpoint.harness.cli import main
 
-    db = tmp_path / "r.db"
     assert main(["run", str(CASE), "--results-db", str(db), "-q", "--jobs", "2"]) == 0
-    ((run_id, _, reference, _),) = _runs(db)
+    (complete,) = _runs(db)
     con = sqlite3.connect(db)
     with con:
         con.execute("delete from crashpoint_results where id in (select id from crashpoint_results "
                     "order by id desc limit 3)")
         con.execute("update crashpoint_runs set complete = 0, ended_at = null")
     con.close()
+    return complete
+
+
+def test_resume_in_process_runs_only_what_is_missing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A recorded sweep whose last results and end stamp are taken away (what a kill leaves) is
+    finished by --resume: the missing runs only, the same verdicts, one row per pair."""
+    from crashpoint.harness.cli import main
+
+    db = tmp_path / "r.db"
+    run_id, _, reference, _ = _recorded_then_cut(db)
     capsys.readouterr()
     assert main(["run", str(CASE), "--results-db", str(db), "-q", "--jobs", "2", "--resume"]) == 0
     out = capsys.readouterr().out
@@ -203,13 +212,7 @@ def test_resume_never_mixes_crash_modes(tmp_path: Path, capsys: pytest.CaptureFi
     from crashpoint.harness.cli import main
 
     db = tmp_path / "r.db"
-    assert main(["run", str(CASE), "--results-db", str(db), "-q", "--jobs", "2"]) == 0
-    con = sqlite3.connect(db)
-    with con:
-        con.execute("delete from crashpoint_results where id in (select id from crashpoint_results "
-                    "order by id desc limit 3)")
-        con.execute("update crashpoint_runs set complete = 0, ended_at = null")
-    con.close()
+    _recorded_then_cut(db)
     capsys.readouterr()
     assert main(["run", str(CASE), "--results-db", str(db), "-q", "--jobs", "2", "--resume",
                  "--crash-mode", "inprocess"]) == 0
