@@ -33,6 +33,7 @@ from crashpoint.harness.oracles import agent_verdicts
 from crashpoint.harness.sweep import RunResult, sweep
 from crashpoint.protocols import ToolError
 from crashpoint.scenarios import builtin_pack
+from verdicts import describe
 
 PACK_DIR = builtin_pack("ads_audit")
 BROKEN = "variants.engines:IgnoresAgentVerdict"
@@ -79,15 +80,6 @@ POINTS = {
 def _target() -> tuple[Pack, dict[str, Case]]:
     pack, cases = load_target(PACK_DIR)
     return pack, {c.case_id: c for c in cases}
-
-
-def describe(results: list[RunResult]) -> str:
-    """Readable summary of runs for assertion messages."""
-    lines = []
-    for r in results:
-        lines.append(f"{r.case_id} @ {r.crash_point or 'golden'}: {r.verdict} {r.error or ''}".rstrip())
-        lines += [f"    [{f.oracle}] {f.message}" for f in r.failures]
-    return "\n".join(lines)
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ import pytest
 from crashpoint.harness.adapters.reference import ReferenceAdapter
 from crashpoint.harness.loader import Case, Pack, load_target
 from crashpoint.harness.sweep import RunResult, SweepResult, sweep
+from verdicts import describe
 
 pytestmark = pytest.mark.slow
 
@@ -39,15 +40,6 @@ def run_sweep(engine: str, *case_ids: str) -> SweepResult:
     pack, cases = _target()
     return sweep(pack, [cases[c] for c in case_ids], ReferenceAdapter(engine=engine, name=engine),
                  crash="every", jobs=2)
-
-
-def describe(results: list[RunResult]) -> str:
-    """Readable summary of a sweep for assertion messages."""
-    lines = []
-    for r in results:
-        lines.append(f"{r.case_id} @ {r.crash_point or 'golden'}: {r.verdict} {r.error or ''}".rstrip())
-        lines += [f"    [{f.oracle}] {f.message}" for f in r.failures]
-    return "\n".join(lines)
 
 
 def caught(result: SweepResult, oracle: str, fragment: str) -> list[RunResult]:
