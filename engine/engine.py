@@ -196,7 +196,7 @@ class Engine:
         row = self.store.workflow(workflow_id)
         if row is None:
             raise UnknownWorkflow(workflow_id)
-        st = self.store.load_state(workflow_id)
+        st = self.store.load_state(workflow_id, row)
         definition = self._definition(row["definition"], row["version"])
         return WorkflowStatus(workflow_id, row["definition"], row["version"], row["status"], row["stop_reason"],
                               st["pending_approval"], progress(definition, st, self.clock.now()),
@@ -227,7 +227,7 @@ class Engine:
         """Drive one workflow until it is terminal or blocked on a human; returns its status."""
         while True:
             row = self.store.workflow(workflow_id)
-            status, st = Status(row["status"]), self.store.load_state(workflow_id)
+            status, st = Status(row["status"]), self.store.load_state(workflow_id, row)
             definition = self._definition(row["definition"], row["version"])
             if workflow_id not in self._seen:
                 self._seen.add(workflow_id)

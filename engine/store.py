@@ -257,14 +257,16 @@ class Store:
         self.state_bytes_written += written + len(row)
         self._pending[workflow_id] = (rev + 1, row, sections)
 
-    def _durable(self, workflow_id: str) -> tuple[int, str, dict[str, "_Section"]]:
+    def _durable(self, workflow_id: str, row: sqlite3.Row | None = None) -> tuple[int, str, dict[str, "_Section"]]:
         """The durable state of a workflow in its stored form, from this connection's cache when current.
+        ``row``: the workflow's row if the caller has just read it (:meth:`workflow`), else it is read here.
 
         Raises:
             StoreError: the row or its items do not add up (a section of an unknown kind, an item count
                 other than the row records, a list with a gap, an item that is not JSON).
         """
-        found = self.db.execute("SELECT state, rev FROM workflows WHERE workflow_id=?", (workflow_id,)).fetchone()
+        found = row if row is not None else \
+            self.db.execute("SELECT state, rev FROM workflows WHERE workflow_id=?", (workflow_id,)).fetchone()
         if found is None:
             raise StoreError(f"{self.path}: no workflow {workflow_id!r}")
         cached = self._saved.get(workflow_id)
@@ -294,16 +296,17 @@ class Store:
         self._saved[workflow_id] = (found["rev"], found["state"], sections)
         return self._saved[workflow_id]
 
-    def load_state(self, workflow_id: str) -> dict[str, Any]:
+    def load_state(self, workflow_id: str, row: sqlite3.Row | None = None) -> dict[str, Any]:
         """The workflow's durable state as the dict :meth:`save_state` was given (a fresh copy the caller
-        may change: changes are durable only once saved).
+        may change: changes are durable only once saved). ``row``: the workflow's row from
+        :meth:`workflow` when the caller has it (saves reading it again).
 
         Raises:
             StoreError: no such workflow, or its stored state is corrupt.
         """
-        _, row, sections = self._durable(workflow_id)
+        _, stored, sections = self._durable(workflow_id, row)
         try:
-            state = json.loads(row)
+            state = json.loads(stored)
         except ValueError as exc:
             raise StoreError(f"{self.path}: workflow {workflow_id!r} has a corrupt state row: {exc}") from exc
         state.pop("__sections__", None)
