@@ -16,12 +16,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from crashpoint.harness import crashpoints
+from crashpoint.harness.run import crashpoints
 from crashpoint.harness.adapters import ReferenceAdapter
-from crashpoint.harness.driver import Driver
-from crashpoint.harness.loader import load_target
+from crashpoint.harness.run.driver import Driver
+from crashpoint.harness.load.loader import load_target
 from crashpoint.scenarios import builtin_pack
-from crashpoint.harness.sweep import sweep
+from crashpoint.harness.run.sweep import sweep
 
 
 def main() -> None:
@@ -34,8 +34,8 @@ def main() -> None:
         run_dir = Path(tmp) / "run"
         adapter = ReferenceAdapter()
         Driver(adapter, pack).run(cases[0], run_dir)
-        from crashpoint.harness.adapter import RunContext
-        argv = adapter.worker_command(RunContext(run_dir), "crashpoint.harness.crashpoints:probe",
+        from crashpoint.harness.adapters.protocol import RunContext
+        argv = adapter.worker_command(RunContext(run_dir), "crashpoint.harness.run.crashpoints:probe",
                                       crashpoints.probe_arg(run_dir, None))
         samples = []
         for _ in range(args.repeat):

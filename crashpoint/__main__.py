@@ -2,6 +2,6 @@
 
 import sys
 
-from crashpoint.harness.cli import main
+from crashpoint.harness.cli.main import main
 
 sys.exit(main())

@@ -20,7 +20,7 @@ NULL), ``host``, ``source`` (``cli`` | ``pytest``), ``started_at``/``ended_at`` 
 ``verdict`` (passed|failed|error|unknown), ``oracle`` (first failing oracle or NULL), ``message``
 (first finding or the error), ``final_status``, ``wall_s``, ``recorded_at``, ``reproduce`` (or
 NULL), ``tags`` (JSON list), ``measures`` (JSON: per-run metric inputs, see
-:mod:`crashpoint.harness.record`) and ``data`` (JSON: the full result dict, with ``timeline`` for a
+:mod:`crashpoint.harness.judge.record`) and ``data`` (JSON: the full result dict, with ``timeline`` for a
 run that did not pass).
 
 Rows are only ever inserted (and a run's end stamped once), so a run killed half-way keeps

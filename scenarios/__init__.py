@@ -9,7 +9,7 @@ Layout::
         workflows/refund.yaml                    a workflow: phases of tasks
         cases/*.yaml|*.yml|*.json                one case per file
 
-Load packs and cases with :mod:`crashpoint.harness.loader`.
+Load packs and cases with :mod:`crashpoint.harness.load.loader`.
 """
 
 from __future__ import annotations

@@ -44,6 +44,6 @@ def pack_dir(tmp_path: Path) -> Path:
 @pytest.fixture()
 def pack(pack_dir: Path):
     """The pack of :func:`pack_dir`, loaded."""
-    from crashpoint.harness.loader import load_pack
+    from crashpoint.harness.load.loader import load_pack
 
     return load_pack(pack_dir)

@@ -15,7 +15,7 @@ import io
 import tempfile
 from pathlib import Path
 
-from crashpoint.harness.cli import main
+from crashpoint.harness.cli.main import main
 from crashpoint.reports.store import ResultStore
 
 SEED = Path(__file__).resolve().parent.parent / "scenarios" / "refunds" / "cases" / "approval_timeout_after_refund_draft.json"

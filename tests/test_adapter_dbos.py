@@ -8,8 +8,8 @@ import pytest
 pytest.importorskip("dbos")
 
 from crashpoint.harness.adapters.dbos_adapter import DBOSAdapter  # noqa: E402
-from crashpoint.harness.loader import load_target  # noqa: E402
-from crashpoint.harness.sweep import sweep  # noqa: E402
+from crashpoint.harness.load.loader import load_target  # noqa: E402
+from crashpoint.harness.run.sweep import sweep  # noqa: E402
 from crashpoint.scenarios import builtin_pack  # noqa: E402
 
 CASES = builtin_pack("conformance") / "cases"

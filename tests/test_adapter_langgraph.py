@@ -11,8 +11,8 @@ import pytest
 pytest.importorskip("langgraph.checkpoint.sqlite")
 
 from crashpoint.harness.adapters.langgraph_adapter import LangGraphAdapter, LangGraphAsync, LangGraphSync  # noqa: E402
-from crashpoint.harness.loader import load_target  # noqa: E402
-from crashpoint.harness.sweep import sweep  # noqa: E402
+from crashpoint.harness.load.loader import load_target  # noqa: E402
+from crashpoint.harness.run.sweep import sweep  # noqa: E402
 from crashpoint.scenarios import builtin_pack  # noqa: E402
 
 CASE = builtin_pack("conformance") / "cases" / "resume_every_checkpoint.yaml"

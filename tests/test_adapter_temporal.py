@@ -10,8 +10,8 @@ import pytest
 pytest.importorskip("temporalio")
 
 from crashpoint.harness.adapters.temporal_adapter import TemporalAdapter  # noqa: E402
-from crashpoint.harness.loader import load_target  # noqa: E402
-from crashpoint.harness.sweep import sweep  # noqa: E402
+from crashpoint.harness.load.loader import load_target  # noqa: E402
+from crashpoint.harness.run.sweep import sweep  # noqa: E402
 from crashpoint.scenarios import builtin_pack  # noqa: E402
 
 try:

@@ -27,10 +27,10 @@ from crashpoint.fakes.data import ads_account, build_ads_account
 from crashpoint.fakes.ledger import Ledger
 from crashpoint.fakes.tools import Toolbox
 from crashpoint.harness.adapters.reference import ReferenceAdapter
-from crashpoint.harness.cli import ExitCode, main
-from crashpoint.harness.loader import Case, Pack, load_pack, load_target
-from crashpoint.harness.oracles import agent_verdicts
-from crashpoint.harness.sweep import RunResult, sweep
+from crashpoint.harness.cli.main import ExitCode, main
+from crashpoint.harness.load.loader import Case, Pack, load_pack, load_target
+from crashpoint.harness.judge.oracles import agent_verdicts
+from crashpoint.harness.run.sweep import RunResult, sweep
 from crashpoint.protocols import ToolError
 from crashpoint.scenarios import builtin_pack
 from verdicts import describe

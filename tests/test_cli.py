@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from crashpoint.harness.cli import ExitCode, main
+from crashpoint.harness.cli.main import ExitCode, main
 
 ROOT = Path(__file__).resolve().parents[1]
 PACK = ROOT / "scenarios" / "refunds"

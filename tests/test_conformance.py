@@ -11,9 +11,9 @@ import pytest
 from crashpoint.engine.states import is_legal
 from crashpoint.errors import UsageError
 from crashpoint.harness.adapters.interpreter import Commit, Receive, Step, interpret
-from crashpoint.harness.certify import CLAIMS, certify, load_adapter, markdown, write
-from crashpoint.harness.cli import main
-from crashpoint.harness.loader import load_target
+from crashpoint.harness.judge.certify import CLAIMS, certify, load_adapter, markdown, write
+from crashpoint.harness.cli.main import main
+from crashpoint.harness.load.loader import load_target
 from crashpoint.scenarios import builtin_pack
 
 REFERENCE = "crashpoint.harness.adapters.reference:ReferenceAdapter"

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from crashpoint.harness.adapters.reference import ReferenceAdapter
-from crashpoint.harness.coverage import step_of
-from crashpoint.harness.loader import load_target
-from crashpoint.harness.results import sweep_data
-from crashpoint.harness.sweep import sweep
+from crashpoint.harness.judge.coverage import step_of
+from crashpoint.harness.load.loader import load_target
+from crashpoint.harness.judge.results import sweep_data
+from crashpoint.harness.run.sweep import sweep
 
 CASES = Path(__file__).resolve().parents[1] / "scenarios" / "refunds" / "cases"
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from crashpoint.harness.adapters import ReferenceAdapter
-from crashpoint.harness.driver import Driver
-from crashpoint.harness.loader import load_target
-from crashpoint.harness.sweep import sweep
+from crashpoint.harness.run.driver import Driver
+from crashpoint.harness.load.loader import load_target
+from crashpoint.harness.run.sweep import sweep
 from crashpoint.scenarios import PACKS_DIR, builtin_pack
 
 BUILTIN_PACKS = sorted(p.parent.name for p in PACKS_DIR.glob("*/pack.yaml"))

@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 from crashpoint.harness.adapters.reference import ReferenceAdapter
-from crashpoint.harness.certify import load_adapter
-from crashpoint.harness.cli import ExitCode, build_parser, main
-from crashpoint.harness.driver import Driver
-from crashpoint.harness.executors import dask_address, make_executor
-from crashpoint.harness.loader import load_target
-from crashpoint.harness.progress import SweepProgress, format_duration, render_bar
-from crashpoint.harness.sweep import _run_one, sweep
+from crashpoint.harness.judge.certify import load_adapter
+from crashpoint.harness.cli.main import ExitCode, build_parser, main
+from crashpoint.harness.run.driver import Driver
+from crashpoint.harness.run.executors import dask_address, make_executor
+from crashpoint.harness.load.loader import load_target
+from crashpoint.harness.run.progress import SweepProgress, format_duration, render_bar
+from crashpoint.harness.run.sweep import _run_one, sweep
 from crashpoint.scenarios import builtin_pack
 
 PACK = builtin_pack("refunds")
@@ -91,7 +91,7 @@ def test_process_pool_and_threads_give_the_same_verdicts_with_progress_in_the_ca
 def test_a_run_the_executor_loses_is_an_error_not_a_crash_of_the_sweep() -> None:
     from concurrent.futures import Future
 
-    from crashpoint.harness.sweep import _lost
+    from crashpoint.harness.run.sweep import _lost
 
     broken: Future = Future()
     broken.set_exception(RuntimeError("worker process died"))
@@ -109,7 +109,7 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
 def test_pool_processes_exit_when_their_caller_is_killed() -> None:
-    code = ("import os, time; from crashpoint.harness.executors import make_executor; "
+    code = ("import os, time; from crashpoint.harness.run.executors import make_executor; "
             "ex, close = make_executor('processes', 1); print(ex.submit(os.getpid).result(), flush=True); "
             "time.sleep(120)")
     caller = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)

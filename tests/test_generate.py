@@ -17,11 +17,11 @@ import yaml
 
 from crashpoint.errors import CaseError
 from crashpoint.harness.adapters.reference import ReferenceAdapter
-from crashpoint.harness.driver import Driver, tool_script
-from crashpoint.harness.generate import SearchResult, resolve_seed, search, search_case, write_repro
-from crashpoint.harness.loader import load_case, load_target
-from crashpoint.harness.schedule import apply, case_data, is_masked
-from crashpoint.harness.sweep import sweep
+from crashpoint.harness.run.driver import Driver, tool_script
+from crashpoint.harness.faults.generate import SearchResult, resolve_seed, search, search_case, write_repro
+from crashpoint.harness.load.loader import load_case, load_target
+from crashpoint.harness.faults.schedule import apply, case_data, is_masked
+from crashpoint.harness.run.sweep import sweep
 from crashpoint.scenarios import builtin_pack
 
 PACK_DIR = builtin_pack("refunds")

@@ -5,7 +5,7 @@ and command-line arguments. Each input is a valid seed document with one to thre
 mutations (a value replaced by another JSON value or a hostile string, a key removed or added)
 and, often, a text mutation (truncation, a YAML hazard snippet, a stray byte) on top. The loaders
 are called in-process (``load_case``/``load_pack``/``read_trace``), some inputs go through
-``crashpoint.harness.cli.main`` too, and the store and argument inputs only through ``main``.
+``crashpoint.harness.cli.main.main`` too, and the store and argument inputs only through ``main``.
 
 Every input must either load or be refused with :class:`~crashpoint.errors.CaseError` (files) /
 exit code 2 (CLI) with a one-line message that names its file (and a line whenever a field is
@@ -33,8 +33,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from crashpoint.errors import CaseError
-from crashpoint.harness import cli, loader
-from crashpoint.harness.tracefile import read_trace
+from crashpoint.harness.cli.main import main as cli
+from crashpoint.harness.load import loader
+from crashpoint.harness.traces.tracefile import read_trace
 
 DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 ROOT = Path(__file__).resolve().parents[1]
@@ -208,7 +209,7 @@ def scaled(n: int) -> int:
 
 
 def run_cli(argv: list[str]) -> tuple[int, str]:
-    """``crashpoint.harness.cli.main(argv)`` in-process: (exit code, stderr). A traceback fails the test."""
+    """``crashpoint.harness.cli.main.main(argv)`` in-process: (exit code, stderr). A traceback fails the test."""
     err, out = io.StringIO(), io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
         code = cli.main(argv)
@@ -422,7 +423,7 @@ BAD_PATHS = ["/nonexistent-xyz/pack", "{file}", "nope_pack_name", "{emptydir}", 
 
 
 def test_generated_command_lines(fuzz_pack: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import crashpoint.harness.sweep as sweep_mod
+    import crashpoint.harness.run.sweep as sweep_mod
 
     def no_run(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("a malformed command line reached a run")

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from crashpoint.harness.cli_report import render_stored
+from crashpoint.harness.cli.report import render_stored
 from crashpoint.reports import text
 from crashpoint.reports.store import ResultStore
 

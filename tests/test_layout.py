@@ -38,7 +38,7 @@ def test_the_worker_imports_no_heavy_library() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, crashpoint.engine.worker, crashpoint.fakes.world, crashpoint.harness.crashpoints; "
+    code = ("import sys, crashpoint.engine.worker, crashpoint.fakes.world, crashpoint.harness.run.crashpoints; "
             "print(sorted(m for m in ('pandas', 'faker', 'jsonschema', 'yaml') if m in sys.modules))")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True).stdout.strip() == "[]"

@@ -1,4 +1,4 @@
-"""Tests of crashpoint.harness.loader: packs, workflows and cases, and their error messages."""
+"""Tests of crashpoint.harness.load.loader: packs, workflows and cases, and their error messages."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from crashpoint.errors import CaseError, UsageError
-from crashpoint.harness import loader
-from crashpoint.harness.loader import Locator, find_pack_dir, load_case, load_pack, load_target, load_yaml
+from crashpoint.harness.load import loader
+from crashpoint.harness.load.loader import Locator, find_pack_dir, load_case, load_pack, load_target, load_yaml
 from crashpoint.scenarios import PACKS_DIR, SCHEMA_DIR, builtin_pack
 
 SEED = "approval_timeout_after_refund_draft.json"

@@ -1,4 +1,4 @@
-"""Hostile input for crashpoint.harness.loader: every case is one CaseError with file, line and field.
+"""Hostile input for crashpoint.harness.load.loader: every case is one CaseError with file, line and field.
 
 Each test here reproduces a hole an adversarial tester found (a raw exception at run time,
 a silently skipped file, a check that always passes, a pathological YAML file) and pins
@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from crashpoint.errors import CaseError
-from crashpoint.harness import loader
-from crashpoint.harness.loader import load_case, load_pack, load_target, load_yaml
+from crashpoint.harness.load import loader
+from crashpoint.harness.load.loader import load_case, load_pack, load_target, load_yaml
 from crashpoint.scenarios import SCHEMA_DIR, builtin_pack
 
 SEED = "approval_timeout_after_refund_draft.json"
@@ -444,7 +444,7 @@ def test_cases_path_is_a_file(pack_dir: Path) -> None:
 def test_pack_effect_after_must_name_another_effect(tmp_path: Path) -> None:
     import shutil
 
-    from crashpoint.harness.loader import load_pack
+    from crashpoint.harness.load.loader import load_pack
 
     dst = Path(shutil.copytree(builtin_pack("refunds"), tmp_path / "refunds"))
     pack_file = dst / "pack.yaml"

@@ -6,9 +6,9 @@ import os
 from pathlib import Path
 
 from crashpoint.harness.adapters.reference import ReferenceAdapter
-from crashpoint.harness.driver import RUN_MARKER
-from crashpoint.harness.loader import load_target
-from crashpoint.harness.sweep import sweep
+from crashpoint.harness.run.driver import RUN_MARKER
+from crashpoint.harness.load.loader import load_target
+from crashpoint.harness.run.sweep import sweep
 
 PACK_DIR = Path(__file__).resolve().parents[1] / "scenarios" / "refunds"
 HAPPY = "refund_approved_happy_path"

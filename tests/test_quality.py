@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from crashpoint.harness.adapters.reference import ReferenceAdapter
-from crashpoint.harness.loader import Case, Pack, load_target
-from crashpoint.harness.sweep import RunResult, SweepResult, sweep
+from crashpoint.harness.load.loader import Case, Pack, load_target
+from crashpoint.harness.run.sweep import RunResult, SweepResult, sweep
 from verdicts import describe
 
 pytestmark = pytest.mark.slow

@@ -10,10 +10,10 @@ import pytest
 import yaml
 
 from crashpoint.errors import CaseError
-from crashpoint.harness.cli import ExitCode, main
-from crashpoint.harness.loader import load_target
-from crashpoint.harness.replay import decisions, recorded_answers, replay
-from crashpoint.harness.tracefile import FORMAT, read_trace, trace_name
+from crashpoint.harness.cli.main import ExitCode, main
+from crashpoint.harness.load.loader import load_target
+from crashpoint.harness.traces.replay import decisions, recorded_answers, replay
+from crashpoint.harness.traces.tracefile import FORMAT, read_trace, trace_name
 
 ROOT = Path(__file__).resolve().parents[1]
 PACK = ROOT / "scenarios" / "refunds"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import xmlschema
 
-from crashpoint.harness.cli import ExitCode, main
+from crashpoint.harness.cli.main import ExitCode, main
 from crashpoint.reports import html, journal, junit, markdown
 from crashpoint.reports.store import ResultStore
 from stored_runs import HOSTILE_TEXT, SCRIPT_NAME, broken_engine_run, hostile_run, load

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from crashpoint.harness.driver import RUN_MARKER
+from crashpoint.harness.run.driver import RUN_MARKER
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "scenarios"
@@ -148,13 +148,13 @@ def test_sweep_killed_at_20_random_moments_resumes_to_the_uninterrupted_result(t
 
 
 def test_resume_needs_a_store(tmp_path: Path) -> None:
-    from crashpoint.harness.cli import main
+    from crashpoint.harness.cli.main import main
 
     assert main(["run", str(CASE), "--resume"]) == 2
 
 
 def test_resume_refuses_recovery_mode(tmp_path: Path) -> None:
-    from crashpoint.harness.cli import main
+    from crashpoint.harness.cli.main import main
 
     assert main(["run", str(CASE), "--resume", "--crash", "recovery", "--results-db", str(tmp_path / "r.db")]) == 2
 
@@ -162,8 +162,8 @@ def test_resume_refuses_recovery_mode(tmp_path: Path) -> None:
 @pytest.mark.parametrize("crash", ["every"])
 def test_resume_with_nothing_to_resume_starts_a_new_run(tmp_path: Path, crash: str,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    from crashpoint.harness.cli import main
-    from crashpoint.harness.resume import find_incomplete
+    from crashpoint.harness.cli.main import main
+    from crashpoint.harness.run.resume import find_incomplete
     from crashpoint.reports.store import ResultStore
 
     db = tmp_path / "r.db"
@@ -187,7 +187,7 @@ def test_resume_with_nothing_to_resume_starts_a_new_run(tmp_path: Path, crash: s
 def _recorded_then_cut(db: Path) -> tuple:
     """A recorded sweep of CASE whose last 3 results and end stamp are then taken away (what a kill
     leaves); returns the complete run's row as :func:`_runs` gives it, from before the cut."""
-    from crashpoint.harness.cli import main
+    from crashpoint.harness.cli.main import main
 
     assert main(["run", str(CASE), "--results-db", str(db), "-q", "--jobs", "2"]) == 0
     (complete,) = _runs(db)
@@ -203,7 +203,7 @@ def _recorded_then_cut(db: Path) -> tuple:
 def test_resume_in_process_runs_only_what_is_missing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A recorded sweep whose last results and end stamp are taken away (what a kill leaves) is
     finished by --resume: the missing runs only, the same verdicts, one row per pair."""
-    from crashpoint.harness.cli import main
+    from crashpoint.harness.cli.main import main
 
     db = tmp_path / "r.db"
     run_id, _, reference, _ = _recorded_then_cut(db)
@@ -219,7 +219,7 @@ def test_resume_in_process_runs_only_what_is_missing(tmp_path: Path, capsys: pyt
 def test_resume_never_mixes_crash_modes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """An incomplete real-kill run is not finished by simulated crashes: --resume --crash-mode inprocess
     starts a run of its own, stored as ``every+inprocess``, and the real-kill run stays incomplete."""
-    from crashpoint.harness.cli import main
+    from crashpoint.harness.cli.main import main
 
     db = tmp_path / "r.db"
     _recorded_then_cut(db)

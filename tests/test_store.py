@@ -163,7 +163,7 @@ def test_a_sweep_killed_half_way_leaves_its_finished_results(tmp_path: Path) -> 
     import time
 
     db = tmp_path / "results.db"
-    proc = subprocess.Popen([sys.executable, "-m", "crashpoint.harness.cli", "run", "refunds", "--crash", "none",
+    proc = subprocess.Popen([sys.executable, "-m", "crashpoint.harness.cli.main", "run", "refunds", "--crash", "none",
                              "-q", "--jobs", "1", "--results-db", str(db)], cwd=tmp_path, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
@@ -185,14 +185,14 @@ def test_a_sweep_killed_half_way_leaves_its_finished_results(tmp_path: Path) -> 
     assert stored["run"]["complete"] is False and stored["run"]["source"] == "cli"
     assert 3 <= len(stored["results"]) < 20
     assert all(r["verdict"] == "passed" and r["measures"] for r in stored["results"])
-    from crashpoint.harness.cli import main
+    from crashpoint.harness.cli.main import main
 
     assert main(["report", "--db", str(db), "--format", "markdown", "--out", str(tmp_path / "r.md")]) == 1
     assert (tmp_path / "r.md").read_text().startswith("### crashpoint: INCOMPLETE")
 
 
 def test_a_damaged_store_is_refused_by_the_report_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from crashpoint.harness.cli import main
+    from crashpoint.harness.cli.main import main
 
     path = tmp_path / "r.db"
     store = ResultStore(str(path))

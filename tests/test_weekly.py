@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 from freezegun import freeze_time
 
-from crashpoint.harness.cli import main
+from crashpoint.harness.cli.main import main
 from crashpoint.reports import weekly
 from crashpoint.reports.store import ResultStore
 from needs import fresh_pg_database

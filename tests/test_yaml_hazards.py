@@ -12,7 +12,7 @@ from typing import Callable
 
 import pytest
 
-from crashpoint.harness.cli import main
+from crashpoint.harness.cli.main import main
 
 REFUNDS = Path(__file__).resolve().parents[1] / "scenarios" / "refunds"
 TAG_REFUSED = "is not allowed: only plain JSON values are read (no !!python/* or custom tags)"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from crashpoint.harness.sweep import RunResult
+from crashpoint.harness.run.sweep import RunResult
 
 
 def describe(results: list[RunResult]) -> str:

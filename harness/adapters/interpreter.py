@@ -16,7 +16,7 @@ deterministic generator that *asks* the engine for durable work and is *sent* th
 The generator returns ``{"status", "stop_reason"}``. Because it is a pure function of the
 definition, the input and the answers, an engine that replays (DBOS, Temporal) or stores the list
 of answers (LangGraph) resumes it exactly where it was. Trace events use the shapes of
-:mod:`crashpoint.harness.adapter`; statuses follow the state table of the seed.
+:mod:`crashpoint.harness.adapters.protocol`; statuses follow the state table of the seed.
 
 Nothing here imports an engine, the fakes or the harness's other modules.
 """

@@ -15,7 +15,7 @@ from crashpoint.engine.worker import load_object
 from crashpoint.fakes.clock import VirtualClock
 from crashpoint.fakes.ledger import Ledger
 from crashpoint.fakes.world import LEDGER_FILE
-from crashpoint.harness.adapter import RunContext
+from crashpoint.harness.adapters.protocol import RunContext
 from crashpoint.protocols import ToolError
 
 ENGINE_FILE = "engine.db"
@@ -102,7 +102,7 @@ class ReferenceAdapter:
 
     def start(self, run: RunContext, workflow_id: str, workflow: str, input: Mapping[str, Any], *,
               initial_step: str | None, idempotency_key: str) -> bool:
-        """See :class:`~crashpoint.harness.adapter.EngineAdapter`."""
+        """See :class:`~crashpoint.harness.adapters.protocol.EngineAdapter`."""
         with self._client(run) as engine:
             return engine.start(workflow_id, workflow, dict(input), initial_step=initial_step,
                                 idempotency_key=idempotency_key)
@@ -115,22 +115,22 @@ class ReferenceAdapter:
 
     def send_approval(self, run: RunContext, workflow_id: str, approval_id: str, *, granted: bool, by: str,
                       idempotency_key: str) -> bool:
-        """See :class:`~crashpoint.harness.adapter.EngineAdapter`."""
+        """See :class:`~crashpoint.harness.adapters.protocol.EngineAdapter`."""
         with self._client(run) as engine:
             return engine.approve(workflow_id, approval_id, granted=granted, by=by, idempotency_key=idempotency_key)
 
     def cancel(self, run: RunContext, workflow_id: str, *, reason: str, idempotency_key: str) -> bool:
-        """See :class:`~crashpoint.harness.adapter.EngineAdapter`."""
+        """See :class:`~crashpoint.harness.adapters.protocol.EngineAdapter`."""
         with self._client(run) as engine:
             return engine.cancel(workflow_id, reason, idempotency_key=idempotency_key)
 
     def status(self, run: RunContext, workflow_id: str) -> dict[str, Any]:
-        """See :class:`~crashpoint.harness.adapter.EngineAdapter`."""
+        """See :class:`~crashpoint.harness.adapters.protocol.EngineAdapter`."""
         with self._client(run) as engine:
             return asdict(engine.status(workflow_id))
 
     def trace(self, run: RunContext, workflow_id: str) -> list[dict[str, Any]]:
-        """See :class:`~crashpoint.harness.adapter.EngineAdapter`."""
+        """See :class:`~crashpoint.harness.adapters.protocol.EngineAdapter`."""
         with self._client(run) as engine:
             return engine.trace(workflow_id)
 

@@ -8,7 +8,7 @@ engine's own durable files, one SQLite file ``RUN_DIR/adapter.db``:
   under its idempotency key, so a duplicate is recognised. The worker hands messages to the
   engine through the engine's own API (a DBOS message, a LangGraph ``Command(resume=...)``, a
   Temporal signal); the engine's state says which it consumed;
-* ``trace``: the trace of each workflow (shape of :mod:`crashpoint.harness.adapter`), written by
+* ``trace``: the trace of each workflow (shape of :mod:`crashpoint.harness.adapters.protocol`), written by
   the engine's steps as they run and, for each :class:`~crashpoint.harness.adapters.interpreter.Commit`,
   only once the engine has made the step durable (deduplicated by the commit's ordinal).
 
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from crashpoint import __version__
-from crashpoint.harness.adapter import RunContext
+from crashpoint.harness.adapters.protocol import RunContext
 
 ADAPTER_FILE = "adapter.db"
 _SCHEMA = """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from crashpoint.harness.adapter import RunContext
+from crashpoint.harness.adapters.protocol import RunContext
 from crashpoint.harness.adapters.reference import ReferenceAdapter
 
 

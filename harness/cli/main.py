@@ -1,0 +1,416 @@
+"""The ``crashpoint`` command line.
+
+Commands:
+    crashpoint run PATH [--crash every|none] [--crash-point ID ...] [--json FILE] [--workers N]
+                        [--executor processes|threads|dask://HOST:PORT] [--progress|--no-progress]
+                        [--engine MODULE:CLASS] [--workdir DIR] [--worker-timeout S] [--save-traces DIR] [-q]
+    crashpoint validate PATH
+    crashpoint replay TRACE [--engine MODULE:CLASS] [--workdir DIR] [--worker-timeout S]
+    crashpoint incident TRACE [--out FILE]
+    crashpoint search PATH [--seed N|last] [--schedules N] [--max-faults N] [--kinds K,K] [--engine MODULE:CLASS]
+    crashpoint report [RUN_ID|latest] [--format ...] [--out FILE] [--db URL]   (see cli_report)
+
+PATH is a pack folder, a case file inside a pack, or the name of a built-in pack
+(``refunds``). Exit codes are :class:`ExitCode`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+from enum import IntEnum
+from pathlib import Path
+from typing import Sequence
+
+from crashpoint.errors import CaseError, CrashpointError, UsageError
+from crashpoint.harness.run.driver import CRASH_MODES
+
+
+class ExitCode(IntEnum):
+    """Process exit codes (documented in README)."""
+
+    OK = 0  #: every run passed (or every file is valid)
+    FAILED = 1  #: at least one run failed, errored, or could not be decided (unknown)
+    USAGE = 2  #: bad input or usage: nothing was run and no result was written
+
+
+def resolve_path(raw: str) -> Path:
+    """A path as given, or the folder of the built-in pack of that name.
+
+    Raises:
+        UsageError: neither exists.
+    """
+    path = Path(raw)
+    if path.exists():
+        return path
+    from crashpoint.scenarios import builtin_pack
+
+    if "/" not in raw and not raw.endswith((".yaml", ".yml", ".json")):
+        return builtin_pack(raw)
+    raise UsageError(f"{raw}: no such file or folder")
+
+
+def repro_command(case_path: Path, crash_point: str | None, engine: str | None = None,
+                  crash_mode: str = "kill") -> str:
+    """The one-line command that re-runs one case at one crash point (path relative to the cwd if inside it)."""
+    try:
+        case_path = case_path.resolve().relative_to(Path.cwd())
+    except ValueError:
+        pass
+    cmd = f"crashpoint run {case_path}"
+    if crash_point:
+        cmd += f" --crash-point '{crash_point}'"
+    else:
+        cmd += " --crash none"
+    if engine:
+        cmd += f" --engine {engine}"
+    if crash_mode != "kill":
+        cmd += f" --crash-mode {crash_mode}"
+    return cmd
+
+
+def _adapter(spec: str | None):
+    from crashpoint.engine.engine import Engine
+    from crashpoint.engine.worker import load_object
+    from crashpoint.harness.adapters.reference import ReferenceAdapter
+
+    if not spec:
+        return ReferenceAdapter()
+    try:
+        cls = load_object(spec)
+    except Exception as exc:  # an engine that cannot even be imported is bad input, not a verdict
+        raise UsageError(f"--engine {spec}: cannot import it: {type(exc).__name__}: {exc}") from None
+    if not (isinstance(cls, type) and issubclass(cls, Engine)):
+        raise UsageError(f"--engine {spec}: not a subclass of crashpoint.engine.Engine")
+    return ReferenceAdapter(engine=spec, name=spec)
+
+
+def add_parallel_options(parser: argparse.ArgumentParser, what: str = "parallel runs",
+                         progress: bool = True) -> None:
+    """Add the options that say where runs execute: ``--workers N`` (alias ``--jobs N``) and
+    ``--executor SPEC``; with ``progress``, also ``--progress/--no-progress``."""
+    parser.add_argument("--workers", "--jobs", dest="workers", type=int, default=None, metavar="N",
+                        help=f"{what}: size of the local pool (default: CPU count); --jobs is an alias")
+    parser.add_argument("--executor", default=None, metavar="processes|threads|dask://HOST:PORT",
+                        help="where runs execute: a local process pool (default), a local thread pool, or the "
+                             "Dask scheduler at HOST:PORT (pip install 'crashpoint[dask]')")
+    if progress:
+        parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                            help="a progress bar on standard error (default: on a terminal, for sweeps of more "
+                                 "than 50 runs or 3 s; --progress forces it, --no-progress never shows it)")
+
+
+def check_sweep_options(args: argparse.Namespace) -> None:
+    """Check the options every sweeping command shares: ``--workers`` (``--jobs``), ``--executor``,
+    ``--worker-timeout``, ``--workdir``.
+
+    Raises:
+        UsageError: ``--workers`` below 1, an executor that is not ``processes``, ``threads`` or
+            ``dask://HOST:PORT``, a timeout that is not a finite number of seconds > 0, or a
+            ``--workdir`` that exists and is not an empty folder.
+    """
+    from crashpoint.harness.run.executors import check_spec
+
+    workers = getattr(args, "workers", None)
+    if workers is not None and workers < 1:
+        raise UsageError(f"--workers (--jobs) must be >= 1, got {workers}")
+    check_spec(getattr(args, "executor", None))
+    if not math.isfinite(args.worker_timeout) or args.worker_timeout <= 0:
+        raise UsageError(f"--worker-timeout must be a finite number of seconds > 0, got {args.worker_timeout}")
+    if args.workdir and args.workdir.exists() and (not args.workdir.is_dir() or any(args.workdir.iterdir())):
+        raise UsageError(f"--workdir {args.workdir}: must be an empty folder or not exist yet")
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from crashpoint.harness.load.loader import load_target
+
+    pack, cases = load_target(resolve_path(args.path))
+    print(f"ok: pack {pack.name} {pack.version}: {len(pack.workflows)} workflow(s), {len(cases)} case(s) valid")
+    return ExitCode.OK
+
+
+def progress_for(args: argparse.Namespace):
+    """The :class:`~crashpoint.harness.run.progress.SweepProgress` of a sweeping command's options
+    (``--progress``/``--no-progress``, ``-q``), writing to standard error."""
+    from crashpoint.harness.run.progress import SweepProgress
+
+    mode = {None: "auto", True: "on", False: "off"}[getattr(args, "progress", None)]
+    return SweepProgress(sys.stderr, mode=mode, quiet=bool(getattr(args, "quiet", False)))
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from crashpoint.harness.run.executors import describe, make_executor
+    from crashpoint.harness.load.loader import load_target
+
+    pack, cases = load_target(resolve_path(args.path))
+    adapter = _adapter(args.engine)
+    if getattr(args, "adapter", None):  # any engine's adapter (crashpoint certify grades these)
+        from crashpoint.harness.judge.certify import load_adapter
+
+        adapter = load_adapter(args.adapter)
+    if args.crash_point and args.crash != "every":
+        raise UsageError("--crash-point needs --crash every (a schedule 'A >> B' kills twice)")
+    if args.budget is not None and (args.crash != "recovery" or args.budget < 1):
+        raise UsageError("--budget N (N >= 1) applies to --crash recovery only")
+    if args.json is not None:
+        target = Path(args.json)
+        if not args.json or target.is_dir():
+            raise UsageError(f"--json {args.json!r}: give a file name, not a folder")
+        if not target.resolve().parent.is_dir():
+            raise UsageError(f"--json {args.json}: folder {target.resolve().parent} does not exist")
+        if not os.access(target.resolve().parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+            raise UsageError(f"--json {args.json}: not writable")
+    check_sweep_options(args)
+    if args.save_traces and args.save_traces.exists() and not args.save_traces.is_dir():
+        raise UsageError(f"--save-traces {args.save_traces}: not a folder")
+    if args.save_traces and args.save_traces.is_dir() and not os.access(args.save_traces, os.W_OK):
+        raise UsageError(f"--save-traces {args.save_traces}: not writable")
+    executor, close_executor = make_executor(args.executor, args.workers)  # exit 2 here if Dask is unreachable
+    try:
+        return _sweep_and_report(args, pack, cases, adapter, executor, describe(executor))
+    finally:
+        close_executor()
+
+
+def _sweep_and_report(args: argparse.Namespace, pack, cases, adapter, executor, where: str) -> int:
+    from crashpoint.harness.cli import report as cli_report
+    from crashpoint.harness.judge.results import sweep_data
+    from crashpoint.harness.run.sweep import sweep
+    from crashpoint.reports import json_report, text
+
+    resumed = None
+    if getattr(args, "resume", False):
+        if args.results_db is None:
+            raise UsageError("--resume needs --results-db [URL]: the store holding the interrupted run")
+        from crashpoint.harness.run import resume
+
+        resumed = resume.plan(args.results_db, pack, cases, adapter, args.crash, args.crash_point or (),
+                              args.crash_mode)
+        if resumed.run_id is None:
+            print("crashpoint: --resume: no incomplete run of this pack and engine in the store; starting a new one")
+    if resumed is not None and resumed.run_id is not None:
+        recorder = resume.reopen(args.results_db, resumed.run_id, pack, cases, adapter, args.crash, args.engine,
+                                 args.crash_mode)
+        print(f"crashpoint: resuming run {resumed.run_id}: {len(resumed.stored)} result(s) already recorded, "
+              f"{len(resumed.todo)} case(s) with runs left")
+    else:
+        recorder = cli_report.start_recording(args, pack, cases, adapter)
+
+    bar = progress_for(args)
+
+    def progress(result) -> None:
+        if recorder is not None:
+            recorder.on_result(result)
+        bar.result(result)
+
+    began = time.perf_counter()
+    print(f"crashpoint: sweeping pack {pack.name} {pack.version} ({len(cases)} case(s)) on engine "
+          f"{adapter.name} {adapter.version()}, crash={args.crash}, crash mode={args.crash_mode}, on {where}",
+          flush=True)
+    try:
+        result = sweep(pack, resumed.todo if resumed else cases, adapter, crash=args.crash, executor=executor,
+                       workdir=args.workdir, keep=bool(args.workdir), worker_timeout_s=args.worker_timeout,
+                       only=args.crash_point or (), budget=args.budget,
+                       on_result=progress, on_plan=bar.plan, skip=resumed.skip if resumed else (),
+                       crash_mode=args.crash_mode)
+    finally:
+        bar.close()
+    if resumed is not None:
+        result = resume.merge(result, resumed, cases)
+    data = sweep_data(result)
+    paths = {c.case_id: c.path for c in cases}
+    for r in data["results"]:
+        if r["verdict"] != "passed":
+            point = None if r["crash_point"] == "none" else r["crash_point"]
+            r["reproduce"] = repro_command(paths[r["case_id"]], point, args.engine, args.crash_mode)
+            if getattr(args, "adapter", None):
+                r["reproduce"] += f" --adapter {args.adapter}"
+    if not args.quiet:
+        print(text.case_tables(data))
+        print()
+    bad = text.failures(data)
+    if bad:
+        print(bad)
+        print()
+    print(text.coverage(data))
+    print()
+    print(text.summary(data))
+    if args.json:
+        json_report.write(args.json, data)
+        print(f"results written to {args.json}")
+    if recorder is not None:
+        recorder.finish(data)
+        print(f"run {recorder.recorder.run_id} recorded in {recorder.where}")
+    if args.save_traces:
+        from crashpoint.harness.traces.tracefile import save_traces
+
+        written, skipped = save_traces(args.save_traces, result.results, cases, pack, adapter)
+        print(f"{len(written)} trace file(s) written to {args.save_traces}")
+        for line in skipped:
+            print(f"no trace for {line}")
+    s = data["summary"]
+    print(f"{s['passed']} passed, {s['failed']} failed, {s['errors']} errors, {s['unknown']} unknown "
+          f"in {time.perf_counter() - began:.1f} s")
+    return ExitCode.OK if s["passed"] == s["runs"] else ExitCode.FAILED
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from crashpoint.harness.traces.replay import replay
+    from crashpoint.harness.traces.tracefile import read_trace
+
+    trace = read_trace(args.trace)
+    adapter = _adapter(args.engine)
+    if not math.isfinite(args.worker_timeout) or args.worker_timeout <= 0:
+        raise UsageError(f"--worker-timeout must be a finite number of seconds > 0, got {args.worker_timeout}")
+    if args.workdir and args.workdir.exists():
+        raise UsageError(f"--workdir {args.workdir}: must not exist yet")
+    case, engine = trace["case"]["case_id"], trace["engine"].get("spec") or trace["engine"]["name"]
+    print(f"crashpoint: replaying {args.trace} (case {case}, crash point {trace['crash_point']}, recorded on "
+          f"engine {engine}) on engine {adapter.name} {adapter.version()}", flush=True)
+    result = replay(trace, adapter=adapter, workdir=args.workdir, worker_timeout_s=args.worker_timeout)
+    for note in result.notes:
+        print(f"note: {note}")
+    if result.divergence is not None and result.divergence.index > 1:
+        from crashpoint.harness.traces.replay import decisions, render_decision
+
+        common = decisions(trace["journal"])[result.divergence.index - 2]
+        print(f"last common decision #{result.divergence.index - 1}: {render_decision(common)}")
+    print(result.message())
+    return ExitCode.OK if result.ok else ExitCode.FAILED
+
+
+def _cmd_incident(args: argparse.Namespace) -> int:
+    from crashpoint.harness.traces.incident import make_incident
+
+    path = make_incident(args.trace, args.out)
+    print(f"incident case written to {path}")
+    print("put it in the cases folder of a pack with its workflow, then: crashpoint run PATH_IN_PACK --crash none")
+    return ExitCode.OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for documentation and tests)."""
+    from crashpoint import __version__
+
+    parser = argparse.ArgumentParser(prog="crashpoint", description="Chaos and eval harness for durable workflows.")
+    parser.add_argument("--version", action="version", version=f"crashpoint {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="sweep a pack or a case: a golden run, then a SIGKILL at every crash point")
+    run.add_argument("path", help="pack folder, case file, or built-in pack name (refunds)")
+    run.add_argument("--crash", choices=("every", "none", "recovery"), default="every",
+                     help="every: kill at each crash point of the golden run; none: golden runs only; "
+                          "recovery: every, plus a second kill at each crash point of each recovery")
+    run.add_argument("--budget", type=int, default=None, metavar="N",
+                     help="with --crash recovery: at most N double-kill runs per case (default: all pairs)")
+    run.add_argument("--crash-point", action="append", metavar="ID",
+                     help="only this crash point (repeatable), e.g. after_checkpoint:refund_draft")
+    run.add_argument("--json", metavar="FILE", help="write the result document here (atomically)")
+    add_parallel_options(run)
+    run.add_argument("--crash-mode", choices=CRASH_MODES, default="kill",
+                     help="kill (default): a real SIGKILL, workers forked from a warm parent, crash runs start "
+                          "from the golden run's snapshot; kill-cold: a real SIGKILL, a new interpreter per "
+                          "worker, every run from the start (the naive baseline); inprocess: simulated crashes "
+                          "in this process (fast, approximate: see README)")
+    run.add_argument("--engine", metavar="MODULE:CLASS", help="engine class for the reference adapter")
+    run.add_argument("--adapter", metavar="MODULE:CLASS",
+                     help="an EngineAdapter class or factory (any engine), e.g. "
+                          "crashpoint.harness.adapters.langgraph_adapter:LangGraphSync")
+    run.add_argument("--workdir", type=Path, help="keep run folders (databases, ledgers, crash logs) here")
+    run.add_argument("--worker-timeout", type=float, default=60.0, metavar="S",
+                     help="wall seconds a worker may take before the run is judged unknown (default 60)")
+    run.add_argument("-q", "--quiet", action="store_true", help="only the summary and the failures")
+    run.add_argument("--resume", action="store_true",
+                     help="with --results-db: finish the latest incomplete run of this pack and engine in the "
+                          "store, skipping the runs it already recorded")
+    run.add_argument("--save-traces", type=Path, metavar="DIR",
+                     help="write one trace file per run here (<case_id>__<crash point>.trace.json)")
+    from crashpoint.harness.cli import report as cli_report
+
+    cli_report.add_run_options(run)
+    run.set_defaults(func=_cmd_run)
+    val = sub.add_parser("validate", help="check a pack or case files against their schemas without running")
+    val.add_argument("path")
+    val.set_defaults(func=_cmd_validate)
+    rep = sub.add_parser("replay", help="re-drive a fresh engine through a trace file and compare its decisions")
+    rep.add_argument("trace", help="a trace file (crashpoint run --save-traces DIR)")
+    rep.add_argument("--engine", metavar="MODULE:CLASS", help="engine class to replay on (default: the reference)")
+    rep.add_argument("--workdir", type=Path, help="keep the replay's run folder here (must not exist yet)")
+    rep.add_argument("--worker-timeout", type=float, default=60.0, metavar="S",
+                     help="wall seconds a worker may take (default 60)")
+    rep.set_defaults(func=_cmd_replay)
+    inc = sub.add_parser("incident", help="turn a failing run's trace file into a YAML regression case")
+    inc.add_argument("trace", help="a trace file of a run that did not pass")
+    inc.add_argument("--out", type=Path, metavar="FILE",
+                     help="where to write the case (default ./<case_id>.yaml; never overwritten)")
+    inc.set_defaults(func=_cmd_incident)
+    from crashpoint.harness.cli import certify as cli_certify
+
+    cli_certify.add_certify_parser(sub)
+    cli_report.add_report_parser(sub)
+    from crashpoint.harness.cli import search as cli_search
+
+    cli_search.add_search_parser(sub)
+    return parser
+
+
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``crashpoint`` console script; returns an :class:`ExitCode`."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+        return int(exc.code or 0)
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        print("crashpoint: interrupted; no result written", file=sys.stderr)
+        return 130
+    except CaseError as exc:
+        print(f"crashpoint: error: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    except (UsageError, CrashpointError) as exc:
+        print(f"crashpoint: error: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    except Exception as exc:
+        message = damaged_store_message(exc, args)
+        if message is None:
+            raise
+        print(f"crashpoint: error: {message}", file=sys.stderr)
+        return ExitCode.USAGE
+
+
+def damaged_store_message(exc: BaseException, args: argparse.Namespace) -> str | None:
+    """The one-line message for an error raised while reading a damaged results store (a SQLite file
+    whose pages are corrupt: SQLAlchemy, ``sqlite3`` and decoding errors from inside the store code),
+    naming the store; ``None`` when ``exc`` did not come from reading one."""
+    import sqlite3
+    import traceback
+
+    frames = [f.filename.replace(os.sep, "/") for f in traceback.extract_tb(exc.__traceback__)]
+    from_store = any(f.endswith("reports/store.py") or "/sqlalchemy/" in f for f in frames)
+    kinds: tuple[type[BaseException], ...] = (sqlite3.Error, UnicodeDecodeError)
+    try:
+        from sqlalchemy.exc import SQLAlchemyError
+
+        kinds += (SQLAlchemyError,)
+    except ImportError:  # pragma: no cover - SQLAlchemy is a dependency
+        pass
+    if not from_store or not isinstance(exc, kinds):
+        return None
+    where = getattr(args, "db", None) or getattr(args, "results_db", None)
+    if not where:
+        from crashpoint.reports.store import normalize_url
+
+        where = normalize_url(None)
+    detail = (str(exc).splitlines() or [""])[0][:200]
+    return (f"results database {where}: cannot be read (damaged, or not a crashpoint store): "
+            f"{type(exc).__name__}: {detail}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

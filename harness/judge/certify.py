@@ -1,0 +1,231 @@
+"""Certify an engine: sweep a pack (default: the conformance pack) through an adapter and grade its claims.
+
+Each case of the pack carries ``claim:NAME`` tags. A claim is ``passed`` when every run (golden
+and one per crash point) of every case tagged with it passed; ``failed`` otherwise, with the first
+failing case, crash point, oracle message and a one-line repro command; ``unsupported`` when the
+adapter declared it (``unsupported_claims``) or raised ``NotImplementedError`` for one of its
+cases. Nothing is skipped: a case whose golden run errs fails its claims. Claims are graded into
+levels (:data:`CLAIMS`); an engine reaches level N when every claim of levels 1..N passed.
+
+The certificate is a dict (format ``crashpoint.certificate/1``), written as JSON and Markdown.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Sequence
+
+from crashpoint import __version__
+from crashpoint.errors import CrashpointError, UsageError
+from crashpoint.harness.adapters.protocol import EngineAdapter
+
+#: ``(level, claim, what it means)``: the claims of the conformance pack, graded.
+CLAIMS: tuple[tuple[int, str, str], ...] = (
+    (1, "resume", "a workflow killed at any crash point resumes from its last checkpoint and ends like the golden run"),
+    (1, "effectively_once", "each effect happens once: a repeated step reuses its stable idempotency key"),
+    (2, "durable_approval", "a human decision survives worker restarts and kills"),
+    (2, "durable_timer", "an approval deadline that passes while no worker runs is honoured"),
+    (2, "durable_retry", "retries of a failing step survive kills; the step succeeds once"),
+    (2, "compensation", "a denial or a fatal failure undoes the effects already made"),
+    (3, "duplicate_start", "a start request delivered three times runs one workflow"),
+    (3, "duplicate_event", "an approval delivered three times is applied once"),
+    (3, "cancellation", "a cancellation while waiting compensates and stops the workflow"),
+    (3, "versioning", "a definition deployed mid-run does not change a running workflow"),
+)
+LEVEL_NAMES = {1: "durable execution", 2: "durable waits, retries and compensation", 3: "operations"}
+
+
+#: The protocol's methods (see :class:`crashpoint.harness.adapters.protocol.EngineAdapter`).
+METHODS = ("version", "prepare", "deploy", "start", "worker_command", "send_approval", "cancel", "status", "trace")
+
+
+class AdapterError(CrashpointError, RuntimeError):
+    """An adapter method raised; the message names the adapter, the method and the original error."""
+
+
+class GuardedAdapter:
+    """Wraps an adapter so that an exception from any protocol method names the adapter and the method
+    (``AdapterError``; ``NotImplementedError`` stays one, so the claim is graded ``unsupported``).
+    It pickles (for process pools and Dask) when the wrapped adapter does.
+
+    Args:
+        inner: the adapter. Every other attribute is read from it.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.name = inner.name
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__") or attr == "_inner":  # pickle and copy probe dunders on a bare instance
+            raise AttributeError(attr)
+        value = getattr(self._inner, attr)
+        if attr not in METHODS:
+            return value
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return value(*args, **kwargs)
+            except NotImplementedError as exc:
+                raise NotImplementedError(f"adapter {self.name}: {attr}() is not implemented: {exc}") from exc
+            except CrashpointError:
+                raise
+            except Exception as exc:
+                raise AdapterError(f"adapter {self.name}: {attr}() raised {type(exc).__name__}: {exc}") from exc
+
+        return call
+
+
+def load_adapter(spec: str) -> EngineAdapter:
+    """Build the adapter named ``MODULE:ATTR`` (a class or factory called with no arguments, or an instance),
+    wrapped in :class:`GuardedAdapter`.
+
+    Raises:
+        UsageError: it cannot be imported or built, or lacks a method of the protocol.
+    """
+    from crashpoint.harness.adapters.runtime import load_object
+
+    try:
+        obj = load_object(spec)
+        if isinstance(obj, type) or (callable(obj) and not hasattr(obj, "worker_command")):
+            adapter = obj()  # a class or a factory
+        else:
+            adapter = obj  # an instance
+    except Exception as exc:
+        raise UsageError(f"--adapter {spec}: cannot build it: {type(exc).__name__}: {exc}") from None
+    missing = [m for m in METHODS if not callable(getattr(adapter, m, None))]
+    if missing or not isinstance(getattr(adapter, "name", None), str):
+        raise UsageError(f"--adapter {spec}: not an EngineAdapter (missing: {', '.join(missing) or 'name'}); "
+                         "see crashpoint.harness.adapters.protocol.EngineAdapter")
+    return GuardedAdapter(adapter)
+
+
+def repro(case_path: Path, crash_point: str | None, adapter_spec: str) -> str:
+    """``crashpoint run CASE --crash-point 'P' --adapter SPEC`` (``--crash none`` for a golden run)."""
+    try:
+        case_path = case_path.resolve().relative_to(Path.cwd())
+    except ValueError:
+        pass
+    point = f"--crash-point '{crash_point}'" if crash_point else "--crash none"
+    return f"crashpoint run {case_path} {point} --adapter {adapter_spec}"
+
+
+def grade(sweep_result: Any, adapter: EngineAdapter, adapter_spec: str) -> dict[str, Any]:
+    """The certificate of one sweep (see the module docstring).
+
+    Args:
+        sweep_result: a :class:`crashpoint.harness.run.sweep.SweepResult`.
+        adapter: the adapter swept (for ``unsupported_claims``).
+        adapter_spec: how the adapter was named (for repro commands).
+    """
+    declared = set(getattr(adapter, "unsupported_claims", ()) or ())
+    known = dict(getattr(adapter, "known_findings", {}) or {})
+    cases = {c.case_id: c for c in sweep_result.cases}
+    by_claim: dict[str, list[str]] = defaultdict(list)
+    for case in sweep_result.cases:
+        for tag in case.tags:
+            if tag.startswith("claim:"):
+                by_claim[tag[len("claim:"):]].append(case.case_id)
+    extra = sorted(set(by_claim) - {name for _, name, _ in CLAIMS})
+    claims = []
+    for level, name, meaning in CLAIMS + tuple((4, n, "a claim of this pack") for n in extra):
+        ids = by_claim.get(name, [])
+        runs = [r for r in sweep_result.results if r.case_id in ids]
+        bad = [r for r in runs if r.verdict != "passed"]
+        entry: dict[str, Any] = {"level": level, "claim": name, "meaning": meaning, "cases": ids, "runs": len(runs),
+                                 "passed": len(runs) - len(bad), "failed": len(bad), "failing": [],
+                                 "known_finding": known.get(name)}
+        if name in declared or any("NotImplementedError" in (r.error or "") for r in bad):
+            entry["verdict"] = "unsupported"
+        elif not ids:
+            entry["verdict"] = "not covered"
+        else:
+            entry["verdict"] = "failed" if bad else "passed"
+        for r in bad[:5]:
+            why = r.error or "; ".join(f"[{f.oracle}] {f.message}" for f in r.failures[:2])
+            entry["failing"].append({"case": r.case_id, "crash_point": r.crash_point or "none", "verdict": r.verdict,
+                                     "why": why[:400], "reproduce": repro(cases[r.case_id].path, r.crash_point,
+                                                                          adapter_spec)})
+        claims.append(entry)
+    level = 0
+    for n in sorted(LEVEL_NAMES):
+        if all(c["verdict"] == "passed" for c in claims if c["level"] == n):
+            level = n
+        else:
+            break
+    results = sweep_result.results
+    return {"format": "crashpoint.certificate/1", "crashpoint_version": __version__,
+            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "engine": {"name": adapter.name, "version": adapter.version(), "adapter": adapter_spec},
+            "pack": {"name": sweep_result.pack.name, "version": sweep_result.pack.version},
+            "level": level, "level_name": LEVEL_NAMES.get(level, "none"),
+            "summary": {"cases": len(sweep_result.cases), "crash_points": sum(map(len, sweep_result.crash_points.values())),
+                        "runs": len(results), "passed": sum(r.verdict == "passed" for r in results),
+                        "failed": sum(r.verdict == "failed" for r in results),
+                        "errors": sum(r.verdict == "error" for r in results),
+                        "unknown": sum(r.verdict == "unknown" for r in results),
+                        "wall_s": round(sweep_result.wall_s, 1)},
+            "claims": claims}
+
+
+def markdown(cert: dict[str, Any]) -> str:
+    """The certificate as Markdown: a heading, the summary, a table of claims, the failures with repro commands."""
+    e, s = cert["engine"], cert["summary"]
+    lines = [f"# crashpoint certificate: {e['name']} ({e['version']})", "",
+             f"Pack {cert['pack']['name']} {cert['pack']['version']}, adapter `{e['adapter']}`, "
+             f"{cert['created_at']}. **Level {cert['level']}** ({cert['level_name']}).", "",
+             f"{s['cases']} cases, {s['crash_points']} crash points, {s['runs']} runs: {s['passed']} passed, "
+             f"{s['failed']} failed, {s['errors']} errors, {s['unknown']} unknown, {s['wall_s']} s.", "",
+             "| level | claim | verdict | runs passed | first failure | known finding |", "|---|---|---|---|---|---|"]
+    for c in cert["claims"]:
+        first = c["failing"][0] if c["failing"] else None
+        where = f"{first['case']} @ `{first['crash_point']}`" if first else ""
+        lines.append(f"| {c['level']} | {c['claim']} | {c['verdict']} | {c['passed']}/{c['runs']} | {where} | "
+                     f"{c.get('known_finding') or ''} |")
+    failing = [(c, f) for c in cert["claims"] for f in c["failing"]]
+    if failing:
+        lines += ["", "## Failures", ""]
+        for c, f in failing:
+            lines += [f"- **{c['claim']}**: {f['case']} @ `{f['crash_point']}` ({f['verdict']}): {f['why']}",
+                      f"  `{f['reproduce']}`"]
+    return "\n".join(lines) + "\n"
+
+
+def write(cert: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
+    """Write ``certificate-<engine>.json`` and ``.md`` into ``out_dir`` (created); returns both paths."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = "certificate-" + "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in cert["engine"]["name"])
+    paths = (out_dir / f"{stem}.json", out_dir / f"{stem}.md")
+    for path, text in zip(paths, (json.dumps(cert, indent=2) + "\n", markdown(cert))):
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    return paths
+
+
+def certify(adapter_spec: str, pack_path: Path, *, jobs: int | None = None, worker_timeout_s: float = 60.0,
+            only: Sequence[str] = (), workdir: Path | None = None, progress: Any = None,
+            executor: Any = None, on_plan: Any = None) -> dict[str, Any]:
+    """Sweep ``pack_path`` with every crash point (or ``only`` these) on the adapter and grade it.
+
+    Args:
+        jobs, executor: where the runs execute (see :func:`crashpoint.harness.run.sweep.sweep`; default a
+            local process pool of ``jobs`` processes).
+        progress, on_plan: :func:`~crashpoint.harness.run.sweep.sweep`'s ``on_result`` and ``on_plan``.
+
+    Raises:
+        UsageError: a bad adapter spec or executor; CaseError: a bad pack.
+    """
+    from crashpoint.harness.load.loader import load_target
+    from crashpoint.harness.run.sweep import sweep
+
+    adapter = load_adapter(adapter_spec)
+    pack, cases = load_target(pack_path)
+    result = sweep(pack, cases, adapter, crash="every", jobs=jobs, executor=executor, workdir=workdir,
+                   keep=bool(workdir), worker_timeout_s=worker_timeout_s, only=only, on_result=progress,
+                   on_plan=on_plan)
+    return grade(result, adapter, adapter_spec)

@@ -1,0 +1,85 @@
+"""Metrics aggregated per case and overall, from run results only.
+
+Definitions (each a ratio in [0, 1], ``None`` when nothing was measured):
+
+* ``resume_success``: crashed runs (the kill fired) that passed / crashed runs.
+* ``duplicate_event_safety``: runs with a duplicate delivery and no duplicated effect /
+  runs with a duplicate delivery.
+* ``retry_success``: runs with a ``retry_scheduled`` event whose retried task later
+  returned ``ok`` / runs with a retry.
+* ``compensation_success``: runs with a ``compensation_required``/``compensating`` move
+  whose compensations all succeeded / such runs.
+* ``crash_points_covered``: distinct crash points whose run fired the kill / crash points the
+  golden runs passed (a ``--crash-point`` selection covers only part of them).
+
+Source: the measures named by the durable-workflows seed ("tasa de éxito al reanudar,
+seguridad ante eventos duplicados, éxito de retries, éxito de compensaciones").
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import pandas as pd
+
+from crashpoint.harness.run.crashpoints import THEN
+from crashpoint.harness.run.sweep import RunResult
+
+
+def _row(r: RunResult) -> dict[str, Any]:
+    out = r.outcome
+    trace = out.trace if out else []
+    retried = {e["task"] for e in trace if e["kind"] == "retry_scheduled"}
+    recovered = {e["task"] for e in trace if e["kind"] == "tool_result" and e.get("ok")}
+    compensating = any(e["kind"] == "transition" and e["to"] == "compensating" for e in trace)
+    comp_ok = compensating and all(e.get("ok") for e in trace if e["kind"] == "compensation_result") and \
+        out is not None and out.status in ("failed", "cancelled") and "compensation of" not in (out.stop_reason or "")
+    dup_sent = out.deliveries["duplicates_sent"] if out else 0
+    dup_effect = any(f.oracle == "side_effects" and "times" in f.message for f in r.failures)
+    return {
+        "case_id": r.case_id,
+        "point": r.crash_point,
+        "crashed": bool(out and r.crash_point and out.crash_fired),
+        "is_crash_run": r.crash_point is not None,
+        "passed": r.verdict == "passed",
+        "dup": dup_sent > 0,
+        "dup_safe": dup_sent > 0 and not dup_effect,
+        "retry": bool(retried),
+        "retry_ok": bool(retried) and retried <= recovered,
+        "comp": compensating,
+        "comp_ok": bool(comp_ok),
+        "golden_points": len(out.crash_points) if (out and r.crash_point is None) else 0,
+    }
+
+
+def run_row(r: RunResult) -> dict[str, Any]:
+    """The per-run inputs of the metrics: ``{"case_id", "point", "crashed", "is_crash_run", "passed",
+    "dup", "dup_safe", "retry", "retry_ok", "comp", "comp_ok", "golden_points"}`` (booleans, one int).
+    The results store keeps them with each result, so trends over weeks use the same definitions."""
+    return _row(r)
+
+
+def _ratio(num: int, den: int) -> float | None:
+    return None if den == 0 else round(num / den, 4)
+
+
+def _metrics(df: pd.DataFrame) -> dict[str, float | None]:
+    crashed = df[df.crashed]
+    return {
+        "resume_success": _ratio(int(crashed.passed.sum()), len(crashed)),
+        "duplicate_event_safety": _ratio(int(df.dup_safe.sum()), int(df.dup.sum())),
+        "retry_success": _ratio(int(df.retry_ok.sum()), int(df.retry.sum())),
+        "compensation_success": _ratio(int(df.comp_ok.sum()), int(df.comp.sum())),
+        "crash_points_covered": _ratio(crashed[~crashed.point.str.contains(THEN, regex=False)]
+                                       .drop_duplicates(["case_id", "point"]).shape[0],
+                                       int(df.golden_points.sum())),
+    }
+
+
+def aggregate(results: Iterable[RunResult]) -> dict[str, Any]:
+    """``{"overall": {metric: ratio}, "per_case": {case_id: {metric: ratio}}}`` (pandas group-by)."""
+    df = pd.DataFrame([_row(r) for r in results])
+    if df.empty:
+        return {"overall": {}, "per_case": {}}
+    return {"overall": _metrics(df),
+            "per_case": {cid: _metrics(group) for cid, group in df.groupby("case_id", sort=True)}}

@@ -1,0 +1,270 @@
+"""The pytest plugin: scenario cases as test items, expanded into the crash matrix with ``--chaos``.
+
+* ``pytest scenarios/refunds`` collects every case file of the pack and runs each once,
+  fault-free (the golden run), judged by every oracle.
+* ``pytest --chaos scenarios/refunds`` (or ``--crashpoint-chaos``) also runs the golden run
+  at collection time, then makes one item per (case, crash point) with ids like
+  ``approval_timeout_after_refund_draft[kill@after_checkpoint:refund_draft]``.
+  Each item SIGKILLs a real worker process at its crash point and resumes on the same files.
+
+Other plugins (ordeal, agentchaos-core) register ``--chaos`` too, and pytest refuses to
+start when two plugins add one option. So this plugin always registers the unambiguous
+``--crashpoint-*`` options, and adds the ``--chaos`` alias only after every plugin has
+registered its options, and only when no other plugin owns it; the pytest header says
+which spelling is active.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+CASE_SUFFIXES = (".yaml", ".yml", ".json")
+_STASH_PACKS = pytest.StashKey[dict]()
+_STASH_ALIAS = pytest.StashKey[str]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Register ``--crashpoint-chaos``, ``--crashpoint-engine``, ``--crashpoint-worker-timeout``."""
+    group = parser.getgroup("crashpoint", "crashpoint: crash-test durable workflows")
+    group.addoption("--crashpoint-chaos", action="store_true", default=False, dest="crashpoint_chaos",
+                    help="expand scenario cases into one test per (case, crash point) with a real SIGKILL")
+    group.addoption("--crashpoint-engine", default=None, metavar="MODULE:CLASS", dest="crashpoint_engine",
+                    help="engine class driven by the reference adapter (default: crashpoint's engine)")
+    group.addoption("--crashpoint-worker-timeout", type=float, default=60.0, metavar="S",
+                    dest="crashpoint_worker_timeout", help="wall seconds per worker process (default 60)")
+    group.addoption("--crashpoint-seed", default=None, metavar="N|last", dest="crashpoint_seed",
+                    help="seed of the generated fault schedules under chaos; 'last' reuses the previous session's")
+    group.addoption("--crashpoint-schedules", type=int, default=10, metavar="N", dest="crashpoint_schedules",
+                    help="generated fault schedules per case under chaos (default 10; 0 turns them off)")
+    group.addoption("--crashpoint-results-db", nargs="?", const="", default=None, metavar="URL",
+                    dest="crashpoint_results_db",
+                    help="record this session's case runs in a results store (SQLite path or database URL; "
+                         "without URL: $CRASHPOINT_RESULTS_DB or .crashpoint/results.db)")
+
+
+def _option_owned(parser: pytest.Parser, name: str) -> bool:
+    groups = [parser._anonymous, *parser._groups]  # pytest exposes no public lookup of registered names
+    return any(name in opt.names() for group in groups for opt in group.options)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    """Add the ``--chaos`` alias now that every installed plugin has added its options."""
+    if _option_owned(parser, "--chaos"):
+        early_config.stash[_STASH_ALIAS] = "taken"
+        return
+    parser.getgroup("crashpoint").addoption("--chaos", action="store_true", default=False,
+                                            dest="crashpoint_chaos_alias",
+                                            help="alias of --crashpoint-chaos (when no other plugin owns --chaos)")
+    if not _option_owned(parser, "--chaos-seed"):
+        parser.getgroup("crashpoint").addoption("--chaos-seed", default=None, metavar="N|last",
+                                                dest="crashpoint_seed_alias", help="alias of --crashpoint-seed")
+    early_config.stash[_STASH_ALIAS] = "ours"
+
+
+def chaos_enabled(config: pytest.Config) -> bool:
+    """``True`` when ``--crashpoint-chaos`` or our ``--chaos`` alias was given."""
+    alias = getattr(config.option, "crashpoint_chaos_alias", False)
+    return bool(config.getoption("crashpoint_chaos") or alias)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """One header line: mode, and which chaos spelling works here."""
+    alias = config.stash.get(_STASH_ALIAS, "ours")
+    spelling = "--chaos or --crashpoint-chaos" if alias == "ours" else \
+        "--crashpoint-chaos (--chaos belongs to another plugin)"
+    if chaos_enabled(config):
+        from crashpoint.harness.pytest.schedules import resolve  # via sys.modules, like the items' own import
+
+        seed = resolve(config)
+        return ["crashpoint: chaos on: one item per (case, crash point), each a real SIGKILL and resume",
+                f"crashpoint: chaos seed {seed}, {config.getoption('crashpoint_schedules')} generated fault "
+                f"schedule(s) per case (same schedules: --chaos-seed {seed} or --chaos-seed last)"]
+    return [f"crashpoint: golden runs only; enable chaos with {spelling}"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Set up the per-session pack cache; check ``--crashpoint-results-db`` and ``--chaos-seed`` before
+    anything runs."""
+    config.stash[_STASH_PACKS] = {}
+    config.pluginmanager.register(ReportSink(config), "crashpoint-report-sink")
+    if config.getoption("crashpoint_results_db", None) is not None:
+        from crashpoint.harness.pytest import results as pytest_results
+
+        pytest_results.check_store(config)
+    if chaos_enabled(config) and config.getoption("crashpoint_schedules") > 0:
+        from crashpoint.harness.pytest.schedules import resolve
+
+        resolve(config)  # a bad --chaos-seed stops the session here, as a usage error
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """Collect YAML/JSON files that sit in a pack's cases folder."""
+    if file_path.suffix not in CASE_SUFFIXES:
+        return None
+    for folder in file_path.parents:
+        if (folder / "pack.yaml").is_file():
+            from crashpoint.harness.load.loader import load_pack
+
+            packs = parent.config.stash[_STASH_PACKS]
+            if folder not in packs:
+                try:
+                    packs[folder] = load_pack(folder)
+                except Exception as exc:
+                    raise pytest.UsageError(f"crashpoint: {exc}") from None
+            if file_path.parent.resolve() == packs[folder].cases_dir.resolve():
+                return CaseFile.from_parent(parent, path=file_path)
+            return None
+    return None
+
+
+class CaseFile(pytest.File):
+    """One case file; yields the golden item and, under chaos, one item per crash point."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        from crashpoint.errors import CaseError
+        from crashpoint.harness.load.loader import find_pack_dir, load_case
+
+        pack = self.config.stash[_STASH_PACKS][find_pack_dir(self.path)]
+        try:
+            case = load_case(self.path, pack)
+        except CaseError as exc:  # shown as a collection error with the message, never skipped
+            raise self.CollectError(str(exc)) from None
+        if not chaos_enabled(self.config):
+            yield CaseItem.from_parent(self, name=case.case_id, case=case, pack=pack, crash_point=None)
+            return
+        golden = _run(self.config, case, pack, None)
+        yield CaseItem.from_parent(self, name=f"{case.case_id}[golden]", case=case, pack=pack, crash_point=None,
+                                   golden=golden)
+        for point in golden.crash_points:
+            yield CaseItem.from_parent(self, name=f"{case.case_id}[kill@{point}]", case=case, pack=pack,
+                                       crash_point=point, golden=golden)
+        budget = self.config.getoption("crashpoint_schedules")
+        if budget > 0 and golden.crash_points:
+            from crashpoint.harness.pytest.schedules import ScheduleItem
+
+            yield ScheduleItem.from_parent(self, name=f"{case.case_id}[schedules]",
+                                           case=case, pack=pack, golden=golden, budget=budget)
+
+
+def _adapter(config: pytest.Config):
+    from crashpoint.harness.adapters.reference import ReferenceAdapter
+
+    engine = config.getoption("crashpoint_engine")
+    return ReferenceAdapter(engine=engine) if engine else ReferenceAdapter()
+
+
+def _run(config: pytest.Config, case, pack, crash_point):
+    from crashpoint.harness.run.driver import Driver
+
+    root = Path(tempfile.mkdtemp(prefix="crashpoint-pytest-"))
+    try:
+        driver = Driver(_adapter(config), pack, worker_timeout_s=config.getoption("crashpoint_worker_timeout"))
+        return driver.run(case, root / "run", crash_point)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+class CaseFailed(Exception):
+    """Raised by a case item whose oracles found problems; carries the report text."""
+
+
+class CaseItem(pytest.Item):
+    """One run of one case: golden (``crash_point=None``) or killed at ``crash_point``."""
+
+    def __init__(self, *, case: Any, pack: Any, crash_point: str | None, golden: Any = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.case, self.pack, self.crash_point, self.golden = case, pack, crash_point, golden
+
+    def runtest(self) -> None:
+        from crashpoint.harness.cli.main import repro_command
+        from crashpoint.harness.judge.oracles import judge, trace_line
+
+        outcome = self.golden if (self.crash_point is None and self.golden is not None) else \
+            _run(self.config, self.case, self.pack, self.crash_point)
+        failures = judge(self.case, self.pack, outcome, self.golden)
+        self.crashpoint_result = (outcome, failures)  # read by pytest_results.after_call
+        if self.crash_point is not None and not outcome.crash_fired:
+            message = f"crash point {self.crash_point} was never reached: nothing was tested"
+            raise CaseFailed(message + "\nreproduce: " + repro_command(self.case.path, self.crash_point))
+        if failures:
+            lines = [f"{self.case.case_id}: final status {outcome.status} ({outcome.stop_reason})"]
+            for f in failures:
+                lines.append(f"[{f.oracle}] {f.message}")
+                lines.extend(f"    {e}" for e in f.evidence[:6])
+            lines.append("last trace events:")
+            lines.extend(f"    {trace_line(e)}" for e in outcome.trace[-8:])
+            engine = self.config.getoption("crashpoint_engine")
+            lines.append("reproduce: " + repro_command(self.case.path, self.crash_point, engine))
+            raise CaseFailed("\n".join(lines))
+
+    crashpoint_result: tuple[Any, list[Any]] | None = None
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        """The oracle report instead of a Python traceback."""
+        if isinstance(excinfo.value, CaseFailed):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        """Location shown by pytest: the case file and the crash point."""
+        return self.path, 0, f"case {self.name}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    """Around the call phase's report: ``--junitxml`` properties and the results-store row (before it
+    is made), then the row and the schedules drawn go on the report itself (``crashpoint_record``,
+    ``crashpoint_schedules``: plain data, which pytest-xdist carries from a worker to the controller)."""
+    if isinstance(item, CaseItem) and call.when == "call":
+        from crashpoint.harness.pytest import results as pytest_results
+
+        pytest_results.after_call(item, call)
+    outcome = yield
+    if call.when == "call":
+        report = outcome.get_result()
+        for attr in ("crashpoint_record", "crashpoint_schedules"):
+            value = getattr(item, attr, None)
+            if value is not None:
+                setattr(report, attr, value)
+
+
+class ReportSink:
+    """Registered per session (``pytest_runtest_logreport`` gets no config): stores an item's result
+    and caches its drawn schedules, once, in the process that is not an xdist worker (the controller
+    receives every worker's reports through this hook)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """See the class docstring."""
+        if getattr(report, "crashpoint_record", None) is None and \
+                getattr(report, "crashpoint_schedules", None) is None:
+            return
+        from crashpoint.harness.pytest import results as pytest_results, schedules as pytest_schedules
+
+        pytest_results.record_report(self.config, report)
+        pytest_schedules.cache_report(self.config, report)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist, on the controller, for each worker: hand it the session's chaos seed, so every
+    worker draws the schedules of the seed shown in the header."""
+    if chaos_enabled(node.config) and node.config.getoption("crashpoint_schedules") > 0:
+        from crashpoint.harness.pytest.schedules import WORKERINPUT_SEED, resolve
+
+        node.workerinput[WORKERINPUT_SEED] = resolve(node.config)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Mark the stored run complete (``--crashpoint-results-db``)."""
+    from crashpoint.harness.pytest import results as pytest_results
+
+    pytest_results.finish(session.config)

@@ -1,0 +1,183 @@
+"""Crash points: named places where the harness may SIGKILL an engine worker process.
+
+A crash point is identified by its name and, when the same name is passed more than
+once in a run, its occurrence: ``after_checkpoint:refund_draft``,
+``before_effect:refunds.issueRefund#2``. Names come from the engine's store
+(``before_checkpoint:NAME`` / ``after_checkpoint:NAME``), the engine
+(``approval_request:ID``) and the fake tools (``before_effect:TOOL`` / ``after_effect:TOOL``).
+
+The probe runs inside the worker. It appends every crash point it passes to
+``RUN_DIR/crashpoints.log`` with an unbuffered ``write`` (the kernel keeps it across a
+SIGKILL), so occurrences are counted across the worker processes of one run, and the
+golden run's log is the list of crash points to sweep. When a target is reached the
+probe appends it to ``RUN_DIR/crash.fired`` and sends SIGKILL to its own process: no
+``finally`` block, no atexit handler, no flush runs (the real thing, as in the project's
+offline probe of real engines). A schedule ``"A >> B"`` kills at ``A`` and then at ``B``,
+a point of the recovery from the first kill (crash during recovery).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Callable
+
+LOG_FILE = "crashpoints.log"
+FIRED_FILE = "crash.fired"
+#: Crash point ids where a worker was held so that the harness could deliver an event, in order.
+PAUSED_FILE = "crash.paused"
+#: The harness creates ``release.N`` once it has delivered the events of the N-th hold (0-based).
+RELEASE_PREFIX = "release."
+#: Wall seconds a held worker waits for the harness before it goes on by itself.
+HOLD_LIMIT_S = 30.0
+
+
+def point_id(name: str, occurrence: int) -> str:
+    """``name`` for the first occurrence, ``name#N`` for the N-th (N >= 2)."""
+    return name if occurrence == 1 else f"{name}#{occurrence}"
+
+
+#: Separator of a crash schedule's points in its string form: ``"A >> B"`` kills at ``A``, then
+#: again at ``B`` while the new worker recovers from the first kill.
+THEN = " >> "
+
+
+def schedule(crash_point: str | None) -> list[str]:
+    """The points of a crash point string: ``None`` -> ``[]``, ``"A >> B"`` -> ``["A", "B"]``."""
+    return [p.strip() for p in crash_point.split(THEN.strip())] if crash_point else []
+
+
+class SimulatedCrash(BaseException):
+    """Raised by a probe in simulated-crash mode instead of the SIGKILL (see :mod:`crashpoint.harness.run.inprocess`).
+
+    A ``BaseException``, so that an engine's ``except Exception`` never swallows it: like a kill, it
+    ends the worker wherever it is, and only what was committed remains.
+    """
+
+
+class CrashProbe:
+    """The worker-side probe.
+
+    Args:
+        run_dir: the run folder (log and marker live there).
+        targets: crash point ids to kill at, in order: the second fires only after the first has
+            killed a worker (a crash during recovery). Empty: only record.
+        holds: crash point ids where the worker is held (each once per run) until the harness,
+            which watches ``crash.paused``, has delivered an event and created ``release.N``
+            (an event that arrives while a step is in flight). A hold comes before a kill at the
+            same point.
+        simulate: raise :class:`SimulatedCrash` at a target instead of sending SIGKILL (in-process mode).
+    """
+
+    def __init__(self, run_dir: str | Path, targets: list[str] | tuple[str, ...] = (),
+                 holds: list[str] | tuple[str, ...] = (), simulate: bool = False) -> None:
+        self.simulate = simulate
+        self.run_dir = Path(run_dir)
+        self.targets = list(targets)
+        self.holds = set(holds)
+        self.held = paused_points(self.run_dir)
+        log = self.run_dir / LOG_FILE
+        self.counts: Counter[str] = Counter()
+        if log.exists():
+            for line in log.read_text().splitlines():
+                self.counts[line.split("#", 1)[0]] += 1
+        self.fired = fired_points(self.run_dir)
+        self.fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def __call__(self, name: str) -> None:
+        self.counts[name] += 1
+        ident = point_id(name, self.counts[name])
+        os.write(self.fd, (ident + "\n").encode())
+        if ident in self.holds and ident not in self.held:
+            self._hold(ident)
+        pending = self.targets[len(self.fired):]
+        if pending and ident == pending[0]:
+            self._record(ident)
+            if self.simulate:
+                self.close()
+                raise SimulatedCrash(ident)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def close(self) -> None:
+        """Close the log (a worker process never needs to: its exit does; an in-process worker does)."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __del__(self) -> None:
+        self.close()
+
+    def _hold(self, ident: str) -> None:
+        n = len(self.held)
+        fd = os.open(self.run_dir / PAUSED_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.write(fd, (ident + "\n").encode())
+        os.close(fd)
+        self.held.append(ident)
+        release = self.run_dir / f"{RELEASE_PREFIX}{n}"
+        deadline = time.monotonic() + HOLD_LIMIT_S
+        while not release.exists() and time.monotonic() < deadline:
+            time.sleep(0.001)
+
+    def _record(self, ident: str) -> None:
+        fd = os.open(self.run_dir / FIRED_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.write(fd, (ident + "\n").encode())
+        os.close(fd)
+        self.fired.append(ident)
+
+
+def probe(arg: str) -> Callable[[str], None]:
+    """Worker factory: ``arg`` is the JSON ``{"run_dir", "targets": [...], "holds": [...]}`` of :func:`probe_arg`."""
+    spec = json.loads(arg)
+    return CrashProbe(spec["run_dir"], spec.get("targets") or (), spec.get("holds") or (),
+                      simulate=bool(spec.get("simulate")))
+
+
+def probe_arg(run_dir: str | Path, crash_point: str | None, holds: list[str] | tuple[str, ...] = (),
+              simulate: bool = False) -> str:
+    """The ``--probe-arg`` value for :func:`probe` (JSON, so any folder name or point id survives).
+
+    ``crash_point`` is a crash point id or a schedule ``"A >> B"`` (see :func:`schedule`);
+    ``holds`` the crash point ids where the worker waits for the harness (see :class:`CrashProbe`);
+    ``simulate`` raises :class:`SimulatedCrash` instead of the SIGKILL.
+    """
+    spec = {"run_dir": str(run_dir), "targets": schedule(crash_point), "holds": list(holds)}
+    if simulate:
+        spec["simulate"] = True
+    return json.dumps(spec)
+
+
+def paused_points(run_dir: str | Path) -> list[str]:
+    """Crash point ids where a worker of this run was held, in order."""
+    path = Path(run_dir) / PAUSED_FILE
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def release(run_dir: str | Path, n: int) -> None:
+    """Let the worker held for the ``n``-th time (0-based) go on."""
+    (Path(run_dir) / f"{RELEASE_PREFIX}{n}").touch()
+
+
+def fired_points(run_dir: str | Path) -> list[str]:
+    """Crash point ids that killed a worker of this run, in order."""
+    path = Path(run_dir) / FIRED_FILE
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def recovery_points(log: list[str], first: str) -> list[str]:
+    """The crash points passed after ``first`` in a run's log: those of the recovery from a kill at ``first``."""
+    return log[log.index(first) + 1:] if first in log else []
+
+
+def passed(run_dir: str | Path) -> list[str]:
+    """Crash point ids recorded in a run folder, in order (empty when none)."""
+    log = Path(run_dir) / LOG_FILE
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def fired(run_dir: str | Path, crash_point: str | None) -> bool:
+    """``True`` once every point of ``crash_point`` (an id or a schedule) has killed a worker here."""
+    return fired_points(run_dir) == schedule(crash_point) and bool(crash_point)

@@ -1,0 +1,647 @@
+"""Drive one case on one engine, fault-free (the golden run) or with a SIGKILL at one crash point.
+
+A run happens in its own folder. The driver sets up the fake world from the case's tool
+events (scripted outcomes), deploys the pack's workflows through the adapter, submits
+the start request, and then alternates worker processes with the case's external events
+(approvals, timeouts, cancellations, restarts, clock moves, deploys of a new workflow
+version): each event is delivered only once the previous worker has exited, so a run is
+deterministic. Approvals marked ``before_wait`` go out with the start request, before the
+first worker. When a worker is killed at the target crash point, a **new** worker process
+is started on the same files and the run goes on; the new process gets no other input
+than those files.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import re
+import os
+import shutil
+import signal
+import subprocess
+import time
+import zlib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from crashpoint.errors import EngineCrashed, WorkerTimeout
+from crashpoint.fakes.clock import VirtualClock
+from crashpoint.fakes.data import generated_input
+from crashpoint.fakes.ledger import Ledger
+from crashpoint.fakes.world import LEDGER_FILE
+from crashpoint.harness.run import crashpoints, forkserver, inprocess
+from crashpoint.harness.run.forkserver import forkable
+from crashpoint.harness.adapters.protocol import EngineAdapter, RunContext
+from crashpoint.harness.load.loader import Case, Pack, first_gate, redeployed
+
+PROBE_SPEC = "crashpoint.harness.run.crashpoints:probe"
+#: How a crash happens and how workers start; see :class:`Driver`.
+CRASH_MODES = ("kill", "kill-cold", "inprocess")
+
+
+def crash_label(crash: str, crash_mode: str) -> str:
+    """The crash setting a run is stored and resumed under: ``crash`` (``every``...) for real kills of
+    forked workers, ``crash+MODE`` otherwise (``every+inprocess``), so that results of simulated
+    crashes are never mixed with, nor resumed as, real-kill results."""
+    return crash if crash_mode == "kill" else f"{crash}+{crash_mode}"
+#: Worker processes started for one event before the harness gives up on a crash loop, count.
+MAX_WORKERS_PER_RUN = 40
+#: Case event types that script a tool's next calls, with the ledger's script outcome (``tool_failure``
+#: is ``retryable`` or ``fatal``); every other event type is delivered from outside, in order.
+TOOL_EVENTS = {"tool_success": "success", "tool_failure": None, "tool_timeout": "timeout",
+               "tool_lost_response": "lost_response", "tool_slow": "slow"}
+
+
+@dataclass
+class RunOutcome:
+    """What one run left behind, read back from the engine (through the adapter) and the ledger.
+
+    Attributes:
+        case_id: the case; ``crash_point`` the targeted crash point id or ``None`` (golden).
+        workflow_id: the run's workflow id.
+        status / stop_reason / pending_approval: the engine's final view of the workflow.
+        trace: the workflow's trace (adapter shape).
+        calls: ledger calls as dicts; ``decisions`` the human decisions; ``sequence`` both, in order.
+        crash_points: crash point ids passed, in order (all worker processes of the run).
+        crash_fired: the target crash point killed a worker (after the case's own ``kill`` faults).
+        faults_missed: the case's ``faults`` that never fired (a kill or hold point never passed).
+        workers: worker processes started (count); ``kills`` SIGKILLs the harness caused.
+        deliveries: ``{"duplicates_sent": int, "duplicates_recognised": int}`` for events sent more than once.
+        deliveries_log: every external delivery the driver made, in order (what a trace file replays):
+            dicts with ``step`` (0: the start request, N: the N-th event after it) and ``kind``
+            (``start``, ``approval``, ``cancel``, ``approval_timeout``, ``advance_clock``, ``kill``, or the
+            event's type for an event that delivered nothing, such as ``restart``) and the kind's fields.
+        notes: facts worth showing (events that had nothing to act on, unused tool scripts).
+        clock_now: the virtual clock when the run ended, seconds.
+        wall_s: wall time of the run, seconds.
+        snapshots: (golden runs of a ``snapshots`` driver) the durable state before each worker segment.
+        started_from: the golden snapshot (segment number) this run started from, ``None`` when it ran
+            from the start request.
+    """
+
+    case_id: str
+    crash_point: str | None
+    workflow_id: str
+    run_dir: Path
+    status: str | None = None
+    stop_reason: str | None = None
+    pending_approval: dict[str, Any] | None = None
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+    sequence: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    crash_points: list[str] = field(default_factory=list)
+    crash_fired: bool = False
+    faults_missed: list[str] = field(default_factory=list)
+    clock_now: float | None = None
+    workers: int = 0
+    kills: int = 0
+    deliveries: dict[str, int] = field(default_factory=lambda: {"duplicates_sent": 0, "duplicates_recognised": 0})
+    deliveries_log: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+    snapshots: list["Snapshot"] = field(default_factory=list, repr=False)
+    started_from: int | None = None
+
+
+class Driver:
+    """Runs cases on one adapter.
+
+    Args:
+        adapter: the engine under test.
+        pack: the case's pack (workflows, effect vocabulary).
+        worker_timeout_s: wall seconds one worker process may take before it is killed and
+            the run is judged ``unknown``.
+        crash_mode: one of :data:`CRASH_MODES`:
+
+            - ``kill`` (default): a real SIGKILL. Workers are forked from a warm zygote
+              (:mod:`crashpoint.harness.run.forkserver`) when the adapter sets ``fork_workers = True``;
+              golden runs keep the durable state before each worker segment and a crash run starts
+              from the golden state of its crash point's segment instead of replaying the prefix
+              (when the adapter sets ``deterministic_runs = True``; see :class:`Snapshot`).
+            - ``kill-cold``: a real SIGKILL, a new interpreter per worker, every run from its start
+              request (the naive way, kept as the baseline the benchmark compares with).
+            - ``inprocess``: simulated crashes, workers run in this process
+              (:mod:`crashpoint.harness.run.inprocess`; adapters with ``fork_workers``, runs without holds),
+              with snapshots as ``kill``.
+    """
+
+    def __init__(self, adapter: EngineAdapter, pack: Pack, worker_timeout_s: float = 60.0, *,
+                 crash_mode: str = "kill") -> None:
+        if crash_mode not in CRASH_MODES:
+            raise ValueError(f"crash mode must be one of {', '.join(CRASH_MODES)}, got {crash_mode!r}")
+        self.adapter = adapter
+        self.pack = pack
+        self.worker_timeout_s = worker_timeout_s
+        self.crash_mode = crash_mode
+        self.fork = crash_mode == "kill"
+        self.snapshots = crash_mode in ("kill", "inprocess")
+        self.inprocess = crash_mode == "inprocess"
+
+    def run(self, case: Case, run_dir: Path, crash_point: str | None = None,
+            golden: RunOutcome | None = None) -> RunOutcome:
+        """Run ``case`` in the empty folder ``run_dir``, killing a worker at ``crash_point``: an id, or a
+        schedule ``"A >> B"`` that kills again at ``B`` during the recovery from ``A``.
+
+        With the ``golden`` run of the same case (and ``snapshots``), the run starts from the golden
+        run's durable state at the start of the worker segment that reaches ``crash_point``; the
+        worker that runs to the crash point and is killed there is still a real process.
+
+        The case's own ``faults`` fire too: its kills come first (``crash_point`` fires after them),
+        and each ``at`` fault holds the worker at its crash point while its event is delivered.
+
+        Raises:
+            EngineCrashed: a worker exited non-zero without being killed by the harness.
+            WorkerTimeout: a worker did not exit within ``worker_timeout_s``.
+            Exception: whatever the adapter raises (the caller names it in the verdict).
+        """
+        began = time.perf_counter()
+        run_dir.mkdir(parents=True, exist_ok=False)
+        ctx = RunContext(run_dir=run_dir)
+        workflow_id = f"wf-{case.case_id}"
+        out = RunOutcome(case.case_id, crash_point, workflow_id, run_dir)
+        kills = [f["kill"] for f in case.faults if "kill" in f]
+        targets = crashpoints.THEN.join(kills + crashpoints.schedule(crash_point)) or None
+        holds: dict[str, list[dict[str, Any]]] = {}
+        for f in case.faults:
+            if "at" in f:
+                holds.setdefault(f["at"], []).append(f["event"])
+        start = self._start_from(case, crash_point, golden)
+        if start is not None:
+            start.restore(run_dir, out)
+            out.started_from = start.work
+        ledger = Ledger(run_dir / LEDGER_FILE, synchronous="OFF")  # the harness's side: no fsync needed
+        try:
+            self._open_client(ctx)
+            clock = VirtualClock(ledger)
+            external = [ev for ev in case.events if ev["type"] not in TOOL_EVENTS]
+            starts = external.pop(0)["deliveries"] if external and external[0]["type"] == "start" else 1
+            if start is None:
+                self._set_up(case, ctx, out, ledger, clock, external, starts)
+            held = _Holds(self, ctx, out, ledger, clock, holds, len(case.events), case.workflow)
+            # worker segments: the first after the start request, then one after each event
+            segments = [None] + [(index, ev) for index, ev in enumerate(external) if not ev.get("before_wait")]
+            record = self.snapshots and crash_point is None and not case.faults and \
+                getattr(self.adapter, "deterministic_runs", False)
+            for work, step in enumerate(segments):
+                if start is not None and work < start.work:
+                    continue
+                if step is not None and (start is None or work > start.work):
+                    index, ev = step
+                    logged = len(out.deliveries_log)
+                    self._deliver(ctx, out, ledger, clock, ev, index, workflow=case.workflow)
+                    if len(out.deliveries_log) == logged:  # it delivered nothing (restart, say): still a step
+                        out.deliveries_log.append({"step": index + 1, "kind": ev["type"], "event": dict(ev)})
+                if record:
+                    out.snapshots.append(Snapshot.take(run_dir, out, work))
+                self._work(ctx, out, targets, held)
+            self._close_client(ctx)  # the verdict is read as a new client reads it: from the files
+            status = self.adapter.status(ctx, workflow_id)
+            out.status, out.stop_reason = status["status"], status.get("stop_reason")
+            out.pending_approval = status.get("pending_approval")
+            out.trace = self.adapter.trace(ctx, workflow_id)
+            out.calls = [asdict(c) for c in ledger.calls()]
+            out.decisions = ledger.decisions()
+            out.sequence = [(kind, asdict(item) if kind == "call" else item) for kind, item in ledger.sequence()]
+            out.notes += [f"tool script never used: {s['tool']} {s['outcome']}" for s in ledger.unconsumed_script()]
+            out.clock_now = clock.now()
+        finally:
+            self._close_client(ctx)
+            ledger.close()
+            out.crash_points = crashpoints.passed(run_dir)
+            fired = crashpoints.fired_points(run_dir)
+            out.crash_fired = bool(crash_point) and fired == crashpoints.schedule(targets)
+            paused = crashpoints.paused_points(run_dir)
+            out.faults_missed = [f"kill at {k}" for k in kills[len(fired):]] + \
+                [f"event {ev['type']} at {point}" for point, evs in holds.items() if point not in paused for ev in evs]
+            out.wall_s = time.perf_counter() - began
+        if out.snapshots:
+            self._check_repeatable(case, run_dir, out)
+        return out
+
+    def _check_repeatable(self, case: Case, run_dir: Path, golden: RunOutcome) -> None:
+        """Run the golden run a second time (without snapshots); if it differs (an engine that mints
+        random keys, reads the wall clock...), drop the snapshots: a crash run could not reach the same
+        state again, so its prefix must be replayed rather than taken from the golden run."""
+        twin = copy.copy(self)
+        twin.snapshots = False
+        again = twin.run(case, run_dir.with_name(run_dir.name + "-twin"))
+        if _fingerprint(again) != _fingerprint(golden):
+            golden.snapshots = []
+            golden.notes.append("a second fault-free run differed from this one: crash runs replay from the "
+                                "start request instead of starting from a snapshot")
+
+    def cycle(self, case: Case, golden: RunOutcome, crash_point: str, run_dir: Path) -> RunOutcome:
+        """One crash/resume cycle and nothing else: from the golden snapshot of the segment that reaches
+        ``crash_point``, a worker runs until it is killed there, then new workers resume until the
+        workflow is quiescent (finished, or waiting for an event the case would send next).
+
+        No event is delivered and no verdict is made: this is the unit ``benchmarks/scale.py`` counts.
+        Returns the outcome's counters (``workers``, ``kills``, ``crash_fired``, ``crash_points``).
+
+        Raises:
+            ValueError: no golden snapshot precedes ``crash_point`` (the case has faults of its own, the
+                adapter is not ``deterministic_runs``, or the golden run kept no snapshots).
+        """
+        start = snapshot_for(self.adapter, case, crash_point, golden)
+        if start is None:
+            raise ValueError(f"no golden snapshot precedes {crash_point!r} in case {case.case_id}")
+        run_dir.mkdir(parents=True, exist_ok=False)
+        ctx = RunContext(run_dir=run_dir)
+        out = RunOutcome(case.case_id, crash_point, golden.workflow_id, run_dir)
+        start.restore(run_dir, out)
+        ledger = Ledger(run_dir / LEDGER_FILE, synchronous="OFF")
+        try:
+            held = _Holds(self, ctx, out, ledger, VirtualClock(ledger), {}, len(case.events), case.workflow)
+            self._work(ctx, out, crash_point, held)
+        finally:
+            ledger.close()
+            out.crash_points = crashpoints.passed(run_dir)
+            out.crash_fired = crashpoints.fired(run_dir, crash_point)
+        return out
+
+    def _set_up(self, case: Case, ctx: RunContext, out: RunOutcome, ledger: Ledger, clock: VirtualClock,
+                external: list[dict[str, Any]], starts: int) -> None:
+        """Script the tools, deploy the workflow, deliver the start request (``starts`` times) and the
+        decisions that arrive before the workflow waits for them."""
+        for ev in tool_script(case.events, [f for f in case.faults if "tool" in f]):
+            if ev["type"] == "tool_failure":
+                ledger.script(ev["tool"], "retryable" if ev.get("retryable", True) else "fatal",
+                              ev.get("message", ""), times=ev.get("times", 1))
+            elif ev["type"] in TOOL_EVENTS:
+                ledger.script(ev["tool"], TOOL_EVENTS[ev["type"]], times=ev.get("times", 1),
+                              seconds=ev.get("seconds"))
+        self.adapter.prepare(ctx, {case.workflow: self.pack.workflows[case.workflow]})
+        workflow_id = out.workflow_id
+        workflow_input = case.input or _generated_input(case.workflow, zlib.crc32(case.case_id.encode()))
+        for n in range(starts):
+            accepted = self.adapter.start(ctx, workflow_id, case.workflow, workflow_input,
+                                          initial_step=case.initial_step,
+                                          idempotency_key=f"start:{workflow_id}")
+            self._count_delivery(out, n, accepted)
+            out.deliveries_log.append({"step": 0, "kind": "start", "workflow_id": workflow_id,
+                                       "workflow": case.workflow, "input": workflow_input,
+                                       "initial_step": case.initial_step,
+                                       "idempotency_key": f"start:{workflow_id}", "accepted": accepted})
+        for index, ev in enumerate(external):  # decisions that arrive before the workflow waits for them
+            if ev.get("before_wait"):
+                self._deliver(ctx, out, ledger, clock, ev, index, workflow=case.workflow)
+
+    def _start_from(self, case: Case, crash_point: str | None, golden: RunOutcome | None) -> "Snapshot | None":
+        """The snapshot a crash run at ``crash_point`` starts from in this driver's mode, or ``None``."""
+        return snapshot_for(self.adapter, case, crash_point, golden) if self.snapshots else None
+
+    @staticmethod
+    def _count_delivery(out: RunOutcome, n: int, accepted: bool) -> None:
+        if n > 0:
+            out.deliveries["duplicates_sent"] += 1
+            out.deliveries["duplicates_recognised"] += int(not accepted)
+
+    def gate_approval_id(self, workflow: str) -> str:
+        """The approval id the workflow ``workflow`` of the pack first waits for (its first ``human_gate``).
+
+        Raises:
+            ValueError: the workflow has no human gate (the loader refuses ``before_wait`` then).
+        """
+        gate = first_gate(self.pack.workflows[workflow])
+        if gate is None:
+            raise ValueError(f"workflow {workflow!r} has no human_gate")
+        return gate["approval_id"]
+
+    def _decision_target(self, ctx: RunContext, out: RunOutcome, ev: dict[str, Any], index: int,
+                         workflow: str | None) -> str:
+        """The approval id a human decision goes to: the pending approval's; for ``before_wait``, the
+        workflow's first gate (nothing waits yet); else the case's own label, with a note."""
+        if ev.get("before_wait"):
+            return self.gate_approval_id(workflow or self.pack.default_workflow or "")
+        pending = self.adapter.status(ctx, out.workflow_id).get("pending_approval")
+        if not pending:
+            out.notes.append(f"event {index} {ev['type']}: no approval was pending when it arrived")
+        return pending["approval_id"] if pending else ev["approval_id"]
+
+    def _deliver(self, ctx: RunContext, out: RunOutcome, ledger: Ledger, clock: VirtualClock,
+                 ev: dict[str, Any], index: int, *, workflow: str | None = None) -> None:
+        kind, wid = ev["type"], out.workflow_id
+        if kind in ("approval_granted", "approval_denied"):
+            approval_id = self._decision_target(ctx, out, ev, index, workflow)
+            granted = kind == "approval_granted"
+            by = ev.get("by", "case-human")
+            ledger.record_decision(approval_id, granted, by, clock.now())
+            for n in range(ev.get("deliveries", 1)):
+                accepted = self.adapter.send_approval(ctx, wid, approval_id, granted=granted, by=by,
+                                                      idempotency_key=f"{kind}:{ev['approval_id']}:{index}")
+                self._count_delivery(out, n, accepted)
+                # an early decision goes out with the start request, before the first worker: step 0
+                out.deliveries_log.append({"step": 0 if ev.get("before_wait") else index + 1, "kind": "approval",
+                                           "approval_id": approval_id,
+                                           "granted": granted, "by": by, "accepted": accepted,
+                                           "idempotency_key": f"{kind}:{ev['approval_id']}:{index}"})
+        elif kind == "approval_timeout":
+            pending = self.adapter.status(ctx, wid).get("pending_approval")
+            if pending:
+                clock.set(float(pending["deadline"]) + 1.0)
+                out.deliveries_log.append({"step": index + 1, "kind": "approval_timeout",
+                                           "approval_id": pending["approval_id"], "clock_to": clock.now()})
+            else:
+                out.notes.append(f"event {index} approval_timeout: no approval was pending")
+        elif kind == "cancel":
+            for n in range(ev.get("deliveries", 1)):
+                accepted = self.adapter.cancel(ctx, wid, reason=ev.get("reason", "cancelled by the case"),
+                                               idempotency_key=f"cancel:{index}")
+                self._count_delivery(out, n, accepted)
+                out.deliveries_log.append({"step": index + 1, "kind": "cancel", "accepted": accepted,
+                                           "reason": ev.get("reason", "cancelled by the case"),
+                                           "idempotency_key": f"cancel:{index}"})
+        elif kind == "advance_clock":
+            clock.advance(float(ev["seconds"]))
+            out.deliveries_log.append({"step": index + 1, "kind": "advance_clock", "seconds": float(ev["seconds"]),
+                                       "clock_to": clock.now()})
+        elif kind == "deploy":
+            data = redeployed(self.pack.workflows[workflow or self.pack.default_workflow or ""], ev["version"],
+                              ev.get("rename_tasks"))
+            self.adapter.deploy(ctx, data)
+            out.deliveries_log.append({"step": index + 1, "kind": "deploy", "version": data["version"],
+                                       "definition": data})
+        elif kind == "restart":
+            pass  # the next worker is a new process on the same files, like every worker
+        else:  # the loader rejects unknown types; this guards programmatic callers
+            raise ValueError(f"event {index}: unknown event type {kind!r}")
+
+    def _launch(self, argv: list[str], env: dict[str, str], log: Path,
+                poll: Callable[[], None] | None) -> tuple[int, list[str]]:
+        """Start one worker process and wait for it: forked from this thread's warm zygote when the
+        adapter allows it (``fork_workers``) and ``argv`` runs a Python module, else a new interpreter.
+
+        Returns ``(returncode, leftovers)`` as :func:`run_process`.
+        """
+        target = forkable(argv) if getattr(self.adapter, "fork_workers", False) else None
+        if target is not None and self.inprocess and poll is None:
+            return inprocess.run_worker(target[0], target[1], log), []
+        if target is None or not (self.fork or self.inprocess):
+            return run_process(argv, self.worker_timeout_s, env, log, poll=poll)
+        return forkserver.for_this_thread().run(target[0], target[1], self.worker_timeout_s, env, log, poll)
+
+    def _work(self, ctx: RunContext, out: RunOutcome, crash_point: str | None, held: "_Holds") -> None:
+        """Run worker processes until one exits cleanly; restart after the harness's SIGKILL.
+
+        At most :data:`MAX_WORKERS_PER_RUN` workers per call (one event), so a crash loop ends.
+        The harness's kept client connection is closed while workers run: the engine's files then
+        behave as they would with no harness around (a worker's close is the last one, and checkpoints).
+        """
+        self._close_client(ctx)
+        try:
+            self._run_workers(ctx, out, crash_point, held)
+        finally:
+            self._open_client(ctx)
+
+    def _open_client(self, ctx: RunContext) -> None:
+        if hasattr(self.adapter, "open_run") and hasattr(self.adapter, "close_run"):
+            self.adapter.open_run(ctx)
+
+    def _close_client(self, ctx: RunContext) -> None:
+        if hasattr(self.adapter, "open_run") and hasattr(self.adapter, "close_run"):
+            self.adapter.close_run(ctx)
+
+    def _run_workers(self, ctx: RunContext, out: RunOutcome, crash_point: str | None, held: "_Holds") -> None:
+        for _ in range(MAX_WORKERS_PER_RUN):
+            fired_before = len(crashpoints.fired_points(ctx.run_dir))
+            simulate = self.inprocess and not held.events and getattr(self.adapter, "fork_workers", False)
+            argv = self.adapter.worker_command(ctx, PROBE_SPEC, crashpoints.probe_arg(
+                ctx.run_dir, crash_point, list(held.events), simulate=simulate))
+            out.workers += 1
+            log = ctx.run_dir / f"worker-{out.workers:03d}.log"
+            env = {**ctx.env, RUN_MARKER: str(ctx.run_dir)}
+            rc, leftovers = self._launch(argv, env, log, poll=held.poll if held.events else None)
+            if leftovers:
+                out.notes.append(f"worker {out.workers} left {len(leftovers)} process(es) running, killed: "
+                                 + "; ".join(leftovers))
+            if rc == 0:
+                return
+            if rc == -signal.SIGKILL and len(crashpoints.fired_points(ctx.run_dir)) > fired_before:
+                out.kills += 1
+                out.deliveries_log.append({"step": out.deliveries_log[-1]["step"] if out.deliveries_log else 0,
+                                           "kind": "kill", "worker": out.workers,
+                                           "crash_point": crashpoints.fired_points(ctx.run_dir)[-1]})
+                continue
+            tail = log.read_text(errors="replace").strip().splitlines()[-6:] if log.exists() else []
+            raise EngineCrashed(f"worker exited with {rc} (not a harness kill): " + " | ".join(tail))
+        raise EngineCrashed(f"{MAX_WORKERS_PER_RUN} worker processes in a row were killed or restarted "
+                            "without the workflow reaching a quiescent state")
+
+
+@functools.lru_cache(maxsize=256)
+def _generated_input_json(workflow: str, seed: int) -> str:
+    return json.dumps(generated_input(workflow, seed=seed))
+
+
+def _generated_input(workflow: str, seed: int) -> dict[str, Any]:
+    """:func:`~crashpoint.fakes.data.generated_input`, built once per process (faker takes ~3 ms a call)."""
+    return json.loads(_generated_input_json(workflow, seed))
+
+
+def tool_script(events: list[dict[str, Any]], faults: list[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+    """The tool events of a case in script order, with its tool ``faults`` (``{tool, call, outcome,
+    times?, seconds?}``) placed at their call: the ``call``-th call of ``tool`` gets the fault, the
+    calls before it follow the case's own script (or succeed). Each event comes back with ``times: 1``."""
+    tools = [e for e in events if e["type"] in TOOL_EVENTS]
+    for fault in faults:
+        queue = [{**e, "times": 1} for e in tools if e["tool"] == fault["tool"] for _ in range(e.get("times", 1))]
+        while len(queue) < fault["call"] - 1:
+            queue.append({"type": "tool_success", "tool": fault["tool"], "times": 1})
+        outcome = fault["outcome"]
+        if outcome in ("retryable", "fatal"):
+            ev = {"type": "tool_failure", "tool": fault["tool"], "retryable": outcome == "retryable",
+                  "message": f"scripted {outcome} failure"}
+        else:
+            ev = {"type": f"tool_{outcome}", "tool": fault["tool"]}
+            if outcome == "slow":
+                ev["seconds"] = float(fault.get("seconds", 60.0))
+        queue[fault["call"] - 1:fault["call"] - 1] = [{**ev, "times": 1}] * fault.get("times", 1)
+        tools = [e for e in tools if e["tool"] != fault["tool"]] + queue
+    return [{**e, "times": 1} for e in tools for _ in range(e.get("times", 1))]
+
+
+class _Holds:
+    """Delivers the events of a case's ``at`` faults while a worker is held at their crash point."""
+
+    def __init__(self, driver: Driver, ctx: RunContext, out: RunOutcome, ledger: Ledger, clock: VirtualClock,
+                 events: dict[str, list[dict[str, Any]]], first_index: int, workflow: str) -> None:
+        self.driver, self.ctx, self.out, self.ledger, self.clock = driver, ctx, out, ledger, clock
+        self.events, self.index, self.workflow = events, first_index, workflow
+        self.handled = 0
+
+    def poll(self) -> None:
+        """Deliver the events of every new hold, then release the worker."""
+        held = crashpoints.paused_points(self.ctx.run_dir)
+        while self.handled < len(held):
+            point = held[self.handled]
+            for ev in self.events.get(point, ()):
+                logged = len(self.out.deliveries_log)
+                self.driver._deliver(self.ctx, self.out, self.ledger, self.clock, ev, self.index,
+                                     workflow=self.workflow)
+                for entry in self.out.deliveries_log[logged:]:
+                    entry["held_at"] = point
+                self.index += 1
+            crashpoints.release(self.ctx.run_dir, self.handled)
+            self.handled += 1
+
+
+#: Environment variable set for every worker of a run; its value is the run folder. Children
+#: inherit it, so the harness finds and kills whatever a worker left behind, even in a new session.
+RUN_MARKER = "CRASHPOINT_RUN_DIR"
+
+
+def run_process(argv: list[str], timeout_s: float, env: dict[str, str] | None = None,
+                log: Path | None = None, poll: Callable[[], None] | None = None) -> tuple[int, list[str]]:
+    """Run ``argv`` in its own process group, stdout and stderr to ``log`` (or discarded).
+
+    Returns ``(returncode, leftovers)``: ``leftovers`` describes processes still alive after it
+    ended that belong to its group or carry its :data:`RUN_MARKER` value; they are SIGKILLed.
+    Output goes to a file, not a pipe, so a child that keeps the pipe open cannot hang the harness.
+    ``poll``, when given, is called about every 2 ms while the process runs (to serve held workers).
+
+    Raises:
+        WorkerTimeout: it ran longer than ``timeout_s`` wall seconds (it and its leftovers are killed).
+    """
+    env = {**os.environ, **(env or {})}
+    marker = env.get(RUN_MARKER)
+    with open(log if log else os.devnull, "wb") as sink:
+        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, env=env)
+        try:
+            if poll is None:
+                proc.wait(timeout=timeout_s)
+            else:
+                deadline = time.monotonic() + timeout_s
+                while proc.poll() is None:
+                    poll()
+                    if time.monotonic() > deadline:
+                        raise subprocess.TimeoutExpired(argv, timeout_s)
+                    time.sleep(0.002)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc.pid)
+            proc.wait()
+            reap(marker, proc.pid)
+            raise WorkerTimeout(f"worker did not exit within {timeout_s} s (killed with its process group)") from None
+    return proc.returncode, reap(marker, proc.pid)
+
+
+def reap(marker: str | None, pgid: int) -> list[str]:
+    """SIGKILL every process in group ``pgid`` or whose environment has ``RUN_MARKER=marker``.
+
+    Returns ``"PID COMMAND"`` descriptions of what was killed (Linux ``/proc``; elsewhere only the group).
+    """
+    killed = []
+    needle = f"{RUN_MARKER}={marker}".encode() if marker else None
+    me = os.getpid()
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        pid = int(entry.name)
+        try:
+            ours = os.getpgid(pid) == pgid
+            if not ours and needle:
+                ours = needle in (entry / "environ").read_bytes().split(b"\0")
+            if not ours:
+                continue
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+            os.kill(pid, signal.SIGKILL)
+            killed.append(f"{pid} {cmd[:80]}")
+        except (ProcessLookupError, PermissionError, FileNotFoundError, OSError):
+            continue
+    _kill_group(pgid)
+    return killed
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def snapshot_for(adapter: EngineAdapter, case: Case, crash_point: str | None,
+                 golden: RunOutcome | None) -> "Snapshot | None":
+    """The golden run's snapshot a crash run at ``crash_point`` may start from, or ``None`` (run it all).
+
+    Only for a single crash point of a case without faults of its own, on an adapter that declares its
+    runs deterministic (``deterministic_runs``): the latest segment that starts before the point.
+    """
+    if not (golden is not None and golden.snapshots and crash_point and not case.faults
+            and crashpoints.THEN.strip() not in crash_point and getattr(adapter, "deterministic_runs", False)
+            and crash_point in golden.crash_points):
+        return None
+    at = golden.crash_points.index(crash_point)
+    usable = [snap for snap in golden.snapshots if snap.log_length <= at]
+    return usable[-1] if usable else None
+
+
+def _fingerprint(out: RunOutcome) -> tuple[Any, ...]:
+    """What two runs of one case must share to be the same run: trace, tool calls, crash points."""
+    return (out.status, out.stop_reason, out.crash_points,
+            [(e.get("kind"), e.get("task"), e.get("at"), e.get("idempotency_key"), e.get("name")) for e in out.trace],
+            [(c["tool"], c["idempotency_key"], c["args"], c["outcome"], c["at"]) for c in out.calls])
+
+
+#: Files of a run folder a snapshot leaves out: SQLite's shared-memory index (rebuilt from the WAL
+#: on the next open) and worker logs.
+_NOT_DURABLE = re.compile(r".*-shm$|worker-\d+\.log$")
+
+
+@dataclass
+class Snapshot:
+    """The durable state of a golden run just before one of its worker segments starts.
+
+    A worker segment is the worker processes started after the start request (segment 0) or after
+    the N-th external event (segment N). Between segments no process writes the run's files, so their
+    bytes are exactly what a new process would find; a crash run whose crash point lies in segment N
+    starts from them (a deterministic engine reaches the same state again by the same inputs), and
+    only segment N's own worker is run up to the crash point and killed. The harness's own bookkeeping
+    (deliveries so far, workers counted) is restored with the files.
+
+    Attributes:
+        work: the segment number. ``log_length``: crash points the run had passed before it.
+        files: run-folder-relative path -> zlib-compressed bytes (a snapshot travels with the golden
+            outcome to pool processes and Dask workers). ``progress``: the outcome fields so far.
+    """
+
+    work: int
+    log_length: int
+    files: dict[str, bytes]
+    progress: dict[str, Any]
+
+    @classmethod
+    def take(cls, run_dir: Path, out: RunOutcome, work: int) -> "Snapshot":
+        """Read the run folder's durable files and the outcome so far.
+
+        The files are copied by a ``cp`` process first and read from the copy: opening and closing a
+        database file in this process would drop the POSIX locks this process's own SQLite connections
+        hold on it (fcntl locks belong to the process, not to the descriptor), and a worker closing
+        its connection would then believe itself the last one and delete the WAL under them.
+        """
+        copy_dir = run_dir.with_name(run_dir.name + ".snapshot")
+        try:
+            subprocess.run(["cp", "-R", f"{run_dir}/.", str(copy_dir)], check=True, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            files = {str(p.relative_to(copy_dir)): zlib.compress(p.read_bytes(), 1)
+                     for p in sorted(copy_dir.rglob("*")) if p.is_file() and not _NOT_DURABLE.match(p.name)}
+        finally:
+            shutil.rmtree(copy_dir, ignore_errors=True)
+        progress = copy.deepcopy({"deliveries": out.deliveries, "deliveries_log": out.deliveries_log,
+                                  "notes": out.notes, "workers": out.workers, "kills": out.kills})
+        return cls(work, len(crashpoints.passed(run_dir)), files, progress)
+
+    def restore(self, run_dir: Path, out: RunOutcome) -> None:
+        """Write the files into the (empty) ``run_dir`` and set the outcome's fields so far."""
+        made = {run_dir}
+        for name, data in self.files.items():
+            path = run_dir / name
+            if path.parent not in made:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                made.add(path.parent)
+            path.write_bytes(zlib.decompress(data))
+        for key, value in copy.deepcopy(self.progress).items():
+            setattr(out, key, value)

@@ -1,0 +1,178 @@
+"""Where a sweep's runs execute: a :class:`concurrent.futures.Executor` made from a spec string.
+
+Specs (``crashpoint run --executor SPEC``, ``sweep(executor=SPEC)``):
+
+* ``processes`` (the default): a local process pool of ``workers`` processes (default: the CPU
+  count), started with the ``spawn`` method, so each pool process is a fresh interpreter that
+  inherits no thread, lock, open database or warm-worker zygote of the caller. Pool processes
+  ignore ``SIGINT``: a Ctrl-C stops the caller, which cancels the runs not yet started and waits
+  for the running ones (each ends its worker processes). A pool process exits within
+  :data:`PARENT_POLL_S` seconds of its caller's death (a SIGKILLed ``crashpoint run``).
+* ``threads``: a local thread pool of ``workers`` threads (each run waits on its own worker
+  processes, so threads overlap the workers; the harness's own Python work shares one GIL).
+* ``dask://HOST:PORT``: the executor of a :class:`distributed.Client` connected to the Dask
+  scheduler at ``tcp://HOST:PORT`` (``dask://tls://HOST:PORT`` and other Dask addresses pass as
+  they are). The cluster's workers and their threads decide the parallelism; ``workers`` is
+  ignored. Needs the ``dask`` extra (``pip install 'crashpoint[dask]'``).
+
+A run is a call of a module-level function on picklable arguments (the driver, the case, the
+pack, the golden outcome) that returns a picklable :class:`~crashpoint.harness.run.sweep.RunResult`;
+each run is self-contained in its own folder, so it can execute on any machine.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from typing import Callable
+
+from crashpoint.errors import UsageError
+
+#: The local executor kinds; a Dask scheduler is ``dask://HOST:PORT``.
+LOCAL_KINDS = ("processes", "threads")
+DEFAULT_KIND = "processes"
+#: Seconds allowed to reach a Dask scheduler before the command stops (exit 2).
+CONNECT_TIMEOUT_S = 5.0
+
+
+def default_workers() -> int:
+    """The CPU count (at least 1): the default size of a local pool."""
+    return os.cpu_count() or 1
+
+
+#: Seconds between two checks, in a pool process, that the process that made the pool is alive.
+PARENT_POLL_S = 0.5
+
+
+def _init_pool_process(parent: int) -> None:
+    """In each pool process, before its first run: ignore ``SIGINT`` (the caller handles Ctrl-C), and
+    exit once ``parent`` is gone (a pool process otherwise outlives a SIGKILLed caller forever,
+    blocked on its call queue)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="crashpoint-parent-watch", daemon=True).start()
+
+
+def dask_address(spec: str) -> str:
+    """The scheduler address of a ``dask://`` spec: ``dask://h:8786`` -> ``tcp://h:8786``;
+    ``dask://tls://h:8786`` -> ``tls://h:8786``.
+
+    Raises:
+        UsageError: no host or no port.
+    """
+    rest = spec[len("dask://"):]
+    if "://" in rest:
+        scheme, _, hostport = rest.partition("://")
+    else:
+        scheme, hostport = "tcp", rest
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise UsageError(f"--executor {spec}: expected dask://HOST:PORT (a Dask scheduler's address), "
+                         "e.g. dask://127.0.0.1:8786")
+    return f"{scheme}://{hostport}"
+
+
+def check_spec(spec: str | None) -> None:
+    """Check an executor spec without starting anything.
+
+    Raises:
+        UsageError: not ``processes``, ``threads`` or ``dask://HOST:PORT``.
+    """
+    if spec is None or spec in LOCAL_KINDS:
+        return
+    if spec.startswith("dask://"):
+        dask_address(spec)
+        return
+    raise UsageError(f"--executor {spec!r}: expected processes, threads or dask://HOST:PORT")
+
+
+def make_executor(spec: str | None = None, workers: int | None = None, *,
+                  connect_timeout_s: float = CONNECT_TIMEOUT_S) -> tuple[Executor, Callable[[], None]]:
+    """Build the executor named by ``spec`` (see the module docstring; ``None``: ``processes``).
+
+    Args:
+        spec: ``processes`` | ``threads`` | ``dask://HOST:PORT``.
+        workers: pool size for the local kinds, count >= 1 (default: :func:`default_workers`);
+            ignored for Dask.
+        connect_timeout_s: seconds to reach a Dask scheduler.
+
+    Returns:
+        ``(executor, close)``: call ``close()`` once done; it waits for the running calls, cancels
+        the queued ones and, for Dask, disconnects the client.
+
+    Raises:
+        UsageError: a bad spec or ``workers`` < 1; the ``distributed`` package is missing; no Dask
+            scheduler answers at the address within ``connect_timeout_s`` (the message names it).
+    """
+    check_spec(spec)
+    if workers is not None and workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {workers}")
+    kind = spec or DEFAULT_KIND
+    size = workers or default_workers()
+    if kind == "threads":
+        threads = ThreadPoolExecutor(max_workers=size, thread_name_prefix="crashpoint-run")
+        return threads, lambda: threads.shutdown(wait=True, cancel_futures=True)
+    if kind == "processes":
+        procs = ProcessPoolExecutor(max_workers=size, mp_context=multiprocessing.get_context("spawn"),
+                                    initializer=_init_pool_process, initargs=(os.getpid(),))
+        return procs, lambda: procs.shutdown(wait=True, cancel_futures=True)
+    return _dask_executor(spec, connect_timeout_s)
+
+
+def _dask_executor(spec: str, connect_timeout_s: float) -> tuple[Executor, Callable[[], None]]:
+    address = dask_address(spec)
+    try:
+        import dask
+        from distributed import Client
+    except ImportError as exc:
+        raise UsageError(f"--executor {spec}: needs Dask's distributed package: pip install 'crashpoint[dask]' "
+                         f"({exc})") from None
+    try:
+        with dask.config.set({"distributed.comm.timeouts.connect": f"{connect_timeout_s}s"}):
+            client = Client(address, timeout=connect_timeout_s, set_as_default=False)
+    except Exception as exc:  # OSError / TimeoutError from the comm layer, or a bad address
+        detail = (str(exc).splitlines() or [""])[0][:200]
+        raise UsageError(f"--executor {spec}: cannot reach the Dask scheduler at {address} within "
+                         f"{connect_timeout_s:g} s ({type(exc).__name__}: {detail}); start one with "
+                         f"`dask scheduler` and workers with `dask worker {address}`") from None
+    executor = client.get_executor(pure=False)  # every run is new work, never deduplicated by its arguments
+
+    def close() -> None:
+        try:
+            executor.shutdown(wait=True)
+        finally:
+            client.close()
+
+    return executor, close
+
+
+def is_local(executor: Executor) -> bool:
+    """``True`` for the local pools (threads, processes): they share this machine's file system, so
+    run folders can go under one root made here; any other executor (Dask) runs each run in a
+    temporary folder of the machine that executes it (see :func:`crashpoint.harness.run.sweep.sweep`)."""
+    return isinstance(executor, (ThreadPoolExecutor, ProcessPoolExecutor))
+
+
+def describe(executor: Executor, workers: int | None = None) -> str:
+    """A few words for the command's banner: ``"2 processes"``, ``"4 threads"``, ``"dask tcp://h:8786"``."""
+    if isinstance(executor, ProcessPoolExecutor):
+        return f"{executor._max_workers} process(es)"  # noqa: SLF001 - no public accessor
+    if isinstance(executor, ThreadPoolExecutor):
+        return f"{executor._max_workers} thread(s)"  # noqa: SLF001
+    client = getattr(executor, "_client", None)
+    if client is not None:
+        try:
+            n = sum(w.get("nthreads", 1) for w in client.scheduler_info().get("workers", {}).values())
+        except Exception:  # the description is cosmetic
+            n = None
+        return f"dask {client.scheduler.address}" + (f" ({n} worker thread(s))" if n else "")
+    return type(executor).__name__

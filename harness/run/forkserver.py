@@ -1,0 +1,307 @@
+"""Worker processes forked from a warm parent (a zygote) instead of started as new interpreters.
+
+Starting ``python -m crashpoint.engine.worker`` costs about 100 ms on this machine (the
+interpreter, then the imports); a ``fork()`` of a process that has already imported the
+engine costs about 1 ms. The zygote is a small helper process started once per harness
+thread: it imports the worker's modules, then, for each request, forks a child that runs
+the worker's ``main(argv)`` in a new session (its own process group), with stdout and stderr
+in the run's log file, and reports the child's exit status. The child is an ordinary OS
+process: the crash probe's ``SIGKILL`` kills it for real, and the resumed worker is another
+child that reads only the files.
+
+The zygote never opens a database or a run folder itself, so a child inherits no open file
+or lock of a previous run. Source: the *zygote* of Android and the fork server of AFL
+(Zalewski, "Fuzzing random programs without execve()", 2014), and the ``forkserver`` start
+method of :mod:`multiprocessing`.
+
+Protocol (one JSON object per line): the harness writes ``{"module", "argv", "env", "log",
+"warm"}``; the zygote answers ``{"pid": N}`` as soon as the child runs, then ``{"rc": R}``
+when it exits (``R`` as :attr:`subprocess.Popen.returncode`: ``-9`` for a SIGKILL).
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from crashpoint.errors import WorkerTimeout
+
+#: Modules every zygote imports before its first fork (the reference worker's whole import graph).
+PRELOAD = ("crashpoint.engine.worker", "crashpoint.engine.engine", "crashpoint.fakes.world",
+           "crashpoint.harness.run.crashpoints")
+_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+
+
+def forkable(argv: Sequence[str]) -> tuple[str, list[str]] | None:
+    """``(module, args)`` when ``argv`` is ``[sys.executable, "-m", MODULE, *args]`` (a Python module
+    run with this interpreter, which a warm fork can run), else ``None``."""
+    if len(argv) >= 3 and argv[0] == sys.executable and argv[1] == "-m":
+        return argv[2], list(argv[3:])
+    return None
+
+
+def warm_modules(module: str, args: Sequence[str]) -> list[str]:
+    """The modules a worker will import: ``module`` and those named by ``MODULE:ATTR`` arguments
+    (``--engine``, ``--world``, ``--probe``), imported by the zygote once so each child starts warm."""
+    return [module] + [a.split(":", 1)[0] for a in args if _SPEC.fullmatch(a)]
+
+
+class ForkServer:
+    """The harness side of one zygote. Not thread-safe: use one per thread (:func:`for_this_thread`).
+
+    Raises:
+        OSError: the zygote could not be started.
+    """
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "crashpoint.harness.run.forkserver", *PRELOAD],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     start_new_session=True)
+        self._buffer = b""
+
+    def alive(self) -> bool:
+        """``True`` while the zygote process runs."""
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL the zygote (its running worker, if any, dies with it) and reap it."""
+        try:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+
+    def close(self) -> None:
+        """Stop the zygote (closing its stdin ends it; a stuck one is killed)."""
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=2)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+
+    def _send(self, message: dict[str, Any]) -> None:
+        self.proc.stdin.write((json.dumps(message) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def _receive(self, timeout_s: float | None) -> dict[str, Any] | None:
+        """The zygote's next message, or ``None`` if none came within ``timeout_s`` seconds."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise OSError("the worker fork server exited")
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def run(self, module: str, args: list[str], timeout_s: float, env: dict[str, str] | None = None,
+            log: Path | None = None, poll: Callable[[], None] | None = None) -> tuple[int, list[str]]:
+        """Fork a child that runs ``module.main(args)``; wait for it like :func:`~crashpoint.harness.run.driver.run_process`.
+
+        Returns ``(returncode, leftovers)``: ``-9`` after a SIGKILL; ``leftovers`` describes processes the
+        worker left running (the zygote is their subreaper: it SIGKILLs them). ``poll`` is called about every 2 ms.
+
+        Raises:
+            WorkerTimeout: the child ran longer than ``timeout_s`` wall seconds (its group is killed).
+            OSError: the zygote died.
+        """
+        try:
+            self._send({"module": module, "argv": args, "env": env or {}, "log": str(log) if log else os.devnull,
+                        "warm": warm_modules(module, args)})
+            started = self._receive(30.0)
+            if started is None or "pid" not in started:
+                raise OSError(f"the worker fork server did not start a worker: {started!r}")
+        except (OSError, ValueError):
+            self.kill()  # out of step with this side: never reuse it (for_this_thread starts another)
+            raise
+        pid = started["pid"]
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                message = self._receive(0.002 if poll else max(0.0, deadline - time.monotonic()))
+            except (OSError, ValueError):
+                self.kill()  # the zygote died (its worker dies with it: PR_SET_PDEATHSIG)
+                raise
+            if message is not None:
+                return int(message["rc"]), list(message.get("leftovers", ()))
+            if poll:
+                poll()
+            if time.monotonic() > deadline:
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                if self._receive(30.0) is None:
+                    self.kill()
+                raise WorkerTimeout(f"worker did not exit within {timeout_s} s (killed with its process group)")
+
+
+_local = threading.local()
+
+
+def for_this_thread() -> ForkServer:
+    """This thread's zygote, started on first use (and again if it died)."""
+    server = getattr(_local, "server", None)
+    if server is None or not server.alive():
+        server = _local.server = ForkServer()
+    return server
+
+
+# ---------------------------------------------------------------------------- the zygote
+def _child(request: dict[str, Any]) -> None:
+    """In the forked child: become a worker process and never return."""
+    rc = 1
+    try:
+        _die_with_parent()
+        os.setsid()
+        out = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(out, 1)
+        os.dup2(out, 2)
+        os.close(out)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        os.environ.update(request["env"])
+        sys.argv = [request["module"], *request["argv"]]
+        main = getattr(importlib.import_module(request["module"]), "main")
+        try:
+            rc = main(request["argv"]) or 0
+        except SystemExit as exc:
+            rc = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:  # noqa: BLE001 - a worker's crash is reported through its exit code and log
+        traceback.print_exc()
+        rc = 1
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(rc)
+
+
+def _die_with_parent() -> None:
+    """Have the kernel SIGKILL this process when its parent dies (Linux ``PR_SET_PDEATHSIG``): a zygote
+    whose harness was killed, and a worker whose zygote was, do not outlive them. Exits at once if the
+    parent is already gone."""
+    parent = os.getppid()
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent or parent == 1:
+        os._exit(1)
+
+
+def _subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux ``PR_SET_CHILD_SUBREAPER``):
+    whatever a worker leaves running, even in a new session, becomes this process's child."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _children() -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _reap_orphans() -> list[str]:
+    """SIGKILL and reap every process left under this zygote once a worker exited; ``"PID COMMAND"`` each."""
+    killed: list[str] = []
+    for _ in range(50):
+        while True:  # collect what already exited
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                pid = 0
+            if pid == 0:
+                break
+        kids = _children()
+        if not kids:
+            return killed
+        for pid in kids:
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                if cmd:
+                    killed.append(f"{pid} {cmd[:80]}")
+            except (OSError, ChildProcessError):
+                continue
+    return killed
+
+
+def _warm_up() -> None:
+    """Do once here what every child would otherwise do first: initialise SQLite (most workers keep
+    their state in it), then move every object to the collector's permanent generation
+    (:func:`gc.freeze`, meant for pre-fork servers) so that a child's collections do not touch, and so
+    copy, the pages it shares with this process. Measured: a reference worker's pass from a snapshot, fork
+    to exit, 17.2 -> 12.3 ms (in-process: 5.1 ms)."""
+    import sqlite3
+
+    sqlite3.connect(":memory:").execute("SELECT 1").fetchone()
+    gc.collect()
+    gc.freeze()
+
+
+def serve(preload: Sequence[str]) -> None:
+    """The zygote's loop: import ``preload``, then fork one child per request line on stdin."""
+    _die_with_parent()
+    _subreaper()
+    for name in preload:
+        importlib.import_module(name)
+    _warm_up()
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    warmed: set[str] = set(preload)
+    while True:
+        line = inp.readline()
+        if not line:
+            return
+        request = json.loads(line)
+        for name in request.get("warm", ()):
+            if name not in warmed:
+                warmed.add(name)
+                try:
+                    importlib.import_module(name)
+                except Exception:  # the child imports it again and reports the error in its log
+                    pass
+                gc.freeze()
+        pid = os.fork()
+        if pid == 0:
+            _child(request)
+        out.write(json.dumps({"pid": pid}).encode() + b"\n")
+        out.flush()
+        _, status = os.waitpid(pid, 0)
+        leftovers = _reap_orphans()
+        out.write(json.dumps({"rc": os.waitstatus_to_exitcode(status), "leftovers": leftovers}).encode() + b"\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1:])

@@ -1,0 +1,166 @@
+"""``crashpoint run --resume``: finish an interrupted, recorded sweep without repeating finished runs.
+
+A recorded sweep (``--results-db``) commits each result the moment its run finishes and stamps the
+run complete at the end (:mod:`crashpoint.reports.store`), so a crashpoint process killed at any
+point (even by SIGKILL) leaves every finished result in the store and the run ``complete = false``.
+``--resume`` then:
+
+1. finds the latest incomplete run of the same pack (name and version), engine, crash setting
+   (``--crash`` and ``--crash-mode``) and source ``cli`` in the store (none: the sweep starts a new run, and says so);
+2. skips every ``(case, crash point)`` pair that run already holds; a case whose runs are all
+   recorded is not run at all; a case with runs left re-runs its golden run as their reference
+   (not recorded again);
+3. appends the remaining results to the same run and marks it complete, with the summary of every
+   result (restored ones included), so the stored run reads as an uninterrupted sweep would.
+
+Only ``--crash every`` and ``--crash none`` resume (``recovery`` pairs are derived from the outcomes
+of the single kills, which the store does not keep).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from crashpoint.errors import UsageError
+from crashpoint.harness.run.driver import crash_label
+from crashpoint.harness.load.loader import Case, Pack
+from crashpoint.harness.judge.oracles import Failure
+from crashpoint.harness.run.sweep import RunResult, SweepResult
+
+#: Crash modes ``--resume`` supports.
+RESUMABLE = ("every", "none")
+
+Pair = tuple[str, "str | None"]
+
+
+class StoredResult(RunResult):
+    """A result restored from the store: its verdict, findings and JSON form as recorded.
+
+    ``outcome`` is ``None`` (the engine's files are gone), so per-run metrics that need the trace
+    do not count it; ``to_dict()`` returns the recorded result document fields.
+    """
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        point = data.get("crash_point")
+        super().__init__(case_id=str(data["case_id"]), crash_point=None if point in (None, "none") else str(point),
+                         verdict=str(data["verdict"]),
+                         failures=[Failure(f.get("oracle", "?"), f.get("message", ""), list(f.get("evidence") or []))
+                                   for f in data.get("failures") or []],
+                         error=data.get("error"), wall_s=float(data.get("wall_s") or 0.0),
+                         vacuity=list(data.get("vacuity") or []))
+        self.data = data
+
+    def to_dict(self) -> dict[str, Any]:
+        """The recorded result dict (without the store's own ``tags``/``measures``/``timeline``)."""
+        keep = {k: v for k, v in self.data.items() if k not in ("tags", "measures", "timeline", "reproduce")}
+        return super().to_dict() | keep
+
+
+@dataclass
+class ResumePlan:
+    """What is left of an interrupted run.
+
+    Attributes:
+        run_id: the incomplete run to append to, or ``None`` (nothing to resume: start a new run).
+        stored: its recorded results of the selected cases, restored, one per pair, in order of arrival.
+        skip: ``(case_id, crash_point)`` pairs already recorded (``None``: the golden run).
+        todo: the cases that still have runs to do, in the selection's order.
+        points: crash points of the cases with nothing left to do (from their recorded kills).
+    """
+
+    run_id: str | None
+    stored: list[StoredResult] = field(default_factory=list)
+    skip: set[Pair] = field(default_factory=set)
+    todo: list[Case] = field(default_factory=list)
+    points: dict[str, list[str]] = field(default_factory=dict)
+
+
+def find_incomplete(store: Any, info: dict[str, Any]) -> str | None:
+    """The id of the most recently started incomplete run whose ``pack``, ``pack_version``,
+    ``engine``, ``crash`` and ``source`` equal ``info``'s, or ``None``."""
+    keys = ("pack", "pack_version", "engine", "crash", "source")
+    for run in reversed(store.runs()):
+        if not run["complete"] and all(str(run.get(k)) == str(info.get(k)) for k in keys):
+            return run["run_id"]
+    return None
+
+
+def _case_done(case: Case, crash: str, only: Sequence[str], recorded: dict[Pair, StoredResult]) -> bool:
+    golden = recorded.get((case.case_id, None))
+    if golden is None:
+        return False
+    if crash == "none":
+        return True
+    if only:
+        return all((case.case_id, p) in recorded for p in only)
+    passed = int((golden.data.get("measures") or {}).get("golden_points") or 0)
+    kills = sum(1 for (cid, p) in recorded if cid == case.case_id and p is not None)
+    return kills >= passed
+
+
+def plan(url: str | None, pack: Pack, cases: Sequence[Case], adapter: Any, crash: str,
+         only: Sequence[str] = (), crash_mode: str = "kill") -> ResumePlan:
+    """Read the store at ``url`` and plan the rest of the latest matching incomplete run: same pack,
+    engine, ``--crash`` and ``--crash-mode`` (stored together, see :func:`~crashpoint.harness.run.driver.crash_label`).
+
+    Raises:
+        UsageError: ``crash`` is not in :data:`RESUMABLE`, or the store cannot be opened.
+    """
+    if crash not in RESUMABLE:
+        raise UsageError(f"--resume works with --crash every or none, not {crash!r} (recovery pairs come from "
+                         "the single kills' outcomes, which the store does not keep)")
+    from crashpoint.reports.store import ResultStore
+
+    store = ResultStore(url or None)
+    try:
+        run_id = find_incomplete(store, {"pack": pack.name, "pack_version": pack.version, "engine": adapter.name,
+                                         "crash": crash_label(crash, crash_mode), "source": "cli"})
+        rows = store.results([run_id]) if run_id else []
+    finally:
+        store.close()
+    if run_id is None:
+        return ResumePlan(None, todo=list(cases))
+    wanted = {c.case_id for c in cases}
+    recorded: dict[Pair, StoredResult] = {}
+    for row in rows:
+        restored = StoredResult(row["data"])
+        pair = (restored.case_id, restored.crash_point)
+        if restored.case_id in wanted and pair not in recorded:
+            recorded[pair] = restored
+    todo = [c for c in cases if not _case_done(c, crash, only, recorded)]
+    left = {c.case_id for c in todo}
+    points = {c.case_id: [p for (cid, p) in recorded if cid == c.case_id and p is not None]
+              for c in cases if c.case_id not in left}
+    return ResumePlan(run_id, list(recorded.values()), set(recorded), todo, points)
+
+
+def merge(result: SweepResult, resume: ResumePlan, cases: Sequence[Case]) -> SweepResult:
+    """``result`` (the runs done now) plus the restored ones, ordered as an uninterrupted sweep orders
+    them: every golden run in case order, then the kills of each case in crash point order."""
+    points = {**resume.points, **result.crash_points}
+    index = {c.case_id: i for i, c in enumerate(cases)}
+
+    def order(r: RunResult) -> tuple[int, int, int]:
+        where = points.get(r.case_id, [])
+        rank = where.index(r.crash_point) if r.crash_point in where else len(where)
+        return (r.crash_point is not None, index.get(r.case_id, len(index)), rank)
+
+    merged = sorted(list(resume.stored) + list(result.results), key=order)
+    return SweepResult(result.pack, result.engine, result.engine_version, result.crash, merged,
+                       {c.case_id: points.get(c.case_id, []) for c in cases}, result.wall_s, list(cases),
+                       result.crash_mode)
+
+
+def reopen(url: str | None, run_id: str, pack: Pack, cases: Sequence[Case], adapter: Any, crash: str,
+           engine_spec: str | None, crash_mode: str = "kill") -> Any:
+    """A :class:`~crashpoint.harness.cli.report.SweepRecorder` appending to ``run_id``."""
+    from crashpoint.harness.cli.report import SweepRecorder
+    from crashpoint.harness.judge.record import Recorder
+
+    recorder = SweepRecorder.__new__(SweepRecorder)
+    recorder.cases = {c.case_id: c for c in cases}
+    recorder.engine_spec = engine_spec
+    recorder.crash_mode = crash_mode
+    recorder.recorder = Recorder.reopen(url or None, run_id)
+    return recorder

@@ -1,0 +1,318 @@
+"""The crash sweep: a golden run per case, then one run per (case, crash point) with a real SIGKILL.
+
+Runs go through a :class:`concurrent.futures.Executor` (see :mod:`crashpoint.harness.run.executors`):
+a local process pool by default, a thread pool, or a Dask ``distributed`` cluster. Each run is a
+call of a module-level function on picklable arguments that returns a picklable
+:class:`RunResult`, and is self-contained in its own folder, so it can execute anywhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shutil
+import tempfile
+import time
+import traceback
+from concurrent.futures import FIRST_COMPLETED, CancelledError, Executor, Future, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Collection, Sequence
+
+from crashpoint.errors import WorkerTimeout
+from crashpoint.harness.run import crashpoints
+from crashpoint.harness.adapters.protocol import EngineAdapter
+from crashpoint.harness.judge.coverage import vacuity
+from crashpoint.harness.run.driver import Driver, RunOutcome
+from crashpoint.harness.load.loader import Case, Pack
+from crashpoint.harness.judge.oracles import Failure, differential, judge
+
+CRASH_MODES = ("every", "none", "recovery")
+VERDICTS = ("passed", "failed", "error", "unknown")
+
+
+@dataclass
+class RunResult:
+    """The verdict on one run.
+
+    Attributes:
+        case_id: the case. ``crash_point``: the crash point id, or ``None`` for the golden run.
+        verdict: ``passed`` | ``failed`` | ``error`` (the harness or the engine broke) |
+            ``unknown`` (a worker neither finished nor crashed in time; never counts as passed).
+        failures: oracle findings (empty when passed).
+        error: the error text for ``error``/``unknown``.
+        vacuity: faults scheduled that never fired, work that never happened (see
+            :mod:`crashpoint.harness.judge.coverage`).
+        outcome: the run's outcome (``None`` when the run could not produce one).
+    """
+
+    case_id: str
+    crash_point: str | None
+    verdict: str
+    failures: list[Failure] = field(default_factory=list)
+    error: str | None = None
+    outcome: RunOutcome | None = None
+    wall_s: float = 0.0
+    vacuity: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (see README, "The JSON report")."""
+        out = self.outcome
+        return {
+            "case_id": self.case_id,
+            "crash_point": self.crash_point or "none",
+            "verdict": self.verdict,
+            "failures": [f.to_dict() for f in self.failures],
+            "error": self.error,
+            "final_status": out.status if out else None,
+            "stop_reason": out.stop_reason if out else None,
+            "crash_fired": out.crash_fired if out else False,
+            "workers": out.workers if out else 0,
+            "kills": out.kills if out else 0,
+            "notes": out.notes if out else [],
+            "vacuity": list(self.vacuity),
+            "wall_s": round(self.wall_s, 3),
+        }
+
+
+@dataclass
+class SweepResult:
+    """All runs of a sweep plus what is needed to report them."""
+
+    pack: Pack
+    engine: str
+    engine_version: str
+    crash: str
+    results: list[RunResult]
+    crash_points: dict[str, list[str]]
+    wall_s: float
+    cases: list[Case] = field(default_factory=list)
+    crash_mode: str = "kill"
+
+
+def fault_free(case: Case) -> Case:
+    """The same case without its ``faults`` (and without ``like_fault_free``): what it must end like."""
+    expected = {k: v for k, v in case.expected.items() if k != "like_fault_free"}
+    return dataclasses.replace(case, faults=[], expected=expected)
+
+
+def _run_one(driver: Driver, case: Case, pack: Pack, run_dir: Path, crash_point: str | None,
+             golden: RunOutcome | None) -> RunResult:
+    began = time.perf_counter()
+    try:
+        outcome = driver.run(case, run_dir, crash_point, golden)
+    except WorkerTimeout as exc:
+        return RunResult(case.case_id, crash_point, "unknown", error=str(exc), wall_s=time.perf_counter() - began)
+    except (Exception, SystemExit) as exc:  # the engine or its adapter broke: a verdict, never a silent skip
+        text = f"{type(exc).__name__}: {exc}"
+        if not str(exc):
+            text += "\n" + traceback.format_exc(limit=3)
+        return RunResult(case.case_id, crash_point, "error", error=text, wall_s=time.perf_counter() - began)
+    failures = judge(case, pack, outcome, golden)
+    if case.expected.get("like_fault_free"):
+        try:
+            clean = driver.run(fault_free(case), run_dir.with_name(run_dir.name + "-fault-free"))
+        except (Exception, SystemExit) as exc:
+            return RunResult(case.case_id, crash_point, "error", error=f"the fault-free run broke: "
+                             f"{type(exc).__name__}: {exc}", outcome=outcome, wall_s=time.perf_counter() - began)
+        failures += differential(outcome, clean)
+    findings, nothing = vacuity(outcome, golden=crash_point is None)
+    if outcome.faults_missed and crash_point is None:
+        return RunResult(case.case_id, crash_point, "error", failures,
+                         error="the case's faults never fired, so nothing was tested: "
+                               + "; ".join(outcome.faults_missed),
+                         outcome=outcome, vacuity=findings, wall_s=time.perf_counter() - began)
+    if nothing:
+        return RunResult(case.case_id, crash_point, "error", failures,
+                         error="the golden run made no tool call: the case exercised nothing",
+                         outcome=outcome, vacuity=findings, wall_s=time.perf_counter() - began)
+    if crash_point is not None and not outcome.crash_fired:
+        known = ", ".join(golden.crash_points) if golden else "(no golden run)"
+        return RunResult(case.case_id, crash_point, "error", failures,
+                         error=f"crash point {crash_point} was never reached, so nothing was tested; "
+                               f"the golden run of {case.case_id} passes: {known}",
+                         outcome=outcome, vacuity=findings, wall_s=time.perf_counter() - began)
+    return RunResult(case.case_id, crash_point, "failed" if failures else "passed", failures, outcome=outcome,
+                     vacuity=findings, wall_s=time.perf_counter() - began)
+
+
+def _run_isolated(driver: Driver, case: Case, pack: Pack, run_dir: Path, crash_point: str | None,
+                  golden: RunOutcome | None) -> RunResult:
+    """:func:`_run_one` in a temporary folder of the machine that executes it (``run_dir`` relative),
+    removed afterwards: for executors whose workers do not share the caller's file system (Dask)."""
+    scratch = Path(tempfile.mkdtemp(prefix="crashpoint-run-"))
+    try:
+        return _run_one(driver, case, pack, scratch / run_dir, crash_point, golden)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _lost(future: Future, case_id: str, crash_point: str | None) -> RunResult | None:
+    """The result of a finished run, or an ``error`` result naming why the executor returned none
+    (a pool process died, a Dask worker was lost, the arguments did not pickle)."""
+    try:
+        return future.result()
+    except CancelledError:
+        return None
+    except Exception as exc:
+        return RunResult(case_id, crash_point, "error",
+                         error=f"the executor lost this run: {type(exc).__name__}: {exc}")
+
+
+def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: str = "every",
+          jobs: int | None = None, executor: Executor | str | None = None, workdir: Path | None = None,
+          keep: bool = False, worker_timeout_s: float = 60.0, only: Sequence[str] = (),
+          budget: int | None = None,
+          on_result: Callable[[RunResult], None] | None = None,
+          on_plan: Callable[[int], None] | None = None,
+          skip: Collection[tuple[str, str | None]] = (), crash_mode: str = "kill") -> SweepResult:
+    """Run the golden run of every case, then (``crash="every"``) one run per crash point it passed.
+
+    A case's crash runs are submitted as soon as its golden run is done (its crash points are
+    known then), so a slow golden run of one case does not hold back the runs of the others.
+
+    Args:
+        pack, cases: what to run (from :func:`crashpoint.harness.load.loader.load_target`).
+        adapter: the engine under test.
+        crash: ``every`` | ``none`` | ``recovery`` (``every``, then for each kill ``A`` a run per crash
+            point ``B`` of the recovery from ``A``, killed at ``A`` and again at ``B``: ``"A >> B"``).
+        budget: for ``recovery``, at most this many double-kill runs per case, spread evenly over
+            the pairs (default: every pair).
+        jobs: size of the local pool this call makes (``crashpoint run --workers``; default: the
+            number of CPUs); ignored when ``executor`` is an ``Executor``.
+        executor: an :class:`concurrent.futures.Executor` (left running: the caller closes it), or a
+            spec for :func:`crashpoint.harness.run.executors.make_executor` (``"processes"``, the default;
+            ``"threads"``; ``"dask://HOST:PORT"``), made and closed by this call. The driver, cases,
+            pack and results must pickle for every executor but a thread pool. With a local pool, run
+            folders go under one root here; with any other executor (Dask), each run gets a temporary
+            folder on the machine that runs it, removed after the run, unless ``workdir`` is given
+            (then the same absolute path is used on that machine).
+        workdir: where run folders go (default: a temporary folder, removed unless ``keep``).
+        worker_timeout_s: wall seconds a worker process may take (then the verdict is ``unknown``).
+        only: crash point ids to run (default: all the golden runs passed); an id no golden run
+            passed gives an ``error`` result for that case, never a silent skip.
+        on_result: called with each result as it completes (progress output), in the calling thread,
+            in order of completion (so a result is handed over as soon as its run is done).
+        on_plan: called in the calling thread with the number of results planned so far (count), each
+            time it grows: first the golden runs, then as each golden run tells its case's crash
+            points, its crash runs (with ``recovery``, as each case's single kills are done, its
+            double kills). The number of ``on_result`` calls never exceeds the last value given.
+        crash_mode: how workers start and crash (``kill``, ``kill-cold``, ``inprocess``): see
+            :class:`crashpoint.harness.run.driver.Driver`.
+        skip: ``(case_id, crash_point)`` pairs already done (``crash_point`` ``None``: the golden run),
+            for ``crashpoint run --resume``: they are neither run nor returned, except that a skipped
+            golden run still runs (not reported) when the case has other runs to do, as their reference.
+
+    Returns:
+        The :class:`SweepResult`; ``results`` hold the golden runs in case order, then each case's
+        crash runs in crash point order, then (``recovery``) the double kills.
+
+    Raises:
+        UsageError-compatible ``ValueError`` for an unknown ``crash`` mode; ``UsageError`` for a bad
+        executor spec or an unreachable Dask scheduler.
+    """
+    from crashpoint.harness.run.executors import is_local, make_executor
+
+    if crash not in CRASH_MODES:
+        raise ValueError(f"--crash must be one of {CRASH_MODES}, got {crash!r}")
+    began = time.perf_counter()
+    closer: Callable[[], None] | None = None
+    if executor is None or isinstance(executor, str):
+        pool, closer = make_executor(executor, jobs)
+    else:
+        pool = executor
+    isolated = not is_local(pool) and workdir is None
+    root = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="crashpoint-"))
+    root.mkdir(parents=True, exist_ok=True)
+    driver = Driver(adapter, pack, worker_timeout_s=worker_timeout_s, crash_mode=crash_mode)
+    by_id = {c.case_id: c for c in cases}
+    planned = 0
+    golden_results: dict[str, RunResult] = {}
+    singles: dict[str, list[RunResult | None]] = {c.case_id: [] for c in cases}
+    doubles: dict[str, list[RunResult | None]] = {c.case_id: [] for c in cases}
+    points: dict[str, list[str]] = {}
+    #: future -> (phase, case id, crash point, index in its case's list)
+    pending: dict[Future, tuple[str, str, str | None, int]] = {}
+    left = {c.case_id: 0 for c in cases}  # single-kill runs of the case still running (recovery)
+
+    def plan(more: int) -> None:
+        nonlocal planned
+        if more and on_plan:
+            planned += more
+            on_plan(planned)
+
+    def submit(phase: str, case: Case, run_dir: Path, point: str | None, golden: RunOutcome | None,
+               index: int) -> None:
+        if isolated:
+            f = pool.submit(_run_isolated, driver, case, pack, run_dir.relative_to(root), point, golden)
+        else:
+            f = pool.submit(_run_one, driver, case, pack, run_dir, point, golden)
+        pending[f] = (phase, case.case_id, point, index)
+
+    def crash_runs(case: Case, golden: RunResult) -> None:
+        points[case.case_id] = golden.outcome.crash_points if golden.outcome else []
+        if crash == "none" or golden.outcome is None:
+            return
+        wanted = list(dict.fromkeys(only)) if only else points[case.case_id]
+        todo = [(n, p) for n, p in enumerate(wanted) if (case.case_id, p) not in skip]
+        plan(len(todo))
+        for n, point in todo:
+            run_dir = root / case.case_id / f"{n:03d}-{re.sub(r'[^A-Za-z0-9_.-]', '_', point)[:80]}"
+            singles[case.case_id].append(None)
+            submit("single", case, run_dir, point, golden.outcome, len(singles[case.case_id]) - 1)
+        left[case.case_id] = len(todo)
+        if crash == "recovery" and not todo:
+            double_runs(case)
+
+    def double_runs(case: Case) -> None:
+        mine = [r for r in singles[case.case_id] if r is not None]
+        pairs = [f"{r.crash_point}{crashpoints.THEN}{b}" for r in mine
+                 if r.outcome is not None and r.outcome.crash_fired
+                 for b in crashpoints.recovery_points(r.outcome.crash_points, r.crash_point)]
+        if budget is not None and len(pairs) > budget:
+            step = len(pairs) / budget
+            pairs = [pairs[int(i * step)] for i in range(budget)]
+        plan(len(pairs))
+        golden = golden_results[case.case_id].outcome
+        for n, pair in enumerate(pairs):
+            doubles[case.case_id].append(None)
+            submit("double", case, root / case.case_id / f"r{n:04d}", pair, golden, n)
+
+    try:
+        plan(sum((c.case_id, None) not in skip for c in cases))
+        for c in cases:
+            submit("golden", c, root / c.case_id / "golden", None, None, 0)
+        while pending:
+            finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+            for f in finished:
+                phase, cid, point, index = pending.pop(f)
+                result = _lost(f, cid, point)
+                if result is None:
+                    continue
+                if phase != "golden" or (cid, None) not in skip:
+                    if on_result:
+                        on_result(result)
+                if phase == "golden":
+                    golden_results[cid] = result
+                    crash_runs(by_id[cid], result)
+                elif phase == "single":
+                    singles[cid][index] = result
+                    left[cid] -= 1
+                    if crash == "recovery" and left[cid] == 0:
+                        double_runs(by_id[cid])
+                else:
+                    doubles[cid][index] = result
+    finally:
+        if closer is not None:
+            closer()
+        elif pending:
+            for f in pending:
+                f.cancel()
+        if not keep and workdir is None:
+            shutil.rmtree(root, ignore_errors=True)
+    results = [golden_results[c.case_id] for c in cases
+               if (c.case_id, None) not in skip and c.case_id in golden_results]
+    results += [r for c in cases for r in singles[c.case_id] if r is not None]
+    results += [r for c in cases for r in doubles[c.case_id] if r is not None]
+    return SweepResult(pack, adapter.name, adapter.version(), crash, results, points, time.perf_counter() - began,
+                       list(cases), crash_mode)

@@ -1,0 +1,143 @@
+"""Incidents: turn a recorded failing run (a trace file) into a YAML regression case.
+
+The case keeps what made the run what it was: the workflow, the initial step, the input
+actually used (a generated input is written out), the same events; its ``expected`` is the
+original case's own (the golden expectation, which the failing run broke). It is tagged
+``incident``, its ``case_id`` is ``incident_<original>_<short hash of the trace file>``, and its
+description names the trace file, the failure, and the one-line command that re-runs it at
+the recorded crash point (the case format has no crash point field).
+
+Dropped into a pack's cases folder (the pack that holds its workflow), the file passes
+``crashpoint validate``; it fails on the engine that produced the trace and passes on a fixed one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from crashpoint.errors import CaseError, UsageError
+from crashpoint.harness.traces.tracefile import read_trace
+from crashpoint.reports.json_report import write_atomic
+
+TAG = "incident"
+
+
+class _Dumper(yaml.SafeDumper):
+    """Plain YAML: no anchors or aliases (the loader refuses them), block style, keys in order."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def incident_case(trace: Mapping[str, Any], trace_file: str, digest: str, out: str | None = None) -> dict[str, Any]:
+    """The regression case (a mapping in the case format) made from ``trace``.
+
+    Args:
+        trace: the trace document (:func:`~crashpoint.harness.traces.tracefile.read_trace`).
+        trace_file: the trace file's name as shown in the description.
+        digest: hex digest of the trace file (its first 8 characters go into the ``case_id``).
+        out: the path the case will be written to (for the command in the description).
+    """
+    case, run = trace["case"], trace["run"]
+    case_id = f"incident_{case['case_id'][:110]}_{digest[:8]}"
+    point = trace["crash_point"]
+    spec = trace["engine"].get("spec")
+    engine = spec or f"{trace['engine']['name']} {trace['engine']['version']}"
+    why = (run.get("failures") or [{}])[0].get("message") or run.get("error") or f"final status {run.get('status')}"
+    cmd = f"crashpoint run {_in_pack(trace, out or case_id + '.yaml')}"
+    cmd += " --crash none" if point == "none" else f" --crash-point {_quote(point)}"
+    if spec:
+        cmd += f" --engine {spec}"
+    where = "in the golden run (no crash)" if point == "none" else f"at crash point {point}"
+    verdict = {"failed": "failed", "error": "ended in an error", "unknown": "did not finish (unknown)"}.get(
+        run.get("verdict") or "", "was recorded")
+    description = (f"Incident from trace {trace_file}: case {case['case_id']} on engine {engine} {verdict} "
+                   f"{where}: {why}. Reproduce: {cmd}")
+    return {
+        "case_id": case_id,
+        "description": description,
+        "workflow": case["workflow"],
+        "initial_step": case["initial_step"],
+        "input": case["input"],
+        "tags": [TAG] + [t for t in case.get("tags", []) if t != TAG],
+        "events": [dict(ev) for ev in case["events"]],
+        "expected": case["expected"],
+    }
+
+
+def _in_pack(trace: Mapping[str, Any], out: str) -> str:
+    """Where the case runs from: ``out`` when it lies in a pack, else the recorded pack's cases folder."""
+    from crashpoint.harness.load.loader import find_pack_dir
+
+    try:
+        find_pack_dir(Path(out).absolute().parent)
+        return out
+    except CaseError:
+        pass
+    pack_path = (trace.get("pack") or {}).get("path")
+    cases = Path(trace["case"].get("file") or "cases/x").parent
+    return str(Path(pack_path) / cases / Path(out).name) if pack_path else out
+
+
+def render(data: Mapping[str, Any], trace_file: str) -> str:
+    """The case as YAML text, with a header comment naming the trace file."""
+    body = yaml.dump(dict(data), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100,
+                     default_flow_style=False)
+    return f"# Regression case made by `crashpoint incident {trace_file}`.\n{body}"
+
+
+def _check(text: str, trace: Mapping[str, Any]) -> None:
+    """Load the produced case like ``crashpoint validate`` would (with the recorded pack when it is there)."""
+    from crashpoint.harness.load.loader import _load_checked, load_case, load_pack
+
+    with tempfile.TemporaryDirectory(prefix="crashpoint-incident-") as tmp:
+        path = Path(tmp) / "case.yaml"
+        path.write_text(text, encoding="utf-8")
+        pack_path = (trace.get("pack") or {}).get("path")
+        if pack_path and (Path(pack_path) / "pack.yaml").is_file():
+            pack = load_pack(Path(pack_path))
+            if pack.name == trace["pack"]["name"] and trace["case"]["workflow"] in pack.workflows:
+                load_case(path, pack)
+                return
+        _load_checked(path, "case", "case")
+
+
+def make_incident(trace_path: str | Path, out: str | Path | None = None, *, allow_passed: bool = False) -> Path:
+    """Write the regression case of the trace file ``trace_path``; returns the path written.
+
+    ``out`` defaults to ``./<case_id>.yaml``. An existing file is never overwritten.
+
+    Raises:
+        CaseError: the trace file is malformed.
+        UsageError: the recorded run passed (unless ``allow_passed``); ``out`` exists, or its folder does not.
+    """
+    trace_path = Path(trace_path)
+    trace = read_trace(trace_path)
+    verdict = trace["run"].get("verdict")
+    if verdict == "passed" and not allow_passed:
+        raise UsageError(f"{trace_path}: the recorded run passed; an incident case is made from a failing run")
+    digest = hashlib.sha256(trace_path.read_bytes()).hexdigest()
+    case_id = incident_case(trace, trace_path.name, digest)["case_id"]
+    target = Path(out) if out is not None else Path(f"{case_id}.yaml")
+    if target.exists() or target.is_symlink():
+        raise UsageError(f"{target}: already exists; not overwritten (give another --out FILE)")
+    if target.is_dir() or not target.resolve().parent.is_dir():
+        raise UsageError(f"{target}: folder {target.resolve().parent} does not exist")
+    data = incident_case(trace, trace_path.name, digest, str(target))
+    text = render(data, trace_path.name)
+    try:
+        _check(text, trace)
+    except CaseError as exc:  # a bug of this module, not of the input: say so
+        raise CaseError(f"the incident case made from this trace does not validate: {exc}",
+                        file=str(trace_path)) from exc
+    write_atomic(target, text)
+    return target
