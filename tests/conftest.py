@@ -1,6 +1,6 @@
 """Shared test set-up: make ``tests/`` importable, here and in engine worker subprocesses.
 
-``tests/test_quality.py`` points ``ReferenceAdapter(engine="variants.engines:NAME")`` at the
+``tests/quality/test_quality.py`` points ``ReferenceAdapter(engine="variants.engines:NAME")`` at the
 deliberately broken engines in ``tests/variants/``. The adapter imports that class in this
 process, and every worker subprocess (started with this process's environment) imports it
 again, so ``tests/`` goes on both ``sys.path`` and ``PYTHONPATH``, keeping what was there.

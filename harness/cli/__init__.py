@@ -1,5 +1,6 @@
-"""The ``crashpoint`` command line (:mod:`.main`); ``crashpoint.harness.cli:main`` is the console script."""
+"""The ``crashpoint`` command line: :mod:`.main` (the parser, ``main`` and ``ExitCode``; the console script
+is ``crashpoint.harness.cli.main:main``), one module per command family (:mod:`.certify`, :mod:`.report`,
+:mod:`.search`).
 
-from crashpoint.harness.cli.main import ExitCode, main
-
-__all__ = ["ExitCode", "main"]
+This package's ``__init__`` imports nothing, so that importing one of its modules stays light.
+"""

@@ -8,7 +8,7 @@ WAL's uncommitted frames are ignored after a kill), connections close, and the n
 is a new engine object on the same files. What it cannot show: state that lives only in a
 process (a buffer not yet written, a thread, a child process) surviving where a kill would
 destroy it, and a hung worker (there is no process to time out). So it is opt-in
-(``crashpoint run --crash-mode inprocess``), and ``tests/test_crash_modes.py`` checks that its
+(``crashpoint run --crash-mode inprocess``), and ``tests/integration/test_crash_modes.py`` checks that its
 verdicts equal the real kills' on every built-in case.
 """
 

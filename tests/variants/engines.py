@@ -1,6 +1,6 @@
 """Deliberately broken engines: each subclass of the reference engine has exactly one bug.
 
-They exist so that ``tests/test_quality.py`` can show that the harness's oracles catch real
+They exist so that ``tests/quality/test_quality.py`` can show that the harness's oracles catch real
 bugs (the ``quality/`` idea of Hypothesis's test tree). Each docstring says what the bug is,
 which failure mode of the durable-workflows seed ("Modos de falla") it models, and which
 oracle is expected to catch it. Worker processes import them as ``variants.engines:NAME``
@@ -357,7 +357,7 @@ class ReplayFromStart(Engine):
 class NoLease(Engine):
     """Bug: no per-workflow lease, so two recovering workers run the same workflow at once.
 
-    Caught by: ``tests/test_recovery.py`` (the ledger shows the same step called by both workers).
+    Caught by: ``tests/integration/test_recovery.py`` (the ledger shows the same step called by both workers).
     """
 
     def run_until_quiescent(self) -> dict[str, str]:

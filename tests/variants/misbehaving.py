@@ -93,7 +93,7 @@ class GrantInProcessMemory(Engine):
     The grant never reaches the durable state, and a resumed worker process finds none: a real
     kill between the decision and the irreversible step makes the refund be refused. A simulated
     crash (``--crash-mode inprocess``) runs the next worker in the same process, where the class
-    attribute survives, so it misses the bug: ``tests/test_crash_modes.py`` shows both.
+    attribute survives, so it misses the bug: ``tests/integration/test_crash_modes.py`` shows both.
     """
 
     granted: dict[tuple[str, str], bool] = {}

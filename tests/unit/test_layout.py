@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: package folder -> crashpoint subpackages it must never import
 FORBIDDEN = {
     "engine": ("crashpoint.harness", "crashpoint.fakes", "crashpoint.reports"),

@@ -23,7 +23,7 @@ from crashpoint.harness.run.driver import Driver, RunOutcome
 from crashpoint.harness.load.loader import Case, Pack, load_target
 from crashpoint.harness.judge.oracles import Failure, differential, final_status, judge, side_effects, trace_completeness
 
-PACK_DIR = Path(__file__).resolve().parents[1] / "scenarios" / "refunds"
+PACK_DIR = Path(__file__).resolve().parents[2] / "scenarios" / "refunds"
 HAPPY = "refund_approved_happy_path"
 CANCEL = "cancel_while_waiting_compensates_draft"
 RESTART = "approval_granted_after_restart"

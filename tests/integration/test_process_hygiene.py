@@ -10,7 +10,7 @@ from crashpoint.harness.run.driver import RUN_MARKER
 from crashpoint.harness.load.loader import load_target
 from crashpoint.harness.run.sweep import sweep
 
-PACK_DIR = Path(__file__).resolve().parents[1] / "scenarios" / "refunds"
+PACK_DIR = Path(__file__).resolve().parents[2] / "scenarios" / "refunds"
 HAPPY = "refund_approved_happy_path"
 
 

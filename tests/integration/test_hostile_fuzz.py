@@ -33,12 +33,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from crashpoint.errors import CaseError
-from crashpoint.harness.cli.main import main as cli
+from crashpoint.harness.cli import main as cli
 from crashpoint.harness.load import loader
 from crashpoint.harness.traces.tracefile import read_trace
 
 DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REFUNDS = ROOT / "scenarios" / "refunds"
 TRACE = ROOT / "tests" / "data" / "refund_happy.trace.json"
 

@@ -15,10 +15,10 @@ from crashpoint.harness.load.loader import load_target
 from crashpoint.harness.traces.replay import decisions, recorded_answers, replay
 from crashpoint.harness.traces.tracefile import FORMAT, read_trace, trace_name
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACK = ROOT / "scenarios" / "refunds"
 CASES = PACK / "cases"
-GOLDEN = Path(__file__).resolve().parent / "data" / "refund_happy.trace.json"
+GOLDEN = Path(__file__).resolve().parents[1] / "data" / "refund_happy.trace.json"
 
 
 def _save_traces(tmp_path: Path, case: str, *extra: str) -> list[Path]:

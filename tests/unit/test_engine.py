@@ -22,7 +22,7 @@ from crashpoint.fakes.ledger import EPOCH_S, Ledger
 from crashpoint.fakes.tools import Toolbox
 from crashpoint.protocols import Probe, no_probe
 
-WORKFLOW_FILE = Path(__file__).resolve().parents[1] / "scenarios" / "refunds" / "workflows" / "refund.yaml"
+WORKFLOW_FILE = Path(__file__).resolve().parents[2] / "scenarios" / "refunds" / "workflows" / "refund.yaml"
 WID = "wf-1"
 APPROVAL = "refund_approval"
 INPUT = {"order_id": "ord_1", "amount_cents": 1250, "reason": "damaged", "customer_email": "ana@example.com"}
@@ -220,7 +220,7 @@ def test_a_skipped_task_says_why_in_the_trace(tmp_path: Path) -> None:
     from crashpoint.harness.run.driver import Driver
     from crashpoint.harness.load.loader import load_target
 
-    root = Path(__file__).resolve().parents[1] / "scenarios" / "refunds" / "cases"
+    root = Path(__file__).resolve().parents[2] / "scenarios" / "refunds" / "cases"
     for name, why in (("notify_failure_is_not_critical.yaml", "mailbox unavailable"),
                       ("issue_refund_slow_exceeds_phase_timeout.yaml", "exceeded its timeout")):
         pack, (case,) = load_target(root / name)

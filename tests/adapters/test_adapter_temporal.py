@@ -37,6 +37,7 @@ def _servers_of(root: Path) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_temporal_resumes_after_kills_and_leaves_no_server(tmp_path):
     pack, cases = load_target(CASE)
     points = ["after_effect:refunds.draftRefundRequest", "step_started:issue_refund#1"]

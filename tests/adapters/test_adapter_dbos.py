@@ -20,6 +20,7 @@ CASES = builtin_pack("conformance") / "cases"
                                       "step_started:issue_refund#1"]),
     ("cancel_while_waiting.yaml", ["before_checkpoint:compensate:draft_refund"]),
 ])
+@pytest.mark.slow
 def test_dbos_resumes_after_kills(case, points, tmp_path):
     pack, cases = load_target(CASES / case)
     result = sweep(pack, cases, DBOSAdapter(), only=points, jobs=2, workdir=tmp_path, keep=True,

@@ -16,7 +16,7 @@ from crashpoint.fakes.data import refund_input
 from crashpoint.fakes.ledger import Ledger
 from crashpoint.harness.run import crashpoints
 
-WORKFLOW = Path(__file__).resolve().parents[1] / "scenarios" / "refunds" / "workflows" / "refund.yaml"
+WORKFLOW = Path(__file__).resolve().parents[2] / "scenarios" / "refunds" / "workflows" / "refund.yaml"
 N = 8
 
 

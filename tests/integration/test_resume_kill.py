@@ -18,7 +18,7 @@ import pytest
 
 from crashpoint.harness.run.driver import RUN_MARKER
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "scenarios"
 CASE = SCENARIOS / "refunds" / "cases" / "draft_fatal_failure.yaml"
 KILLS = 20

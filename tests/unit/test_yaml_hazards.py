@@ -14,7 +14,7 @@ import pytest
 
 from crashpoint.harness.cli.main import main
 
-REFUNDS = Path(__file__).resolve().parents[1] / "scenarios" / "refunds"
+REFUNDS = Path(__file__).resolve().parents[2] / "scenarios" / "refunds"
 TAG_REFUSED = "is not allowed: only plain JSON values are read (no !!python/* or custom tags)"
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from crashpoint.harness.cli.main import ExitCode, main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACK = ROOT / "scenarios" / "refunds"
 SEED = PACK / "cases" / "approval_timeout_after_refund_draft.json"
 

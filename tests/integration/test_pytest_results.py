@@ -13,7 +13,7 @@ from crashpoint.reports.store import ResultStore
 
 pytest_plugins = ("pytester",)
 
-PACK = Path(__file__).resolve().parents[1] / "scenarios" / "refunds"
+PACK = Path(__file__).resolve().parents[2] / "scenarios" / "refunds"
 SEED = "approval_timeout_after_refund_draft.json"
 CANCEL = "cancel_while_waiting_compensates_draft.yaml"
 

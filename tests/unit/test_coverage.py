@@ -10,7 +10,7 @@ from crashpoint.harness.load.loader import load_target
 from crashpoint.harness.judge.results import sweep_data
 from crashpoint.harness.run.sweep import sweep
 
-CASES = Path(__file__).resolve().parents[1] / "scenarios" / "refunds" / "cases"
+CASES = Path(__file__).resolve().parents[2] / "scenarios" / "refunds" / "cases"
 
 
 def _data(case_file: str, engine: str = "crashpoint.engine.engine:Engine", **kwargs) -> dict:

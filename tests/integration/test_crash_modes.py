@@ -40,6 +40,7 @@ def _outcome_key(o):  # type: ignore[no-untyped-def]
             o.crash_points, o.crash_fired, o.workers, o.kills, o.deliveries, o.deliveries_log, o.notes, o.clock_now)
 
 
+@pytest.mark.slow
 def test_a_crash_run_from_the_golden_snapshot_is_the_crash_run_from_the_start(tmp_path: Path) -> None:
     pack, cases = load_target(builtin_pack("refunds"))
     chosen = [c for c in cases if c.case_id in (HAPPY, "cancel_while_waiting_compensates_draft",
@@ -59,6 +60,7 @@ def test_a_crash_run_from_the_golden_snapshot_is_the_crash_run_from_the_start(tm
     assert compared >= 15 and from_snapshot >= 5  # later segments really started from a snapshot
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pack_name", [p for p in BUILTIN_PACKS if p != "ads_audit"])
 def test_inprocess_verdicts_equal_real_kill_verdicts(pack_name: str, tmp_path: Path) -> None:
     real, simulated = _verdicts(pack_name, tmp_path, "kill"), _verdicts(pack_name, tmp_path, "inprocess")

@@ -23,7 +23,7 @@ from verdicts import describe
 
 pytestmark = pytest.mark.slow
 
-PACK_DIR = Path(__file__).resolve().parents[1] / "scenarios" / "refunds"
+PACK_DIR = Path(__file__).resolve().parents[2] / "scenarios" / "refunds"
 HAPPY = "refund_approved_happy_path"
 CANCEL = "cancel_while_waiting_compensates_draft"
 FATAL = "draft_fatal_failure"

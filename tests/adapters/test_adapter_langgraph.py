@@ -27,6 +27,7 @@ def _sweep(adapter, points, tmp_path):
     return sweep(pack, cases, adapter, only=points, jobs=2, workdir=tmp_path, keep=True, worker_timeout_s=60)
 
 
+@pytest.mark.slow
 def test_sync_durability_survives_every_kill(tmp_path):
     points = POINTS[1:2] + POINTS[3:]  # one point where a step begins, the last step, the effect/checkpoint windows
     result = _sweep(LangGraphSync(), points, tmp_path)
@@ -36,6 +37,7 @@ def test_sync_durability_survives_every_kill(tmp_path):
     assert "langgraph" in result.engine_version
 
 
+@pytest.mark.slow
 def test_async_durability_loses_checkpoints_and_the_sweep_finds_it(tmp_path):
     # The loss is a race between LangGraph's background checkpoint writer and the next step, so a
     # single sweep may miss it on a busy machine; three sweeps of these points have always found it.

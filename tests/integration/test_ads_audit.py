@@ -300,6 +300,7 @@ def test_long_horizon_in_virtual_time(golden: dict[str, RunResult]) -> None:
 
 # ------------------------------------------------------------------ crashes
 
+@pytest.mark.slow
 def test_bounded_crash_sweep_passes() -> None:
     pack, cases = _target()
     results: list[RunResult] = []

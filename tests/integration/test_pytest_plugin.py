@@ -10,7 +10,7 @@ import pytest
 
 pytest_plugins = ("pytester",)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACK = ROOT / "scenarios" / "refunds"
 SEED = "approval_timeout_after_refund_draft.json"
 

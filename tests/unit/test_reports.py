@@ -17,7 +17,7 @@ from crashpoint.reports import html, journal, junit, markdown
 from crashpoint.reports.store import ResultStore
 from stored_runs import HOSTILE_TEXT, SCRIPT_NAME, broken_engine_run, hostile_run, load
 
-XSD = Path(__file__).resolve().parent / "data" / "junit-10.xsd"
+XSD = Path(__file__).resolve().parents[1] / "data" / "junit-10.xsd"
 
 
 @pytest.fixture(scope="module")
