@@ -45,6 +45,9 @@ class Task:
         side_effect: the call changes the world; it gets an idempotency key and an audit record.
         irreversible: may only run after a granted human gate earlier in the workflow.
         compensation: tool that undoes this task's effect (saga), or ``None``.
+        compensation_retries: extra attempts at the compensation after a retryable failure (count; its
+            own budget, apart from ``retries``). Once spent, the run stops ``escalated`` naming the effect
+            and the idempotency key left in place: an operator must undo it.
         checkpoint: name of the checkpoint written after this task.
         agent: an agent step (an analysis by a model): its tool answers ``{"verdict", ...}``, and any
             verdict but :data:`AGENT_OK` (``uncertain``, ``evidence_missing``, none) escalates the run,
@@ -62,6 +65,7 @@ class Task:
     compensation: str | None = None
     checkpoint: str = ""
     agent: bool = False
+    compensation_retries: int = 3
 
 
 @dataclass(frozen=True)
@@ -152,7 +156,8 @@ class WorkflowDefinition:
                          retries=int(td.get("retries", 0)), backoff_s=float(td.get("backoff_s", 1.0)),
                          critical=bool(td.get("critical", True)), side_effect=bool(td.get("side_effect", False)),
                          irreversible=bool(td.get("irreversible", False)), compensation=td.get("compensation"),
-                         checkpoint=td.get("checkpoint") or td["id"], agent=bool(td.get("agent", False)))
+                         checkpoint=td.get("checkpoint") or td["id"], agent=bool(td.get("agent", False)),
+                         compensation_retries=int(td.get("compensation_retries", 3)))
                     for td in pd["tasks"])
                 phases.append(Phase(
                     id=pd["id"], tasks=tasks, checkpoint=bool(pd.get("checkpoint", True)),
@@ -192,8 +197,9 @@ class WorkflowDefinition:
                     raise DefinitionError(f"task {task.id!r} is irreversible but no human gate precedes it")
                 if task.compensation and not task.side_effect:
                     raise DefinitionError(f"task {task.id!r} has a compensation but no side effect")
-                if task.retries < 0 or task.backoff_s < 0:
-                    raise DefinitionError(f"task {task.id!r}: retries and backoff_s must be >= 0")
+                if task.retries < 0 or task.backoff_s < 0 or task.compensation_retries < 0:
+                    raise DefinitionError(f"task {task.id!r}: retries, compensation_retries and backoff_s "
+                                          "must be >= 0")
             if phase.human_gate:
                 g = phase.human_gate
                 if g.on_timeout not in ON_TIMEOUT or g.on_deny not in ON_DENY or g.timeout_s <= 0:
@@ -256,4 +262,6 @@ class WorkflowDefinition:
             for task, td in zip(phase.tasks, pd["tasks"]):
                 if task.agent:
                     td["agent"] = True
+                if task.compensation and task.compensation_retries != 3:
+                    td["compensation_retries"] = task.compensation_retries
         return data

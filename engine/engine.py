@@ -34,8 +34,11 @@ S = Status
 #: The seed's names of the typed transitions, as written in ``step_result`` trace events.
 TRANSITION_NAMES = {Continue: "continue", WaitForApproval: "wait_for_approval", Retry: "retry",
                     Compensate: "compensate", Complete: "complete", Fail: "fail"}
-#: Attempts (count) at one compensation before the workflow fails with the effect left in place.
-COMPENSATION_ATTEMPTS = 3
+
+
+def _has_task(definition: WorkflowDefinition, effect: dict[str, Any]) -> bool:
+    """``True`` when the effect's task is in ``definition`` (a migrated run may have renamed it)."""
+    return any(task.id == effect["task"] for _, _, task in definition.tasks)
 
 
 class UnknownWorkflow(CrashpointError, KeyError):
@@ -557,20 +560,28 @@ class Engine:
                                   side_effect=True)
                 self.store.record_effect(conn, key, wid, f"{effect['task']}.compensation", effect["compensation"],
                                          "planned", now)
-            error = None
-            for attempt in range(1, COMPENSATION_ATTEMPTS + 1):
+            error, retryable = None, False
+            budget = definition.task(effect["task"]).compensation_retries if _has_task(definition, effect) else 3
+            for attempt in range(1, budget + 2):  # the first attempt, then its own retries
                 try:
                     result = self.tools.call(effect["compensation"], args, key)
                     error = None
                     break
                 except ToolError as exc:
-                    error = str(exc)
-                    if not exc.retryable:
+                    error, retryable = str(exc), exc.retryable
+                    if not exc.retryable or attempt > budget:
                         break
                     self.clock.sleep(2.0 ** attempt)
             if error is not None:
-                self._commit(f"compensate:{effect['task']}", wid, st, [S.COMPENSATING, S.FAILED],
-                             events=[("compensation_result", {"task": effect["task"], "ok": False, "error": error})],
+                failed = [("compensation_result", {"task": effect["task"], "ok": False, "error": error,
+                                                   "retryable": retryable, "idempotency_key": key})]
+                if retryable:  # the budget is spent and the effect is still in place: an operator must undo it
+                    self._commit(f"compensate:{effect['task']}", wid, st, [S.COMPENSATING, S.ESCALATED], events=failed,
+                                 stop_reason=f"escalated: {comp['reason']}; effect {effect['task']!r} (key "
+                                             f"{effect['idempotency_key']}) was not compensated: {effect['compensation']} "
+                                             f"failed {budget + 1} time(s) (compensation_retries {budget}): {error}")
+                    return
+                self._commit(f"compensate:{effect['task']}", wid, st, [S.COMPENSATING, S.FAILED], events=failed,
                              stop_reason=f"{comp['reason']}; compensation of {effect['task']!r} failed: {error}")
                 return
             effect["status"] = "compensated"

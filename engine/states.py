@@ -7,7 +7,7 @@ Source: the transition map of the durable-workflows seed::
     cancelled}; retrying -> {running, failed}; compensating -> failed;
     running -> cancelled.
 
-Three entries extend the seed, each for an outcome the seed names but does not map:
+Four entries extend the seed, each for an outcome the seed names but does not map:
 
 * ``escalated`` is a terminal status (the seed's "escalamiento"; DESIGN.md: "escalation
   is a recorded outcome"), reached from ``checkpointed`` (a critical task failed in a
@@ -15,6 +15,8 @@ Three entries extend the seed, each for an outcome the seed names but does not m
   timed out with ``on_timeout: escalate``).
 * ``compensating -> cancelled``: a cancellation that had side effects to undo ends
   ``cancelled`` once the compensations ran (the seed's "cancelación y compensación").
+* ``compensating -> escalated``: a compensation that kept failing retryably past its own
+  budget (``compensation_retries``) leaves an effect in place that only an operator can undo.
 * ``accepted -> cancelled``: a run cancelled before any worker picked it up.
 """
 
@@ -50,7 +52,7 @@ TRANSITIONS: dict[Status, frozenset[Status]] = {
                                S.SUCCEEDED, S.FAILED, S.ESCALATED}),
     S.WAITING_APPROVAL: frozenset({S.RUNNING, S.COMPENSATING, S.CANCELLED, S.ESCALATED}),
     S.RETRYING: frozenset({S.RUNNING, S.FAILED}),
-    S.COMPENSATING: frozenset({S.FAILED, S.CANCELLED}),
+    S.COMPENSATING: frozenset({S.FAILED, S.CANCELLED, S.ESCALATED}),
     S.SUCCEEDED: frozenset(),
     S.FAILED: frozenset(),
     S.CANCELLED: frozenset(),

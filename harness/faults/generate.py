@@ -291,17 +291,17 @@ def write_repro(result: SearchResult, pack: Pack, out_dir: Path) -> Path:
     The folder ``out_dir/CASE_gen_ID/`` gets a copy of ``pack.yaml`` and the pack's workflow
     files, and the case file in the pack's cases folder; the case names the seed and the
     schedule in its description. Returns the case file's path (also set on ``result.repro``).
+    A folder that already holds exactly these files (the same search run again, ``--chaos-seed``) is
+    reused as it is.
 
     Raises:
         ValueError: ``result`` found nothing.
-        UsageError: the folder already exists (a repro is never overwritten).
+        UsageError: the folder already exists with other contents (a repro is never overwritten).
     """
     if result.found is None:
         raise ValueError(f"{result.case_id}: the search found no failure to write")
     case = dataclasses.replace(result.found.case, case_id=f"{result.case_id}_gen_{schedule_id(result.found.schedule)}")
     root = Path(out_dir) / case.case_id
-    if root.exists():
-        raise UsageError(f"{root}: already exists; a repro is never overwritten")
     staging = root.with_name(root.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
@@ -318,9 +318,26 @@ def write_repro(result: SearchResult, pack: Pack, out_dir: Path) -> Path:
             + (f" {result.found.error}" if result.found.error else ""))
     data = case_data(case, schedule=result.found.schedule, note=note)
     (cases_dir / f"{case.case_id}.yaml").write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
-    staging.rename(root)
+    if root.exists():
+        same = _same_tree(staging, root)
+        shutil.rmtree(staging, ignore_errors=True)
+        if not same:
+            raise UsageError(f"{root}: already exists with other contents; a repro is never overwritten "
+                             "(move it away to write this one)")
+    else:
+        staging.rename(root)
     result.repro = root / cases_dir.relative_to(staging) / f"{case.case_id}.yaml"
     return result.repro
+
+
+def _same_tree(a: Path, b: Path) -> bool:
+    """``True`` when folders ``a`` and ``b`` hold the same files (relative paths) with the same bytes."""
+    def files(root: Path) -> dict[str, bytes]:
+        return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    try:
+        return files(a) == files(b)
+    except OSError:
+        return False
 
 
 def resolve_seed(raw: str | int | None, state_dir: Path) -> int:

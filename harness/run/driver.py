@@ -413,7 +413,7 @@ class Driver:
                 ctx.run_dir, crash_point, list(held.events), simulate=simulate))
             out.workers += 1
             log = ctx.run_dir / f"worker-{out.workers:03d}.log"
-            env = {**ctx.env, RUN_MARKER: str(ctx.run_dir)}
+            env = {**ctx.env, **forkserver.ISOLATED_ENV, RUN_MARKER: str(ctx.run_dir)}
             rc, leftovers = self._launch(argv, env, log, poll=held.poll if held.events else None)
             if leftovers:
                 out.notes.append(f"worker {out.workers} left {len(leftovers)} process(es) running, killed: "

@@ -42,6 +42,10 @@ from crashpoint.errors import WorkerTimeout
 PRELOAD = ("crashpoint.engine.worker", "crashpoint.engine.engine", "crashpoint.fakes.world",
            "crashpoint.harness.run.crashpoints")
 _SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+#: Environment every worker process (and every zygote) starts with: ``python -m`` must not put the
+#: working directory first on ``sys.path``, or a ``crashpoint/`` (or engine) folder there would be
+#: imported instead of the installed package (``PYTHONSAFEPATH``, Python 3.11+). ``PYTHONPATH`` still applies.
+ISOLATED_ENV = {"PYTHONSAFEPATH": "1"}
 
 
 def forkable(argv: Sequence[str]) -> tuple[str, list[str]] | None:
@@ -68,7 +72,7 @@ class ForkServer:
     def __init__(self) -> None:
         self.proc = subprocess.Popen([sys.executable, "-m", "crashpoint.harness.run.forkserver", *PRELOAD],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     start_new_session=True)
+                                     start_new_session=True, env={**os.environ, **ISOLATED_ENV})
         self._buffer = b""
 
     def alive(self) -> bool:

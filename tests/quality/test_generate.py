@@ -182,3 +182,27 @@ def test_seed_resolution(tmp_path: Path) -> None:
     for bad in ("x", "-1", str(2**32)):
         with pytest.raises(UsageError):
             resolve_seed(bad, tmp_path)
+
+
+def test_a_repro_written_again_with_the_same_contents_is_reused(refunds, tmp_path: Path) -> None:
+    # issue 17: a second `pytest --chaos --chaos-seed S` crashed every [schedules] item with
+    # "UsageError: ... already exists; a repro is never overwritten"
+    from crashpoint.errors import UsageError
+    from crashpoint.harness.faults.generate import Trial
+    from crashpoint.harness.judge.oracles import Failure
+
+    pack, cases = refunds
+    schedule = [{"kind": "tool", "tool": "refunds.cancelRefundDraft", "call": 1, "outcome": "retryable", "times": 3}]
+    found = Trial(schedule, apply(cases[0], pack, schedule), "failed", [Failure("side_effects", "never compensated")])
+
+    def result() -> SearchResult:
+        return SearchResult(cases[0].case_id, seed=12345, budget=3, found=found)
+
+    first = write_repro(result(), pack, tmp_path)
+    again = result()
+    assert write_repro(again, pack, tmp_path) == first == again.repro
+    assert sorted(p.name for p in tmp_path.iterdir()) == [first.parents[1].name]  # no staging folder left
+    first.write_text(first.read_text() + "\n# edited by hand\n")
+    with pytest.raises(UsageError, match="already exists with other contents"):
+        write_repro(result(), pack, tmp_path)
+    assert first.read_text().endswith("# edited by hand\n")

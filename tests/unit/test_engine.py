@@ -144,6 +144,37 @@ def test_cancel_while_waiting_compensates_and_ends_cancelled(engine: Engine, wor
     assert moves[-2:] == [("waiting_approval", "compensating"), ("compensating", "cancelled")]
 
 
+def test_a_compensation_failing_retryably_three_times_is_retried_and_compensates(engine: Engine,
+                                                                                  world: World) -> None:
+    # issue 17: `pytest --chaos --chaos-seed 12345 scenarios/refunds` left the draft uncompensated and the run failed
+    world.ledger.script(CANCEL_DRAFT, "retryable", "503 busy", times=3)
+    assert engine.approve(WID, APPROVAL, granted=False, by="bob")
+    assert engine.run_until_quiescent() == {WID: "failed"}
+    assert engine.status(WID).stop_reason == f"approval {APPROVAL!r} denied by bob; compensated: draft_refund"
+    assert [c.outcome for c in world.ledger.calls(CANCEL_DRAFT)] == ["failed"] * 3 + ["applied"]
+
+
+def test_a_compensation_past_its_own_budget_escalates_naming_the_effect_and_key(engine: Engine,
+                                                                               world: World) -> None:
+    world.ledger.script(CANCEL_DRAFT, "retryable", "503 busy", times=10)
+    assert engine.approve(WID, APPROVAL, granted=False, by="bob")
+    assert engine.run_until_quiescent() == {WID: "escalated"}
+    reason = engine.status(WID).stop_reason
+    assert reason.startswith("escalated: ") and "'draft_refund'" in reason and f"key {WID}/draft_refund)" in reason
+    assert "not compensated" in reason and "4 time(s)" in reason
+    assert (world.applied(CANCEL_DRAFT), len(world.ledger.calls(CANCEL_DRAFT))) == (0, 4)
+    moves = [(e["from"], e["to"]) for e in engine.trace(WID) if e["kind"] == "transition"]
+    assert moves[-1] == ("compensating", "escalated")
+
+
+def test_a_compensation_refused_fatally_fails_naming_it(engine: Engine, world: World) -> None:
+    world.ledger.script(CANCEL_DRAFT, "fatal", "draft already paid out")
+    assert engine.approve(WID, APPROVAL, granted=False, by="bob")
+    assert engine.run_until_quiescent() == {WID: "failed"}
+    assert "compensation of 'draft_refund' failed: " in engine.status(WID).stop_reason
+    assert len(world.ledger.calls(CANCEL_DRAFT)) == 1
+
+
 def test_retries_back_off_on_the_virtual_clock(world: World, definition: WorkflowDefinition) -> None:
     world.ledger.script(DRAFT, "retryable", "503 service unavailable", times=3)
     eng = world.engine()
