@@ -30,6 +30,8 @@ STATE_DIR = Path(".crashpoint")
 
 def add_search_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``search`` subcommand on ``sub``."""
+    from crashpoint.harness.faults import kinds as fault_kinds
+
     p = sub.add_parser("search", help="generated fault schedules per case (hypothesis), shrunk to a repro case")
     p.add_argument("path", help="pack folder, case file, or built-in pack name (refunds)")
     p.add_argument("--seed", default=None, metavar="N|last",
@@ -37,7 +39,7 @@ def add_search_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--schedules", type=int, default=50, metavar="N", help="schedules generated per case (default 50)")
     p.add_argument("--max-faults", type=int, default=4, metavar="N", help="faults per schedule, at most (default 4)")
     p.add_argument("--kinds", default=None, metavar="K,K",
-                   help="only these fault kinds: kill, hold, duplicate, reorder, insert, tool (default: all)")
+                   help=f"only these fault kinds: {', '.join(fault_kinds.names())} (default: all)")
     p.add_argument("--engine", metavar="MODULE:CLASS", help="engine class for the reference adapter")
     from crashpoint.harness.cli.main import add_parallel_options
 

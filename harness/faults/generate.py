@@ -39,71 +39,40 @@ from crashpoint.harness.adapters.protocol import EngineAdapter
 from crashpoint.harness.run.driver import Driver, RunOutcome
 from crashpoint.harness.load.loader import Case, Pack
 from crashpoint.harness.judge.oracles import Failure, differential, judge
-from crashpoint.harness.faults.schedule import Fault, TOOL_OUTCOMES, _split, apply, case_data, describe, is_masked, schedule_id
+from crashpoint.harness.faults import kinds as registry
+from crashpoint.harness.faults.kinds import Space
+from crashpoint.harness.faults.schedule import Fault, _split, apply, case_data, describe, is_masked, schedule_id
 
 #: Runs allowed for shrinking after the first failure, per case (hypothesis stops earlier when it can).
 MAX_SHRINK_RUNS = 200
-#: Clock jumps the generator draws, seconds (a minute, an hour, past a day-long approval deadline).
-CLOCK_JUMPS = (60.0, 3600.0, 90000.0)
-#: Slow-call durations the generator draws, seconds.
-SLOW_SECONDS = (30.0, 600.0, 7200.0)
 SEED_FILE = "last-seed"
 
 
 def faults(case: Case, pack: Pack, golden: RunOutcome, kinds: Sequence[str] | None = None) -> st.SearchStrategy:
     """A hypothesis strategy of single faults for ``case``, over what its golden run passed.
 
-    ``kinds`` restricts the fault kinds (default: all of :data:`crashpoint.harness.faults.schedule.KINDS`
-    that apply). Kill points are the golden run's crash points (with ``twice``, killed again at the
-    same point's next pass, during the recovery); hold points are the golden run's; tool faults hit the calls the
-    golden run made (tool and call number).
+    ``kinds`` restricts the fault kinds (default: every registered kind of
+    :mod:`crashpoint.harness.faults.kinds` that has a generator). Each kind draws over a
+    :class:`~crashpoint.harness.faults.kinds.Space`: kill and hold points are the golden run's crash
+    points; tool faults hit the calls the golden run made (tool and call number).
 
     Raises:
-        ValueError: the golden run passed no crash point (nothing to place a fault at).
+        ValueError: the golden run passed no crash point (nothing to place a fault at), or an unknown kind.
     """
     points = list(golden.crash_points)
     if not points:
         raise ValueError(f"{case.case_id}: the golden run passed no crash point")
-    n_external = len(_split(case)[1])
-    # tool faults go where the golden run called tools (a fault on a call that never happens tests nothing)
-    called = {c["tool"]: sum(1 for x in golden.calls if x["tool"] == c["tool"]) for c in golden.calls}
-    tool_calls = st.sampled_from(sorted(called)).flatmap(lambda t: st.tuples(st.just(t), st.integers(1, called[t]))) \
-        if called else st.tuples(st.sampled_from(sorted(pack.tools(case.workflow))), st.just(1))
-    approval = [{"type": "approval_granted"}, {"type": "approval_denied"}]
-    choices: dict[str, st.SearchStrategy] = {
-        "kill": st.builds(lambda at, twice: {"kind": "kill", "at": at, **({"twice": True} if twice else {})},
-                          st.sampled_from(points), st.booleans()),
-        "duplicate": st.builds(lambda i, n: {"kind": "duplicate", "event": i, "times": n},
-                               st.integers(0, n_external - 1), st.integers(2, 3)),
-        "hold": st.builds(lambda at, ev: {"kind": "hold", "at": at, "event": ev}, st.sampled_from(points),
-                          st.sampled_from([{"type": "cancel", "reason": "generated cancel"}, *approval,
-                                           *({"type": "advance_clock", "seconds": s} for s in CLOCK_JUMPS)])),
-        "insert": st.builds(lambda after, ev: {"kind": "insert", "after": after, "event": ev},
-                            st.integers(0, n_external - 1),
-                            st.sampled_from([*approval, {"type": "approval_timeout"},
-                                             {"type": "approval_granted", "before_wait": True},
-                                             {"type": "approval_denied", "before_wait": True},
-                                             {"type": "cancel", "reason": "generated cancel"},
-                                             *({"type": "advance_clock", "seconds": s} for s in CLOCK_JUMPS),
-                                             {"type": "deploy", "version": 0, "rename_tasks": {}},
-                                             {"type": "restart"}])),
-        "reorder": st.builds(lambda i: {"kind": "reorder", "event": i}, st.integers(0, max(n_external - 1, 0))),
-        "tool": st.builds(_tool_fault, tool_calls, st.sampled_from(TOOL_OUTCOMES), st.integers(1, 3),
-                          st.sampled_from(SLOW_SECONDS)),
-    }
+    called: dict[str, int] = {}
+    for c in golden.calls:
+        called[c["tool"]] = called.get(c["tool"], 0) + 1
+    space = Space(points, called, sorted(pack.tools(case.workflow)), len(_split(case)[1]))
+    choices = {k.name: k.strategy(space) for k in registry.all_kinds()}
+    choices = {name: strategy for name, strategy in choices.items() if strategy is not None}
     wanted = list(kinds) if kinds else list(choices)
     unknown = [k for k in wanted if k not in choices]
     if unknown:
         raise ValueError(f"unknown fault kind(s) {unknown}; known: {', '.join(choices)}")
     return st.one_of([choices[k] for k in wanted])
-
-
-def _tool_fault(where: tuple[str, int], outcome: str, times: int, seconds: float) -> Fault:
-    tool, call = where
-    fault: Fault = {"kind": "tool", "tool": tool, "call": call, "outcome": outcome, "times": times}
-    if outcome == "slow":
-        fault["seconds"] = seconds
-    return fault
 
 
 @dataclass

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from crashpoint.harness.faults import kinds as fault_kinds
+from crashpoint.harness.faults.kinds.duplicate import event_cells as delivery_cells
+from crashpoint.harness.faults.kinds.kill import point_cells
+from crashpoint.harness.faults.kinds.tool import event_cells as tool_event_cells
 from crashpoint.harness.run.crashpoints import schedule
 from crashpoint.harness.run.driver import RunOutcome
 
-#: Fault kinds of the matrix, in column order.
-KINDS = ("kill@before_effect", "kill@after_effect", "kill@before_checkpoint", "kill@after_checkpoint",
-         "kill@approval_request", "kill@during_recovery", "tool_failure", "tool_timeout", "tool_lost_response",
-         "tool_slow", "duplicate_delivery")
-_TOOL_FAULTS = {"tool_failure", "tool_timeout", "tool_lost_response", "tool_slow"}
+#: Columns of the matrix, in order: each registered fault kind's (:mod:`crashpoint.harness.faults.kinds`).
+KINDS = fault_kinds.columns()
 
 
 def vacuity(outcome: RunOutcome, golden: bool) -> tuple[list[str], bool]:
@@ -53,38 +54,33 @@ def step_of(point: str, workflow: dict[str, Any]) -> str:
     return "workflow"
 
 
-def _kinds(result: dict[str, Any], case_events: list[dict[str, Any]]) -> list[tuple[str, str | None]]:
-    """``(fault kind, crash point or None)`` pairs a result exercised."""
-    out: list[tuple[str, str | None]] = []
-    points = schedule(None if result["crash_point"] == "none" else result["crash_point"])
-    if points:
-        kind = points[0].split(":", 1)[0]
-        out.append((f"kill@{kind}", points[0]))
-        if len(points) > 1:
-            out.append(("kill@during_recovery", points[1]))
-    for ev in case_events:
-        if ev["type"] in _TOOL_FAULTS:
-            out.append((ev["type"], ev["tool"]))
-        elif ev.get("deliveries", 1) > 1:
-            out.append(("duplicate_delivery", None))
+def _kinds(result: dict[str, Any], case_events: list[dict[str, Any]],
+           case_faults: Iterable[dict[str, Any]] = ()) -> list[tuple[str, str | None]]:
+    """``(column, crash point or None)`` pairs a result exercised: the sweep's kill (its crash point),
+    the case's own tool events and repeated deliveries, and each of the case's faults (its kind's cells)."""
+    out = point_cells(schedule(None if result["crash_point"] == "none" else result["crash_point"]))
+    out += tool_event_cells(case_events) + delivery_cells(case_events)
+    for fault in case_faults:
+        fault = fault_kinds.normalize(fault)
+        out += fault_kinds.get(fault["kind"]).coverage(fault)
     return out
 
 
 def matrix(results: Iterable[dict[str, Any]], events_by_case: dict[str, list[dict[str, Any]]],
-           workflows_by_case: dict[str, dict[str, Any]]) -> dict[str, dict[str, dict[str, int]]]:
-    """``{step: {fault kind: {"runs", "passed", "failed"}}}`` over result dicts (JSON form).
+           workflows_by_case: dict[str, dict[str, Any]],
+           faults_by_case: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, dict[str, dict[str, int]]]:
+    """``{step: {column: {"runs", "passed", "failed"}}}`` over result dicts (JSON form).
 
-    A tool fault is attributed to the step whose tool it names; a duplicate delivery to
-    ``workflow``. ``failed`` counts every verdict other than ``passed``.
+    A cell placed at a crash point (a kill, a tool fault: ``tool:NAME``, a hold) is attributed to the
+    step that point belongs to; a duplicate delivery to ``workflow``. ``failed`` counts every verdict
+    other than ``passed``. ``faults_by_case`` gives each case's own ``faults`` (default: none).
     """
     cells: dict[str, dict[str, dict[str, int]]] = {}
     for r in results:
         workflow = workflows_by_case[r["case_id"]]
-        for kind, where in _kinds(r, events_by_case[r["case_id"]]):
-            if kind.startswith("kill") or kind in _TOOL_FAULTS:
-                step = step_of(where if kind.startswith("kill") else f"tool:{where}", workflow)
-            else:
-                step = "workflow"
+        faults = (faults_by_case or {}).get(r["case_id"], ())
+        for kind, where in _kinds(r, events_by_case[r["case_id"]], faults):
+            step = step_of(where, workflow) if where else "workflow"
             cell = cells.setdefault(step, {}).setdefault(kind, {"runs": 0, "passed": 0, "failed": 0})
             cell["runs"] += 1
             cell["passed" if r["verdict"] == "passed" else "failed"] += 1

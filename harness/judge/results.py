@@ -73,7 +73,8 @@ def sweep_data(result: SweepResult) -> dict[str, Any]:
             "metrics": metrics["overall"]},
         "per_case": per_case,
         "results": (rows := [r.to_dict() for r in result.results]),
-        "coverage": matrix(rows, {c: events_of[c] for c in per_case}, {c: workflows_of[c] for c in per_case}),
+        "coverage": matrix(rows, {c: events_of[c] for c in per_case}, {c: workflows_of[c] for c in per_case},
+                           {c: cases[c].faults if c in cases else [] for c in per_case}),
         "vacuity": {"runs_with_findings": sum(1 for r in rows if r["vacuity"]),
                     "findings": sorted({f for r in rows for f in r["vacuity"]})},
     }

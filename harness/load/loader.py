@@ -63,6 +63,7 @@ from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError, best_match, relevance
 
 from crashpoint.errors import CaseError
+from crashpoint.harness.faults import kinds as fault_kinds
 from crashpoint.scenarios import SCHEMA_DIR
 
 __all__ = [
@@ -829,14 +830,20 @@ def load_case(path: str | Path, pack: Pack) -> Case:
                 fail(f"rename_tasks: the new version would use the id {twice[0]!r} twice (phase and task ids "
                      "share one namespace)", ("events", i, "rename_tasks"))
 
-    for i, fault in enumerate(data.get("faults", ())):
-        if "tool" in fault and fault["tool"] not in tools:
-            fail(f"tool {fault['tool']!r} is not used by workflow {workflow!r}; tools: {', '.join(sorted(tools))}",
-                 ("faults", i, "tool"))
-        if fault.get("event", {}).get("before_wait"):
-            fail("an event held for a crash point (`at`) cannot also be `before_wait`", ("faults", i, "event"))
+    faults = []
+    for i, raw in enumerate(data.get("faults", ())):
+        try:
+            fault = fault_kinds.normalize(raw)
+            fault_kinds.get(fault["kind"]).check(fault, tools, workflow)
+            schema = _schema("case")
+            _fill_defaults(fault, schema["$defs"]["fault"], schema)  # an old spelling gets its kind's defaults
+        except fault_kinds.FaultError as exc:
+            fail(str(exc), ("faults", i) + exc.path)
+        except ValueError as exc:
+            fail(str(exc), ("faults", i))
+        faults.append(fault)
     expected = data["expected"]
-    if expected.get("like_fault_free") and not data.get("faults"):
+    if expected.get("like_fault_free") and not faults:
         fail("like_fault_free compares the run with the same case without its faults, but the case has no "
              "`faults`", ("expected", "like_fault_free"))
     known = ", ".join(pack.effects) or "(none)"
@@ -859,7 +866,7 @@ def load_case(path: str | Path, pack: Pack) -> Case:
     return Case(
         case_id=data["case_id"], path=path, workflow=workflow, initial_step=initial_step,
         input=data["input"], events=data["events"], expected=expected,
-        tags=tuple(data["tags"]), description=data.get("description", ""), faults=list(data.get("faults", ())),
+        tags=tuple(data["tags"]), description=data.get("description", ""), faults=faults,
         line_of={dotted(p): line for p, line in loc.lines.items() if p},
     )
 

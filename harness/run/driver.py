@@ -32,6 +32,8 @@ from crashpoint.fakes.clock import VirtualClock
 from crashpoint.fakes.data import generated_input
 from crashpoint.fakes.ledger import Ledger
 from crashpoint.fakes.world import LEDGER_FILE
+from crashpoint.harness.faults import kinds as fault_kinds
+from crashpoint.harness.faults.kinds.tool import TOOL_EVENTS, script_event
 from crashpoint.harness.run import crashpoints, forkserver, inprocess
 from crashpoint.harness.run.forkserver import forkable
 from crashpoint.harness.adapters.protocol import EngineAdapter, RunContext
@@ -49,10 +51,6 @@ def crash_label(crash: str, crash_mode: str) -> str:
     return crash if crash_mode == "kill" else f"{crash}+{crash_mode}"
 #: Worker processes started for one event before the harness gives up on a crash loop, count.
 MAX_WORKERS_PER_RUN = 40
-#: Case event types that script a tool's next calls, with the ledger's script outcome (``tool_failure``
-#: is ``retryable`` or ``fatal``); every other event type is delivered from outside, in order.
-TOOL_EVENTS = {"tool_success": "success", "tool_failure": None, "tool_timeout": "timeout",
-               "tool_lost_response": "lost_response", "tool_slow": "slow"}
 
 
 @dataclass
@@ -163,12 +161,9 @@ class Driver:
         ctx = RunContext(run_dir=run_dir)
         workflow_id = f"wf-{case.case_id}"
         out = RunOutcome(case.case_id, crash_point, workflow_id, run_dir)
-        kills = [f["kill"] for f in case.faults if "kill" in f]
+        injected = fault_kinds.injection(case.faults)
+        kills, holds = injected.kills, injected.holds
         targets = crashpoints.THEN.join(kills + crashpoints.schedule(crash_point)) or None
-        holds: dict[str, list[dict[str, Any]]] = {}
-        for f in case.faults:
-            if "at" in f:
-                holds.setdefault(f["at"], []).append(f["event"])
         start = self._start_from(case, crash_point, golden)
         if start is not None:
             start.restore(run_dir, out)
@@ -215,8 +210,7 @@ class Driver:
             fired = crashpoints.fired_points(run_dir)
             out.crash_fired = bool(crash_point) and fired == crashpoints.schedule(targets)
             paused = crashpoints.paused_points(run_dir)
-            out.faults_missed = [f"kill at {k}" for k in kills[len(fired):]] + \
-                [f"event {ev['type']} at {point}" for point, evs in holds.items() if point not in paused for ev in evs]
+            out.faults_missed = injected.missed(fired, paused)
             out.wall_s = time.perf_counter() - began
         if out.snapshots:
             self._check_repeatable(case, run_dir, out)
@@ -267,13 +261,11 @@ class Driver:
                 external: list[dict[str, Any]], starts: int) -> None:
         """Script the tools, deploy the workflow, deliver the start request (``starts`` times) and the
         decisions that arrive before the workflow waits for them."""
-        for ev in tool_script(case.events, [f for f in case.faults if "tool" in f]):
-            if ev["type"] == "tool_failure":
-                ledger.script(ev["tool"], "retryable" if ev.get("retryable", True) else "fatal",
-                              ev.get("message", ""), times=ev.get("times", 1))
-            elif ev["type"] in TOOL_EVENTS:
-                ledger.script(ev["tool"], TOOL_EVENTS[ev["type"]], times=ev.get("times", 1),
-                              seconds=ev.get("seconds"))
+        for entry in tool_script(case.events, fault_kinds.injection(case.faults).tool_faults):
+            if entry["type"] in TOOL_EVENTS:
+                script_event(ledger, entry)
+            else:  # a call scripted by another fault kind: the kind queues it
+                fault_kinds.get(entry["type"]).script(ledger, entry)
         self.adapter.prepare(ctx, {case.workflow: self.pack.workflows[case.workflow]})
         workflow_id = out.workflow_id
         workflow_input = case.input or _generated_input(case.workflow, zlib.crc32(case.case_id.encode()))
@@ -443,22 +435,17 @@ def _generated_input(workflow: str, seed: int) -> dict[str, Any]:
 
 
 def tool_script(events: list[dict[str, Any]], faults: list[dict[str, Any]] = ()) -> list[dict[str, Any]]:
-    """The tool events of a case in script order, with its tool ``faults`` (``{tool, call, outcome,
-    times?, seconds?}``) placed at their call: the ``call``-th call of ``tool`` gets the fault, the
-    calls before it follow the case's own script (or succeed). Each event comes back with ``times: 1``."""
+    """The tool events of a case in script order, with its faults on tool calls (``{kind, tool, call,
+    times?, ...}``; see :data:`~crashpoint.harness.faults.kinds.Injection.tool_faults`) placed at their
+    call: the ``call``-th call of ``tool`` gets the fault's script entry (its kind's ``script_entry``),
+    the calls before it follow the case's own script (or succeed). Each entry comes back with ``times: 1``."""
     tools = [e for e in events if e["type"] in TOOL_EVENTS]
     for fault in faults:
+        fault = fault_kinds.normalize(fault)
         queue = [{**e, "times": 1} for e in tools if e["tool"] == fault["tool"] for _ in range(e.get("times", 1))]
         while len(queue) < fault["call"] - 1:
             queue.append({"type": "tool_success", "tool": fault["tool"], "times": 1})
-        outcome = fault["outcome"]
-        if outcome in ("retryable", "fatal"):
-            ev = {"type": "tool_failure", "tool": fault["tool"], "retryable": outcome == "retryable",
-                  "message": f"scripted {outcome} failure"}
-        else:
-            ev = {"type": f"tool_{outcome}", "tool": fault["tool"]}
-            if outcome == "slow":
-                ev["seconds"] = float(fault.get("seconds", 60.0))
+        ev = fault_kinds.get(fault["kind"]).script_entry(fault)
         queue[fault["call"] - 1:fault["call"] - 1] = [{**ev, "times": 1}] * fault.get("times", 1)
         tools = [e for e in tools if e["tool"] != fault["tool"]] + queue
     return [{**e, "times": 1} for e in tools for _ in range(e.get("times", 1))]

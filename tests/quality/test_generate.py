@@ -126,9 +126,10 @@ def test_apply_places_every_fault_kind(refunds) -> None:
     external = [e["type"] for e in derived.events if not e["type"].startswith("tool_")]
     assert external == ["start", "approval_granted", "cancel", "approval_granted"]  # early one first, then swapped
     assert derived.events[[e["type"] for e in derived.events].index("approval_granted")]["before_wait"] is True
-    assert derived.faults == [{"tool": "refunds.issueRefund", "call": 2, "outcome": "lost_response", "times": 1},
-                              {"kill": "after_checkpoint:refund_draft"},
-                              {"at": "before_effect:refunds.issueRefund", "event": {"type": "cancel"}}]
+    assert derived.faults == [{"kind": "tool", "tool": "refunds.issueRefund", "call": 2, "outcome": "lost_response",
+                               "times": 1},
+                              {"kind": "kill", "at": "after_checkpoint:refund_draft"},
+                              {"kind": "hold", "at": "before_effect:refunds.issueRefund", "event": {"type": "cancel"}}]
     assert derived.expected == {} and "generated" in derived.tags and not is_masked(schedule)
     masked = apply(case, pack, schedule[-2:-1])
     assert masked.expected["like_fault_free"] is True and masked.expected["final_status"] == "succeeded"
@@ -144,7 +145,7 @@ def test_a_case_with_faults_loads_and_bad_faults_name_their_field(refunds, tmp_p
     good = tmp_path / "good.yaml"
     good.write_text(yaml.safe_dump(data))
     loaded = load_case(good, pack)
-    assert loaded.faults == [{"kill": "after_checkpoint:refund_draft"}] and loaded.expected["like_fault_free"]
+    assert loaded.faults == [{"kind": "kill", "at": "after_checkpoint:refund_draft"}] and loaded.expected["like_fault_free"]
     data["faults"] = [{"kill": "after checkpoint; rm -rf /"}]
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(data))

@@ -1,0 +1,143 @@
+"""``tool``: a tool's ``call``-th call fails, times out, loses its answer, or is slow.
+
+``{kind: tool, tool: NAME, call: N, outcome: O, times?: T, seconds?: S}``: the ``call``-th call of
+``tool`` (1-based; the calls before it follow the case's own tool events, or succeed) and the
+``times - 1`` after it get ``outcome``: ``retryable`` / ``fatal`` (an error, nothing applied),
+``timeout`` (retryable, nothing applied), ``lost_response`` (applied, the answer lost), ``slow``
+(takes ``seconds`` of virtual time, then succeeds). A transient fault within the task's retry budget
+is one a correct engine masks (:meth:`Tool.is_masked`).
+
+This module also holds the vocabulary of a case's tool events (:data:`TOOL_EVENTS`), which script
+the same outcomes from the case's ``events``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from crashpoint.harness.faults.kinds import Fault, FaultError, FaultKind, Space, register
+
+#: Case event types that script a tool's next calls, with the ledger's script outcome (``tool_failure``
+#: is ``retryable`` or ``fatal``); every other event type is delivered from outside, in order.
+TOOL_EVENTS = {"tool_success": "success", "tool_failure": None, "tool_timeout": "timeout",
+               "tool_lost_response": "lost_response", "tool_slow": "slow"}
+OUTCOMES = ("retryable", "fatal", "timeout", "lost_response", "slow")
+#: Outcomes a retry hides: nothing applied, or applied with the answer lost (same key).
+RETRY_MASKED = frozenset({"retryable", "timeout", "lost_response"})
+#: Slow-call durations the generator draws, seconds.
+SLOW_SECONDS = (30.0, 600.0, 7200.0)
+#: Coverage column of each outcome (the tool event type that scripts it).
+COLUMN = {"retryable": "tool_failure", "fatal": "tool_failure", "timeout": "tool_timeout",
+          "lost_response": "tool_lost_response", "slow": "tool_slow"}
+
+
+def script_event(ledger: Any, ev: dict[str, Any]) -> None:
+    """Queue one tool event of a case (a type of :data:`TOOL_EVENTS`) on the ledger."""
+    if ev["type"] == "tool_failure":
+        ledger.script(ev["tool"], "retryable" if ev.get("retryable", True) else "fatal", ev.get("message", ""),
+                      times=ev.get("times", 1))
+    else:
+        ledger.script(ev["tool"], TOOL_EVENTS[ev["type"]], times=ev.get("times", 1), seconds=ev.get("seconds"))
+
+
+def event_cells(events: Iterable[dict[str, Any]]) -> list[tuple[str, str | None]]:
+    """Coverage cells of a case's own tool events (other than ``tool_success``)."""
+    return [(ev["type"], f"tool:{ev['tool']}") for ev in events
+            if ev["type"] in TOOL_EVENTS and ev["type"] != "tool_success"]
+
+
+def tool_tasks(pack: Any, workflow: str, tool: str) -> list[dict[str, Any]]:
+    """The tasks of ``workflow`` in ``pack`` that call ``tool``."""
+    return [t for p in pack.workflows[workflow]["phases"] for t in p["tasks"] if t["tool"] == tool]
+
+
+@register
+class Tool(FaultKind):
+    """See the module docstring."""
+
+    name = "tool"
+    order = 60
+    summary = ("`tool`, `call` (1-based call number of that tool), `outcome` (`retryable`, `fatal`, `timeout`, "
+               "`lost_response`, `slow`), `times`, `seconds` (`slow` only)")
+    masking = "transient ones within the task's retry budget"
+    injected = True
+    columns = ("tool_failure", "tool_timeout", "tool_lost_response", "tool_slow")
+
+    def normalize(self, fault: Fault) -> Fault:
+        if fault.get("outcome") not in OUTCOMES:
+            raise ValueError(f"unknown tool outcome {fault.get('outcome')!r}; known: {', '.join(OUTCOMES)}")
+        return {**fault, "times": fault.get("times", 1)}
+
+    def check(self, fault: Fault, tools: Iterable[str], workflow: str) -> None:
+        check_tool(fault, tools, workflow)
+
+    def strategy(self, space: Space) -> Any:
+        from hypothesis import strategies as st
+
+        return st.builds(_fault, tool_calls(space), st.sampled_from(OUTCOMES), st.integers(1, 3),
+                         st.sampled_from(SLOW_SECONDS))
+
+    def describe(self, fault: Fault) -> str:
+        return f"{fault['tool']} call {fault['call']}: {fault['outcome']} x{fault.get('times', 1)}"
+
+    def is_masked(self, fault: Fault, schedule: Sequence[Fault], case: Any, pack: Any) -> bool:
+        """A ``retryable``, ``timeout`` or ``lost_response`` fault on a task's tool, with every tool fault of
+        the schedule on that tool (``times`` summed) within the tasks' ``retries``, when the case scripts
+        no failure of that tool itself."""
+        if fault["outcome"] not in RETRY_MASKED or case is None or pack is None:
+            return False
+        return within_retry_budget(fault["tool"], schedule, case, pack)
+
+    def inject(self, fault: Fault, into: Any) -> None:
+        into.tool_faults.append(fault)
+
+    def coverage(self, fault: Fault) -> list[tuple[str, str | None]]:
+        return [(COLUMN[fault["outcome"]], f"tool:{fault['tool']}")]
+
+    def script_entry(self, fault: Fault) -> dict[str, Any]:
+        outcome = fault["outcome"]
+        if outcome in ("retryable", "fatal"):
+            return {"type": "tool_failure", "tool": fault["tool"], "retryable": outcome == "retryable",
+                    "message": f"scripted {outcome} failure"}
+        ev: dict[str, Any] = {"type": f"tool_{outcome}", "tool": fault["tool"]}
+        if outcome == "slow":
+            ev["seconds"] = float(fault.get("seconds", 60.0))
+        return ev
+
+    def script(self, ledger: Any, entry: dict[str, Any]) -> None:
+        script_event(ledger, entry)
+
+
+def check_tool(fault: Fault, tools: Iterable[str], workflow: str) -> None:
+    """Raise :class:`FaultError` unless the fault's ``tool`` is one of ``tools`` (of workflow ``workflow``)."""
+    known = sorted(tools)
+    if fault["tool"] not in known:
+        raise FaultError(f"tool {fault['tool']!r} is not used by workflow {workflow!r}; tools: {', '.join(known)}",
+                         ("tool",))
+
+
+def tool_calls(space: Space) -> Any:
+    """A strategy of ``(tool, call number)`` over the calls the golden run made (or call 1 of any tool)."""
+    from hypothesis import strategies as st
+
+    called = space.calls
+    if called:
+        return st.sampled_from(sorted(called)).flatmap(lambda t: st.tuples(st.just(t), st.integers(1, called[t])))
+    return st.tuples(st.sampled_from(sorted(space.tools)), st.just(1))
+
+
+def within_retry_budget(tool: str, schedule: Sequence[Fault], case: Any, pack: Any) -> bool:
+    """``True`` when ``tool`` is a task's tool, the case scripts no failure of it, and every fault of
+    ``schedule`` on it (``times`` summed) fits the smallest ``retries`` of its tasks."""
+    tasks = tool_tasks(pack, case.workflow, tool)
+    scripted = any(e.get("tool") == tool and e["type"] != "tool_success" for e in case.events)
+    total = sum(g.get("times", 1) for g in schedule if g.get("tool") == tool and "call" in g)
+    return bool(tasks) and not scripted and total <= min(t.get("retries", 0) for t in tasks)
+
+
+def _fault(where: tuple[str, int], outcome: str, times: int, seconds: float) -> Fault:
+    tool, call = where
+    fault: Fault = {"kind": "tool", "tool": tool, "call": call, "outcome": outcome, "times": times}
+    if outcome == "slow":
+        fault["seconds"] = seconds
+    return fault
