@@ -16,7 +16,7 @@ from crashpoint.harness.faults.schedule import describe
 from crashpoint.harness.load.loader import load_case, load_target
 from crashpoint.scenarios import SCHEMA_DIR, builtin_pack
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BUILT_IN = ["kill", "duplicate", "hold", "insert", "reorder", "tool"]
 
 
