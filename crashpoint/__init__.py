@@ -9,7 +9,7 @@ The repository's top-level folders are the subpackages of this distribution:
 * ``crashpoint.reports``   (``reports/``)   report renderers that read result data only
 """
 
-from crashpoint.errors import CaseError, CrashpointError, UsageError
+from crashpoint.errors import CaseError, CrashpointError, StoreError, UsageError
 
 __version__ = "0.1.0"
-__all__ = ["CaseError", "CrashpointError", "UsageError", "__version__"]
+__all__ = ["CaseError", "CrashpointError", "StoreError", "UsageError", "__version__"]

@@ -62,3 +62,19 @@ class EngineCrashed(CrashpointError, RuntimeError):
 
 class WorkerTimeout(CrashpointError, TimeoutError):
     """An engine worker neither finished nor crashed within its timeout (seconds)."""
+
+
+class StoreError(CrashpointError, RuntimeError):
+    """A file crashpoint keeps state in cannot be read or written: an engine database, a ledger or a
+    results store that is damaged, of another schema or format, or not a SQLite file at all; a write
+    that failed (disk full, read-only). The ``crashpoint`` command exits 3 on it.
+
+    Args:
+        message: what is wrong, naming the file (or the database URL).
+        file: the file or URL, or ``None`` when the message alone names it.
+    """
+
+    def __init__(self, message: str, *, file: str | None = None) -> None:
+        self.message = message
+        self.file = file
+        super().__init__(printable(message))

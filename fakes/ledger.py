@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from crashpoint import sqlite
+
 #: Virtual time at which every world starts: 2026-01-01T00:00:00Z, in seconds.
 EPOCH_S = 1_767_225_600.0
 
@@ -99,18 +101,10 @@ class Ledger:
         if synchronous not in ("NORMAL", "OFF"):
             raise ValueError(f"synchronous must be NORMAL or OFF, got {synchronous!r}")
         self.path = Path(path)
-        self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
-        self.db.row_factory = sqlite3.Row
-        self.db.execute(f"PRAGMA synchronous={synchronous}")
-        try:
-            made = self.db.execute("SELECT 1 FROM clock WHERE id=1").fetchone() is not None
-        except sqlite3.OperationalError as exc:
-            if "no such table" not in str(exc):
-                raise
-            made = False
-        if not made:  # a new ledger (WAL mode is a property of the file: set once, when it is made)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.executescript(_SCHEMA)
+        self.db = sqlite.connect(self.path, synchronous=synchronous, what="ledger")
+        if not (sqlite.has_table(self.db, "clock") and
+                self.db.execute("SELECT 1 FROM clock WHERE id=1").fetchone() is not None):  # a new ledger
+            sqlite.create(self.db, _SCHEMA)
             self.db.execute("INSERT OR IGNORE INTO clock VALUES (1, ?)", (EPOCH_S,))
 
     def close(self) -> None:
@@ -119,14 +113,9 @@ class Ledger:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """``BEGIN IMMEDIATE`` ... ``COMMIT``."""
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self.db
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        self.db.execute("COMMIT")
+        """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on error)."""
+        with sqlite.transaction(self.db) as conn:
+            yield conn
 
     # -- set-up by the harness -----------------------------------------------
     def script(self, tool: str, outcome: str, message: str = "", times: int = 1,

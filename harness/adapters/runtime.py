@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import importlib
 import json
-import sqlite3
 import sys
 import threading
 from contextlib import closing
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from crashpoint import __version__
+from crashpoint import __version__, sqlite
 from crashpoint.harness.adapters.protocol import RunContext
 
 ADAPTER_FILE = "adapter.db"
@@ -58,10 +57,9 @@ class AdapterStore:
 
     def __init__(self, run_dir: str | Path) -> None:
         self.path = Path(run_dir) / ADAPTER_FILE
-        self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a commit survives SIGKILL (not power loss)
-        self.db.executescript(_SCHEMA)
+        self.db = sqlite.connect(self.path, threads=True, what="adapter file")  # WAL + NORMAL: survives SIGKILL
+        if not sqlite.has_table(self.db, "commits"):
+            sqlite.create(self.db, _SCHEMA)
         self.lock = threading.RLock()  # an engine may commit from a background thread (LangGraph async)
 
     def close(self) -> None:
@@ -109,15 +107,13 @@ class AdapterStore:
     # trace ---------------------------------------------------------------------------------------
     def append(self, wid: str, events: list[Mapping[str, Any]]) -> None:
         """Append trace events in one transaction."""
-        with self.lock, self.db:
-            self.db.execute("BEGIN IMMEDIATE")
+        with self.lock, sqlite.transaction(self.db):
             for e in events:
                 self.db.execute("INSERT INTO trace (wid, data) VALUES (?, ?)", (wid, json.dumps(dict(e), default=str)))
 
     def commit(self, wid: str, n: int, events: list[Mapping[str, Any]]) -> bool:
         """Append the events of commit number ``n`` once (``False`` when already written)."""
-        with self.lock, self.db:
-            self.db.execute("BEGIN IMMEDIATE")
+        with self.lock, sqlite.transaction(self.db):
             if self.db.execute("SELECT 1 FROM commits WHERE wid=? AND n=?", (wid, n)).fetchone():
                 return False
             self.db.execute("INSERT INTO commits VALUES (?, ?)", (wid, n))
