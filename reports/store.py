@@ -43,7 +43,7 @@ from sqlalchemy import (JSON, Boolean, Column, DateTime, Float, Integer, MetaDat
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, ProgrammingError
 
-from crashpoint.errors import CrashpointError, UsageError
+from crashpoint.errors import CrashpointError, StoreError, UsageError
 
 FORMAT = "crashpoint.store/1"
 DEFAULT_PATH = Path(".crashpoint") / "results.db"
@@ -129,23 +129,29 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
-def _unusable(where: str, exc: BaseException) -> UsageError:
+def _unusable(where: str, exc: BaseException, doing: str = "used") -> StoreError:
     first = (str(exc).splitlines() or [""])[0][:300]
-    return UsageError(f"results database {where}: cannot be used (damaged, or not a crashpoint store): "
-                      f"{type(exc).__name__}: {first}")
+    return StoreError(f"results database {where}: cannot be {doing} (damaged, or not a crashpoint store): "
+                      f"{type(exc).__name__}: {first}", file=where)
 
 
-def _reader(method: Any) -> Any:
-    """Turn any failure to read the store into a :class:`UsageError` naming it."""
-    @functools.wraps(method)
-    def wrapper(self: "ResultStore", *args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(self, *args, **kwargs)
-        except CrashpointError:
-            raise
-        except Exception as exc:
-            raise _unusable(self.where, exc) from None
-    return wrapper
+def _guarded(doing: str) -> Any:
+    """A decorator turning any failure of a store method into a :class:`StoreError` naming the store
+    (``doing``: ``"read"`` or ``"written"``); crashpoint's own errors pass as they are."""
+    def decorate(method: Any) -> Any:
+        @functools.wraps(method)
+        def wrapper(self: "ResultStore", *args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(self, *args, **kwargs)
+            except CrashpointError:
+                raise
+            except Exception as exc:
+                raise _unusable(self.where, exc, doing) from None
+        return wrapper
+    return decorate
+
+
+_reader, _writer = _guarded("read"), _guarded("written")
 
 
 def _strs(value: Any) -> list[str]:
@@ -190,9 +196,10 @@ class ResultStore:
             for readers).
 
     Raises:
-        UsageError: the URL is malformed, the database cannot be opened, a SQLite file is not a
-            SQLite database, or the database holds tables that are not a crashpoint store of this
-            format (the message names the file or URL; nothing is recreated or overwritten).
+        UsageError: the URL is malformed or names no file, or (``create=False``) there is no store there
+            yet. StoreError: the database cannot be opened, a SQLite file is not a SQLite database, or the
+            database holds tables that are not a crashpoint store of this format (the message names the
+            file or URL; nothing is recreated or overwritten).
     """
 
     def __init__(self, url: str | os.PathLike[str] | None = None, *, create: bool = True) -> None:
@@ -211,14 +218,16 @@ class ResultStore:
                 try:
                     path.parent.mkdir(parents=True, exist_ok=True)
                 except OSError as exc:
-                    raise UsageError(f"results database {path}: cannot create its folder: {exc}") from None
+                    raise StoreError(f"results database {path}: cannot create its folder: {exc}",
+                                     file=str(path)) from None
             elif path.is_dir():
                 raise UsageError(f"results database {path}: is a folder, not a SQLite file")
             else:
                 with path.open("rb") as fh:
                     head = fh.read(16)
                 if head and head != b"SQLite format 3\x00":
-                    raise UsageError(f"results database {path}: not a SQLite database (refusing to touch it)")
+                    raise StoreError(f"results database {path}: not a SQLite database (refusing to touch it)",
+                                     file=str(path))
             self.engine: Engine = create_engine(self.url, connect_args={"timeout": 30})
             event.listen(self.engine, "connect", _sqlite_pragmas)
         else:
@@ -235,9 +244,9 @@ class ResultStore:
                 tables = set(inspect(self.engine).get_table_names())
                 foreign = tables - ours
                 if foreign and (self.is_sqlite or not tables & ours and not create):
-                    raise UsageError(f"results database {self.where}: holds other tables "
+                    raise StoreError(f"results database {self.where}: holds other tables "
                                      f"({', '.join(sorted(foreign)[:5])}), not a crashpoint results store; "
-                                     f"refusing to touch it (give another --results-db)")
+                                     f"refusing to touch it (give another --results-db)", file=self.where)
                 if not ours <= tables:
                     if not create:
                         raise UsageError(f"results database {self.where}: empty, no run recorded yet")
@@ -252,10 +261,11 @@ class ResultStore:
                     have = {c["name"] for c in insp.get_columns(table.name)}
                     missing = {c.name for c in table.columns} - have
                     if missing:
-                        raise UsageError(f"results database {self.where}: table {table.name} lacks column(s) "
-                                         f"{', '.join(sorted(missing))}: not a {FORMAT} store")
+                        raise StoreError(f"results database {self.where}: table {table.name} lacks column(s) "
+                                         f"{', '.join(sorted(missing))}: not a {FORMAT} store", file=self.where)
                 if fmt != FORMAT:
-                    raise UsageError(f"results database {self.where}: format {fmt!r}, expected {FORMAT!r}")
+                    raise StoreError(f"results database {self.where}: format {fmt!r}, expected {FORMAT!r}",
+                                     file=self.where)
                 if create:  # a reader changes nothing, not even the journal mode
                     self._wal()
                 return
@@ -279,6 +289,7 @@ class ResultStore:
 
     # -- writing ---------------------------------------------------------------------------------
 
+    @_writer
     def begin_run(self, info: dict[str, Any], started_at: datetime | None = None) -> str:
         """Record the start of a run; returns its ``run_id`` (32 hex characters).
 
@@ -294,6 +305,7 @@ class ResultStore:
                                                     complete=False, **row))
         return run_id
 
+    @_writer
     def add_result(self, run_id: str, result: dict[str, Any]) -> None:
         """Append one result (a result dict of the document, plus optional ``tags``, ``measures``,
         ``timeline``, ``reproduce``) to ``run_id``, in its own committed transaction. ``case_id`` and
@@ -317,6 +329,7 @@ class ResultStore:
                 tags=_strs(result.get("tags")),
                 measures=result.get("measures") if isinstance(result.get("measures"), dict) else {}, data=result))
 
+    @_writer
     def finish_run(self, run_id: str, summary: dict[str, Any] | None = None,
                    ended_at: datetime | None = None) -> None:
         """Stamp the end of ``run_id``: ``complete = true``, ``ended_at``, and the ``summary`` JSON."""
@@ -396,7 +409,7 @@ class ResultStore:
         where each result dict is the stored ``data`` (the result document's result, with
         ``reproduce``, ``tags``, ``measures``, ``timeline`` when recorded), its shape made sure of
         (see :func:`clean_result`), so a renderer never trips on a damaged or foreign row. Raises
-        :class:`UsageError` for an unknown run or an unreadable store."""
+        :class:`UsageError` for an unknown run, :class:`StoreError` for an unreadable store."""
         run_id = self.resolve(ref)
         run = next(r for r in self.runs() if r["run_id"] == run_id)
         run = {k: (v.isoformat(timespec="seconds") if isinstance(v, datetime) else v) for k, v in run.items()}

@@ -25,7 +25,7 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Sequence
 
-from crashpoint.errors import CaseError, CrashpointError, UsageError
+from crashpoint.errors import CaseError, CrashpointError, EngineCrashed, UsageError, WorkerTimeout, printable
 from crashpoint.harness.run.driver import CRASH_MODES
 
 
@@ -35,6 +35,20 @@ class ExitCode(IntEnum):
     OK = 0  #: every run passed (or every file is valid)
     FAILED = 1  #: at least one run failed, errored, or could not be decided (unknown)
     USAGE = 2  #: bad input or usage: nothing was run and no result was written
+    INTERNAL = 3  #: a store that cannot be read or written (named), or a bug in crashpoint (traceback shown)
+    INTERRUPTED = 130  #: stopped by Ctrl-C (SIGINT); no result written
+
+
+def exit_code_of(exc: BaseException) -> ExitCode:
+    """The exit code an exception that reached the command line stands for: bad input or usage
+    (:class:`CaseError`, :class:`UsageError`) 2; an engine that crashed or hung outside a sweep
+    (``crashpoint replay``) 1, a run that did not pass; a store that cannot be read or written
+    (:class:`StoreError`), or anything else, 3."""
+    if isinstance(exc, (CaseError, UsageError)):
+        return ExitCode.USAGE
+    if isinstance(exc, (EngineCrashed, WorkerTimeout)):
+        return ExitCode.FAILED
+    return ExitCode.INTERNAL
 
 
 def resolve_path(raw: str) -> Path:
@@ -359,7 +373,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``crashpoint`` console script; returns an :class:`ExitCode`."""
+    """Entry point of the ``crashpoint`` console script; returns an :class:`ExitCode`.
+
+    An error ends the command with one line on standard error, ``crashpoint: error: MESSAGE``, and
+    the code :func:`exit_code_of` gives; an error that is none of crashpoint's own (a bug) prints
+    its traceback first and exits :attr:`ExitCode.INTERNAL`.
+    """
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -369,47 +388,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except KeyboardInterrupt:
         print("crashpoint: interrupted; no result written", file=sys.stderr)
-        return 130
-    except CaseError as exc:
+        return ExitCode.INTERRUPTED
+    except CrashpointError as exc:
         print(f"crashpoint: error: {exc}", file=sys.stderr)
-        return ExitCode.USAGE
-    except (UsageError, CrashpointError) as exc:
-        print(f"crashpoint: error: {exc}", file=sys.stderr)
-        return ExitCode.USAGE
+        return exit_code_of(exc)
     except Exception as exc:
-        message = damaged_store_message(exc, args)
-        if message is None:
-            raise
-        print(f"crashpoint: error: {message}", file=sys.stderr)
-        return ExitCode.USAGE
+        import traceback
 
-
-def damaged_store_message(exc: BaseException, args: argparse.Namespace) -> str | None:
-    """The one-line message for an error raised while reading a damaged results store (a SQLite file
-    whose pages are corrupt: SQLAlchemy, ``sqlite3`` and decoding errors from inside the store code),
-    naming the store; ``None`` when ``exc`` did not come from reading one."""
-    import sqlite3
-    import traceback
-
-    frames = [f.filename.replace(os.sep, "/") for f in traceback.extract_tb(exc.__traceback__)]
-    from_store = any(f.endswith("reports/store.py") or "/sqlalchemy/" in f for f in frames)
-    kinds: tuple[type[BaseException], ...] = (sqlite3.Error, UnicodeDecodeError)
-    try:
-        from sqlalchemy.exc import SQLAlchemyError
-
-        kinds += (SQLAlchemyError,)
-    except ImportError:  # pragma: no cover - SQLAlchemy is a dependency
-        pass
-    if not from_store or not isinstance(exc, kinds):
-        return None
-    where = getattr(args, "db", None) or getattr(args, "results_db", None)
-    if not where:
-        from crashpoint.reports.store import normalize_url
-
-        where = normalize_url(None)
-    detail = (str(exc).splitlines() or [""])[0][:200]
-    return (f"results database {where}: cannot be read (damaged, or not a crashpoint store): "
-            f"{type(exc).__name__}: {detail}")
+        traceback.print_exc(file=sys.stderr)
+        print(f"crashpoint: internal error (a bug in crashpoint; please report it with the traceback above): "
+              f"{type(exc).__name__}: {printable(str(exc).splitlines()[0] if str(exc) else '')}", file=sys.stderr)
+        return ExitCode.INTERNAL
 
 
 if __name__ == "__main__":

@@ -140,13 +140,15 @@ def test_report_usage_errors_exit_2(argv: list[str], message: str, capsys: pytes
     assert message in capsys.readouterr().err
 
 
-def test_report_on_a_missing_or_foreign_store_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_report_on_a_missing_store_exits_2_on_a_foreign_one_3(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", "--db", str(tmp_path / "none.db")]) == ExitCode.USAGE
     assert f"{tmp_path / 'none.db'}: no such file" in capsys.readouterr().err
     (tmp_path / "x.db").write_text("hello")
-    assert main(["report", "--db", str(tmp_path / "x.db")]) == ExitCode.USAGE
+    assert main(["report", "--db", str(tmp_path / "x.db")]) == ExitCode.INTERNAL
     assert "not a SQLite database" in capsys.readouterr().err
-    assert main(["run", "refunds", "--results-db", str(tmp_path / "x.db"), "-q"]) == ExitCode.USAGE
+    assert main(["run", "refunds", "--results-db", str(tmp_path / "x.db"), "-q"]) == ExitCode.INTERNAL
+    assert f"results database {tmp_path / 'x.db'}: not a SQLite database" in capsys.readouterr().err
     assert (tmp_path / "x.db").read_text() == "hello"
 
 

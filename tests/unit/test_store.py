@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from crashpoint.errors import UsageError
+from crashpoint.errors import StoreError, UsageError
 from crashpoint.reports.store import ResultStore, normalize_url
 from needs import fresh_pg_database
 
@@ -114,7 +114,7 @@ def test_two_processes_creating_a_new_store_at_once(url: str) -> None:
 def test_a_file_that_is_not_sqlite_is_refused_and_left_alone(tmp_path: Path) -> None:
     path = tmp_path / "notes.db"
     path.write_text("my notes\n")
-    with pytest.raises(UsageError, match=f"{path}: not a SQLite database"):
+    with pytest.raises(StoreError, match=f"{path}: not a SQLite database"):
         ResultStore(f"sqlite:///{path}")
     assert path.read_text() == "my notes\n"
 
@@ -125,7 +125,7 @@ def test_a_foreign_sqlite_database_is_refused_and_left_alone(tmp_path: Path) -> 
         conn.execute("create table users (id integer primary key, name text)")
         conn.execute("insert into users (name) values ('ada')")
     before = path.read_bytes()
-    with pytest.raises(UsageError, match=f"{path}: holds other tables .*users.*not a crashpoint results store"):
+    with pytest.raises(StoreError, match=f"{path}: holds other tables .*users.*not a crashpoint results store"):
         ResultStore(str(path))
     assert path.read_bytes() == before
 
@@ -135,7 +135,7 @@ def test_a_store_with_a_damaged_table_is_refused(tmp_path: Path) -> None:
     ResultStore(str(path)).close()
     with sqlite3.connect(path) as conn:
         conn.execute("alter table crashpoint_results drop column measures")
-    with pytest.raises(UsageError, match="crashpoint_results lacks column.*measures"):
+    with pytest.raises(StoreError, match="crashpoint_results lacks column.*measures"):
         ResultStore(str(path))
 
 
@@ -203,8 +203,9 @@ def test_a_damaged_store_is_refused_by_the_report_naming_it(tmp_path: Path, caps
     raw = path.read_bytes()
     path.write_bytes(raw[: len(raw) // 2])  # a copy cut short
     before = path.read_bytes()
-    assert main(["report", "--db", str(path), "--out", str(tmp_path / "r.md")]) == 2
-    assert f"results database {path}: " in capsys.readouterr().err
+    assert main(["report", "--db", str(path), "--out", str(tmp_path / "r.md")]) == 3  # ExitCode.INTERNAL
+    err = capsys.readouterr().err
+    assert f"results database {path}: " in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert path.read_bytes() == before and not (tmp_path / "r.md").exists()
 
 
