@@ -7,9 +7,22 @@ The repository's top-level folders are the subpackages of this distribution:
 * ``crashpoint.harness``   (``harness/``)   fault injection, runner, oracles, CLI, pytest plugin
 * ``crashpoint.scenarios`` (``scenarios/``) scenario packs and the JSON Schemas of every format
 * ``crashpoint.reports``   (``reports/``)   report renderers that read result data only
+
+The target API (a team's own workflow code under crashpoint) is at the top level:
+:func:`effect`, :func:`invariant`, :class:`RunView`, :class:`Target` (see :mod:`crashpoint.api`).
 """
 
+from crashpoint.api import EffectFault, EffectTimeout, RunView, effect, invariant
 from crashpoint.errors import CaseError, CrashpointError, StoreError, UsageError
 
 __version__ = "0.1.0"
-__all__ = ["CaseError", "CrashpointError", "StoreError", "UsageError", "__version__"]
+__all__ = ["CaseError", "CrashpointError", "EffectFault", "EffectTimeout", "RunView", "StoreError", "Target",
+           "UsageError", "__version__", "effect", "invariant"]
+
+
+def __getattr__(name: str):  # Target loads PyYAML and jsonschema: only when asked for
+    if name == "Target":
+        from crashpoint.harness.targets.target import Target
+
+        return Target
+    raise AttributeError(f"module 'crashpoint' has no attribute {name!r}")

@@ -1,0 +1,217 @@
+"""The target API: mark a team's side effects and checks so crashpoint can judge their own code.
+
+::
+
+    import crashpoint
+
+    @crashpoint.effect("issue_refund", key=lambda draft_id, **_: f"refund-{draft_id}")
+    def issue_refund(draft_id: str, amount_cents: int) -> dict: ...
+
+    @crashpoint.invariant
+    def refund_matches_draft(run) -> None:      # run: crashpoint.RunView
+        assert len(run.applied("issue_refund")) <= len(run.applied("draft_refund"))
+
+Outside a crashpoint run, :func:`effect` is a pass-through: the wrapper reads one module global and
+calls the function (measured in ``benchmarks/effect_overhead.py``). Importing this module imports
+nothing but the standard library's ``functools``: no harness, no pandas, no engine.
+
+Inside a run, a crashpoint worker installs a session (:func:`_install`); every call of an effect then
+goes to the run's ledger (effect name, idempotency key, a digest of the arguments, the calling
+process, the workflow/thread and node the engine says it is in, the outcome), passes the crash points
+``before_effect:NAME`` and ``after_effect:NAME``, and may take a scripted tool fault (see
+:class:`EffectFault`). A call that repeats the key of an applied call is answered the way payment APIs
+answer a repeated ``Idempotency-Key``: with the first result, the function not called again, recorded
+``duplicate``. A call with no key is a new effect every time.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+#: The running session (set in a crashpoint worker by :func:`_install`); ``None`` outside a run.
+_session: Any = None
+#: Invariants registered with :func:`invariant`, by name, in registration order.
+_invariants: dict[str, Callable[["RunView"], Any]] = {}
+
+
+class EffectFault(Exception):
+    """A tool fault crashpoint scripted for an effect call (never raised outside a run).
+
+    Attributes:
+        effect: the effect's name. ``retryable``: whether retrying can succeed. ``maybe_applied``: the
+        effect happened and only its answer was lost (a ``lost_response``).
+    """
+
+    def __init__(self, message: str, *, effect: str, retryable: bool, maybe_applied: bool = False) -> None:
+        super().__init__(message)
+        self.effect, self.retryable, self.maybe_applied = effect, retryable, maybe_applied
+
+
+class EffectTimeout(EffectFault, TimeoutError):
+    """A scripted timeout: no answer in time, nothing applied (retryable)."""
+
+
+@dataclass(frozen=True)
+class EffectSpec:
+    """How one effect is identified: its ``name`` and how to read its idempotency key.
+
+    ``key`` is ``None`` (no key), the name of a parameter whose value is the key, or a callable taking
+    the effect's arguments and returning the key (``str`` or ``None``).
+    """
+
+    name: str
+    key: str | Callable[..., Any] | None = None
+
+    def key_of(self, fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any]) -> str | None:
+        """The call's idempotency key as a string, or ``None``.
+
+        Raises:
+            TypeError: ``key`` names a parameter the call does not bind.
+        """
+        if self.key is None:
+            return None
+        if callable(self.key):
+            value = self.key(*args, **kwargs)
+        else:
+            value = bound_arguments(fn, args, kwargs).get(self.key)
+        return None if value is None else str(value)
+
+
+def bound_arguments(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """``{parameter: value}`` of one call of ``fn`` (defaults applied; ``inspect`` is imported here, lazily).
+
+    Raises:
+        TypeError: the arguments do not fit ``fn``'s signature.
+    """
+    import inspect
+
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except ValueError:  # a builtin without a signature
+        return {f"arg{i}": a for i, a in enumerate(args)} | dict(kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+def wrap(fn: Callable[..., Any], name: str | None = None, key: str | Callable[..., Any] | None = None
+         ) -> Callable[..., Any]:
+    """``fn`` as an effect (what :func:`effect` does to a decorated function; also used to patch an
+    effect named by dotted path in a target's ``effects:``). Wrapping a wrapped effect returns it."""
+    if getattr(fn, "__crashpoint_effect__", None) is not None:
+        return fn
+    spec = EffectSpec(name or getattr(fn, "__qualname__", repr(fn)), key)
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        session = _session
+        if session is None:
+            return fn(*args, **kwargs)
+        return session.call(spec, fn, args, kwargs)
+
+    wrapper.__crashpoint_effect__ = spec  # type: ignore[attr-defined]
+    return wrapper
+
+
+def effect(name: str | Callable[..., Any] | None = None, *, key: str | Callable[..., Any] | None = None) -> Any:
+    """Mark a side-effecting function: ``@effect``, ``@effect("issue_refund", key="draft_id")``, or
+    ``effect("notify")(send_email)``.
+
+    Args:
+        name: the effect's name in the ledger, crash points and findings (default: the function's
+            qualified name).
+        key: its idempotency key: ``None``, a parameter name, or ``callable(*args, **kwargs) -> str``.
+
+    Returns:
+        The wrapped function (or, without a function, the decorator).
+    """
+    if callable(name):
+        return wrap(name)
+    return lambda fn: wrap(fn, name, key)
+
+
+def invariant(fn: Callable[["RunView"], Any] | None = None, *, name: str | None = None) -> Any:
+    """Register a user check over a run, judged like an oracle (rule ``target.invariant:NAME``).
+
+    The check takes a :class:`RunView`; it fails by raising ``AssertionError`` or returning ``False``
+    or a non-empty string (the message). Any other exception makes its verdict ``unknown``.
+    Returns ``fn`` unchanged.
+    """
+    def register(check: Callable[["RunView"], Any]) -> Callable[["RunView"], Any]:
+        _invariants[name or check.__name__] = check
+        return check
+
+    return register(fn) if fn is not None else register
+
+
+def registered_invariants() -> dict[str, Callable[["RunView"], Any]]:
+    """The invariants registered so far (name -> check)."""
+    return dict(_invariants)
+
+
+@dataclass(frozen=True)
+class EffectCall:
+    """One effect call as a check sees it.
+
+    Attributes:
+        seq: order in the run's ledger (1-based). ``effect``: its name. ``key``: the idempotency key or
+            ``None``. ``digest``: SHA-256 prefix of the arguments. ``args``: the arguments (JSON form).
+        outcome: ``applied`` | ``duplicate`` (a repeated key, not applied again) | ``failed``.
+        lost: the effect applied but its answer never reached the caller.
+        pid: the calling process. ``thread`` / ``node`` / ``task``: where the engine said the call ran.
+        durable: the engine had a durable record of the thread when the call began.
+        live_others: other live processes that had called the same step before this call (pids).
+        error: the failure's text. ``result``: the answer (JSON form). ``step``: the engine's step number
+            (LangGraph's superstep) when the engine gives one. ``gseq``: position in the order the ledger
+            shares between effect calls and human decisions.
+    """
+
+    seq: int
+    effect: str
+    key: str | None
+    digest: str
+    args: Any
+    outcome: str
+    lost: bool
+    pid: int
+    thread: str | None
+    node: str | None
+    task: str | None
+    durable: bool | None
+    live_others: tuple[int, ...] = ()
+    error: str | None = None
+    result: Any = None
+    step: int | None = None
+    gseq: int = 0
+
+
+@dataclass(frozen=True)
+class RunView:
+    """What an invariant sees of one run.
+
+    Attributes:
+        calls: every effect call, in order. ``final``: thread -> the thread's final state values
+            (``None`` when it has no checkpoint). ``status``: thread -> ``finished`` | ``waiting`` |
+            ``no_checkpoint`` | ``stuck``. ``decisions``: the human answers given, in order.
+        crash_point: the crash point of this run (``None``: the golden run).
+    """
+
+    calls: tuple[EffectCall, ...]
+    final: Mapping[str, Any]
+    status: Mapping[str, str]
+    decisions: tuple[Mapping[str, Any], ...] = ()
+    crash_point: str | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    def applied(self, effect: str | None = None, thread: str | None = None) -> list[EffectCall]:
+        """Calls whose effect happened (duplicates and failures excluded), of ``effect``/``thread`` when given."""
+        return [c for c in self.calls if c.outcome == "applied" and effect in (None, c.effect)
+                and thread in (None, c.thread)]
+
+
+def _install(session: Any) -> None:
+    """Make ``session`` (an object with ``call(spec, fn, args, kwargs)``) receive every effect call of this
+    process; ``None`` turns the pass-through back on. Called by crashpoint workers only."""
+    global _session
+    _session = session

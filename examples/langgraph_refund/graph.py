@@ -1,0 +1,128 @@
+"""The refund agent: route -> draft -> (approval with re-ask on denial || notify "received") -> issue -> notify.
+
+* ``route`` decides whether the request qualifies for a refund at all;
+* ``draft`` drafts the refund (``services.draft_refund``, keyed by order and draft version);
+* ``approve`` asks a human (``interrupt()``); a denial goes to ``revise``, which lowers the amount and
+  drafts again, then asks again (at most :data:`MAX_ASKS` times);
+* ``notify_received`` runs in parallel with the approval: it tells the customer the request is in review;
+* ``issue`` issues the approved draft (``services.issue_refund``, keyed by the draft), retried on
+  transient payment errors;
+* ``notify_done`` / ``notify_rejected`` tell the customer how it ended.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+
+from langgraph_refund import services
+
+try:  # langgraph >= 0.2.24 spells it retry_policy; older releases retry
+    from langgraph.types import RetryPolicy
+except ImportError:  # pragma: no cover - old releases
+    from langgraph.pregel import RetryPolicy
+
+MAX_ASKS = 3
+#: Refunds above this need a human's approval.
+APPROVAL_ABOVE_CENTS = 0
+
+
+class RefundState(TypedDict, total=False):
+    order_id: str
+    amount_cents: int
+    reason: str
+    decision: str
+    draft: dict[str, Any]
+    version: int
+    asks: int
+    approval: dict[str, Any]
+    refund: dict[str, Any]
+    log: Annotated[list[str], operator.add]
+
+
+def route(state: RefundState) -> dict[str, Any]:
+    qualifies = state.get("reason") in ("damaged", "late", "missing") and state["amount_cents"] > 0
+    return {"decision": "refund" if qualifies else "reject", "log": [f"route:{state.get('reason')}"]}
+
+
+def draft(state: RefundState) -> dict[str, Any]:
+    version = state.get("version", 0) + 1
+    made = services.draft_refund(state["order_id"], state["amount_cents"],
+                                 idempotency_key=f"draft-{state['order_id']}-v{version}")
+    return {"draft": made, "version": version, "log": [f"draft:v{version}"]}
+
+
+def approve(state: RefundState) -> dict[str, Any]:
+    answer = interrupt({"question": "Issue this refund?", "draft": state["draft"], "ask": state.get("asks", 0) + 1})
+    return {"approval": dict(answer), "asks": state.get("asks", 0) + 1,
+            "log": [f"approval:{'yes' if answer.get('approved') else 'no'}"]}
+
+
+def after_approval(state: RefundState) -> str:
+    if state["approval"].get("approved"):
+        return "issue"
+    return "revise" if state["asks"] < MAX_ASKS else "notify_rejected"
+
+
+def revise(state: RefundState) -> dict[str, Any]:
+    return {"amount_cents": max(1, state["amount_cents"] // 2), "log": ["revise"]}
+
+
+def notify_received(state: RefundState) -> dict[str, Any]:
+    services.notify_customer(state["order_id"], "received", idempotency_key=f"notify-{state['order_id']}-received")
+    return {"log": ["notified:received"]}
+
+
+def issue(state: RefundState) -> dict[str, Any]:
+    draft_ = state["draft"]
+    refund = services.issue_refund(draft_["draft_id"], draft_["amount_cents"],
+                                   idempotency_key=f"refund-{draft_['draft_id']}")
+    return {"refund": refund, "log": ["issued"]}
+
+
+def notify_done(state: RefundState) -> dict[str, Any]:
+    services.notify_customer(state["order_id"], "refunded", idempotency_key=f"notify-{state['order_id']}-refunded")
+    return {"log": ["notified:refunded"]}
+
+
+def notify_rejected(state: RefundState) -> dict[str, Any]:
+    services.notify_customer(state["order_id"], "rejected", idempotency_key=f"notify-{state['order_id']}-rejected")
+    return {"log": ["notified:rejected"]}
+
+
+def add_node(graph: StateGraph, name: str, fn: Any, retry: Any = None) -> None:
+    """``graph.add_node`` with a retry policy under either keyword langgraph has used for it."""
+    if retry is None:
+        graph.add_node(name, fn)
+        return
+    try:
+        graph.add_node(name, fn, retry_policy=retry)
+    except TypeError:  # pragma: no cover - old releases
+        graph.add_node(name, fn, retry=retry)
+
+
+def make_builder(nodes: dict[str, Any] | None = None, edges: list[tuple[str, str]] | None = None) -> StateGraph:
+    """The graph builder; ``nodes`` replaces node functions and ``edges`` the plain edges (broken variants)."""
+    fns = {"route": route, "draft": draft, "approve": approve, "revise": revise, "notify_received": notify_received,
+           "issue": issue, "notify_done": notify_done, "notify_rejected": notify_rejected, **(nodes or {})}
+    graph = StateGraph(RefundState)
+    transient = RetryPolicy(max_attempts=3, initial_interval=0.01, backoff_factor=1.0, jitter=False)
+    for name, fn in fns.items():
+        add_node(graph, name, fn, transient if name in ("issue", "draft", "notify_done") else None)
+    graph.add_edge(START, "route")
+    graph.add_conditional_edges("route", lambda s: "draft" if s["decision"] == "refund" else "notify_rejected",
+                                ["draft", "notify_rejected"])
+    for a, b in edges if edges is not None else [("draft", "approve"), ("draft", "notify_received"),
+                                                  ("revise", "draft"), ("issue", "notify_done")]:
+        graph.add_edge(a, b)
+    graph.add_conditional_edges("approve", after_approval, ["issue", "revise", "notify_rejected"])
+    graph.add_edge("notify_received", END)
+    graph.add_edge("notify_done", END)
+    graph.add_edge("notify_rejected", END)
+    return graph
+
+
+builder = make_builder()

@@ -1,0 +1,271 @@
+"""One run of a target: the team's code in worker processes, a real SIGKILL at a crash point, recovery.
+
+A run happens in its own folder. The driver writes the target (``target.json``) and the case's tool
+faults (the ledger's script), then alternates worker processes with what the outside world does:
+
+1. a ``start`` worker submits every input thread (``invoke(input)``);
+2. after a worker the harness killed, a **new** worker process (``recover``: ``invoke(None)`` per
+   unfinished thread; ``start`` while inputs remain unsubmitted). The dead pid is checked dead and the
+   new one differs: a kill is verified, or the run is an ``error``;
+3. a thread found with no checkpoint after a kill is reported (a note naming the thread and the kill)
+   and then submitted again explicitly, as its caller would on a request that never got an answer;
+4. a thread waiting on an interrupt of node N gets N's next scripted answer (recorded in the ledger's
+   ``decisions`` first, ``grants`` true or false), delivered by an ``answer`` worker as
+   ``Command(resume=...)``. An interrupt still waiting after its answer was delivered (the answer was
+   lost with a kill) gets the same answer again, noted as a redelivery; a new interrupt of N (a re-ask)
+   gets the next answer; none left: the thread ends waiting for a human;
+5. the run ends when a worker exits with nothing left to deliver.
+
+Workers are forked from a warm zygote that imported LangGraph and the team's module (see
+:mod:`crashpoint.harness.run.forkserver`), or started as new interpreters (``warm=False``, the naive way).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from crashpoint.errors import EngineCrashed, WorkerTimeout
+from crashpoint.fakes.ledger import Ledger
+from crashpoint.fakes.world import LEDGER_FILE
+from crashpoint.harness.run import crashpoints, forkserver
+from crashpoint.harness.run.driver import RUN_MARKER, run_process
+from crashpoint.harness.targets.effects import alive, ensure_schema, read_calls
+from crashpoint.harness.targets.target import Target, TargetCase
+
+from crashpoint.harness.targets.langgraph import WORKER_MODULE  # noqa: E402 - the one engine so far
+PROBE_SPEC = "crashpoint.harness.run.crashpoints:probe"
+PIDS_FILE = "pids.log"
+#: Worker processes per run before the harness gives up on a loop that makes no progress.
+MAX_WORKERS_PER_RUN = 40
+#: Times one interrupt may get its answer again before the run is called stuck.
+MAX_REDELIVERIES = 3
+
+
+@dataclass
+class TargetOutcome:
+    """What one run of a target left behind.
+
+    Attributes:
+        case / durability / crash_point: what ran (``crash_point`` ``None``: the golden run).
+        threads: thread -> the worker's final status (``status``, ``values``, ``waiting``, ``error``?).
+        calls: the effect calls (:class:`crashpoint.effect.EffectCall`) in ledger order.
+        decisions: the human answers recorded, in order. ``crash_points``: ids passed, in order.
+        fired: crash point ids that killed a worker. ``kills``: verified kills. ``workers``: processes.
+        pids: ``[{"pid", "phase", "rc"}]`` per worker. ``deliveries``: what the outside world did, in order.
+        lost_responses: scripted ``lost_response`` faults that fired. ``notes``: facts worth showing.
+        steps: ``(pid, thread, step, node)`` for every node start, in order (how far each process got).
+        over_budget: the run did not end within the target's budget (``budget_s``). ``wall_s``: seconds.
+    """
+
+    case: str
+    durability: str
+    crash_point: str | None
+    run_dir: Path
+    threads: dict[str, dict[str, Any]] = field(default_factory=dict)
+    calls: list[Any] = field(default_factory=list)
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+    crash_points: list[str] = field(default_factory=list)
+    fired: list[str] = field(default_factory=list)
+    kills: int = 0
+    workers: int = 0
+    pids: list[dict[str, Any]] = field(default_factory=list)
+    deliveries: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    over_budget: str | None = None
+    wall_s: float = 0.0
+    steps: list[tuple[int, str, int | None, str]] = field(default_factory=list)
+
+
+class _WarmServer(forkserver.ForkServer):
+    """A zygote that preloads the LangGraph worker and the team's entry module, with the target's
+    ``pythonpath`` on its ``sys.path`` (so each forked worker starts with everything imported)."""
+
+    def __init__(self, pythonpath: list[str], modules: list[str]) -> None:
+        import subprocess
+
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([*pythonpath, os.environ.get("PYTHONPATH", "")])}
+        self.proc = subprocess.Popen([sys.executable, "-m", "crashpoint.harness.run.forkserver",
+                                      *forkserver.PRELOAD, WORKER_MODULE, *modules],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     start_new_session=True, env=env)
+        self._buffer = b""
+
+
+_local = threading.local()
+
+
+def warm_server(target: Target) -> forkserver.ForkServer:
+    """This thread's zygote for ``target`` (started on first use, again if it died or the target changed)."""
+    key = (tuple(target.pythonpath), target.entry)
+    server = getattr(_local, "servers", {}).get(key)
+    if server is None or not server.alive():
+        _local.servers = getattr(_local, "servers", {})
+        server = _local.servers[key] = _WarmServer(target.pythonpath, [target.entry.partition(":")[0]])
+    return server
+
+
+def close_servers() -> None:
+    """Stop this thread's zygotes."""
+    for server in getattr(_local, "servers", {}).values():
+        server.close()
+    _local.servers = {}
+
+
+def script_faults(ledger: Ledger, faults: list[dict[str, Any]]) -> None:
+    """Queue each case fault ``{effect, outcome, times, seconds?}`` on the ledger's script, in order."""
+    for fault in faults:
+        seconds = fault.get("seconds", 0.2) if fault["outcome"] == "slow" else None
+        ledger.script(fault["effect"], fault["outcome"], times=int(fault.get("times", 1)), seconds=seconds)
+
+
+def _pids(run_dir: Path) -> list[int]:
+    path = run_dir / PIDS_FILE
+    return [int(line.split()[0]) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path, crash_point: str | None = None,
+               *, warm: bool = True, write_latency_ms: float = 0.0) -> TargetOutcome:
+    """Run ``case`` of ``target`` once in ``run_dir`` (made empty), killing a worker at ``crash_point``.
+
+    ``crash_point`` is a crash point id or a schedule ``"A >> B"`` (kill at A, then at B during the
+    recovery). ``write_latency_ms`` delays every checkpoint write of the saver (after the probe's
+    ``before_put``), widening the window in which an ``async`` write is in flight.
+
+    Raises:
+        EngineCrashed: a worker died in a way the harness did not cause, a kill could not be verified,
+            or :data:`MAX_WORKERS_PER_RUN` workers did not bring the run to rest.
+    """
+    began = time.monotonic()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    out = TargetOutcome(case.name, durability, crash_point, run_dir)
+    data = target.to_data() | {"write_latency_ms": write_latency_ms}
+    (run_dir / "target.json").write_text(json.dumps(data, sort_keys=True))
+    ledger = Ledger(run_dir / LEDGER_FILE, synchronous="OFF")
+    ensure_schema(ledger)
+    script_faults(ledger, case.faults)
+    answers = target.answers(case)
+    next_answer = {node: 0 for node in answers}
+    delivered: dict[str, dict[str, Any]] = {}
+    redelivered: dict[str, int] = {}
+    phase, extra = "start", []
+    deadline = began + target.budget_s
+    try:
+        for _ in range(MAX_WORKERS_PER_RUN):
+            fired_before = len(crashpoints.fired_points(run_dir))
+            pids_before = len(_pids(run_dir))
+            argv = ["--run-dir", str(run_dir), "--probe", PROBE_SPEC,
+                    "--probe-arg", crashpoints.probe_arg(run_dir, crash_point),
+                    "--durability", durability, "--phase", phase, *extra]
+            out.workers += 1
+            log = run_dir / f"worker-{out.workers:03d}.log"
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise WorkerTimeout(f"over the budget of {target.budget_s:g} s")
+            env = {RUN_MARKER: str(run_dir)}
+            if warm:
+                rc, leftovers = warm_server(target).run(WORKER_MODULE, argv, left, env, log)
+            else:
+                env["PYTHONPATH"] = os.pathsep.join([*target.pythonpath, os.environ.get("PYTHONPATH", "")])
+                rc, leftovers = run_process([sys.executable, "-m", WORKER_MODULE, *argv], left, env, log)
+            pids = _pids(run_dir)
+            pid = pids[-1] if len(pids) > pids_before else None
+            out.pids.append({"pid": pid, "phase": phase, "rc": rc})
+            if leftovers:
+                out.notes.append(f"worker {out.workers} left {len(leftovers)} process(es) running, killed: "
+                                 + "; ".join(leftovers))
+            extra = []
+            if rc == -signal.SIGKILL and len(crashpoints.fired_points(run_dir)) > fired_before:
+                if pid is None or alive(pid):
+                    raise EngineCrashed(f"kill at {crashpoints.fired_points(run_dir)[-1]} not verified: "
+                                        f"worker pid {pid} {'unknown' if pid is None else 'still alive'}")
+                out.kills += 1
+                out.deliveries.append({"kind": "kill", "worker": out.workers, "pid": pid,
+                                       "crash_point": crashpoints.fired_points(run_dir)[-1]})
+                phase = "start" if _unsubmitted(target, run_dir) else "recover"
+                continue
+            if rc != 0:
+                tail = log.read_text(errors="replace").strip().splitlines()[-8:] if log.exists() else []
+                raise EngineCrashed(f"worker {out.workers} exited with {rc} (not a harness kill): " + " | ".join(tail))
+            threads = json.loads((run_dir / "threads.json").read_text())
+            for thread, status in threads.items():
+                if status.get("trap"):
+                    out.notes.append(f"thread {thread} (worker {out.workers}): {status['trap']}")
+            lost = [t for t, s in threads.items() if s["status"] == "no_checkpoint"]
+            if lost:
+                last = (crashpoints.fired_points(run_dir) or ["?"])[-1]
+                for thread in lost:
+                    out.notes.append(f"thread {thread} had no checkpoint after the kill at {last}: its "
+                                     "start request was lost; crashpoint submitted it again, as its caller would")
+                    out.deliveries.append({"kind": "resubmit", "thread": thread})
+                    extra += ["--resubmit", thread]
+                phase = "start"
+                continue
+            pending = []
+            for thread, status in threads.items():
+                for wait in status.get("waiting", ()):
+                    iid, node = wait["interrupt"], wait["node"]
+                    if iid in delivered:
+                        redelivered[iid] = redelivered.get(iid, 0) + 1
+                        if redelivered[iid] > MAX_REDELIVERIES:
+                            out.notes.append(f"thread {thread}: interrupt {iid} of {node} still waits after its "
+                                             f"answer was delivered {redelivered[iid]} times")
+                            continue
+                        out.notes.append(f"thread {thread}: the answer to {node}'s interrupt was lost with a kill "
+                                         "(it waits on the same interrupt again); delivered again")
+                        out.deliveries.append({"kind": "redeliver", "thread": thread, "node": node})
+                        pending.append(delivered[iid])
+                        continue
+                    queue = answers.get(node, [])
+                    if next_answer.get(node, 0) >= len(queue):
+                        continue  # the human never answers (more): the thread ends waiting
+                    answer = queue[next_answer[node]]
+                    next_answer[node] += 1
+                    ledger.record_decision(f"{thread}@{node}", bool(answer["grants"]), "crashpoint", time.time())
+                    item = {"thread": thread, "interrupt": iid, "resume": answer["resume"]}
+                    delivered[iid] = item
+                    out.deliveries.append({"kind": "answer", "thread": thread, "node": node,
+                                           "grants": bool(answer["grants"]), "resume": answer["resume"]})
+                    pending.append(item)
+            if not pending:
+                out.threads = threads
+                break
+            (run_dir / "answers.json").write_text(json.dumps(pending, sort_keys=True))
+            phase = "answer"
+        else:
+            raise EngineCrashed(f"{MAX_WORKERS_PER_RUN} worker processes without the run coming to rest")
+    except WorkerTimeout as exc:
+        out.over_budget = str(exc)
+        path = run_dir / "threads.json"
+        out.threads = json.loads(path.read_text()) if path.exists() else {}
+    finally:
+        out.calls = read_calls(ledger)
+        out.decisions = ledger.decisions()
+        ledger.close()
+        out.crash_points = crashpoints.passed(run_dir)
+        out.fired = crashpoints.fired_points(run_dir)
+        out.steps = _steps(run_dir)
+        out.wall_s = time.monotonic() - began
+    return out
+
+
+def _unsubmitted(target: Target, run_dir: Path) -> bool:
+    path = run_dir / "submitted.log"
+    done = set(path.read_text().splitlines()) if path.exists() else set()
+    return any(i["thread"] not in done for i in target.inputs)
+
+
+def _steps(run_dir: Path) -> list[tuple[int, str, int | None, str]]:
+    path = run_dir / "steps.log"
+    rows = []
+    for line in path.read_text().splitlines() if path.exists() else ():
+        pid, thread, step, node = line.split(" ", 3)
+        rows.append((int(pid), thread, None if step == "None" else int(step), node))
+    return rows

@@ -1,0 +1,198 @@
+"""The in-run side of :func:`crashpoint.effect`: each call of a target's effect goes to the run's ledger.
+
+The ledger is the one the fake tools use (:class:`crashpoint.fakes.ledger.Ledger`, ``RUN_DIR/ledger.db``):
+a call is a row of its ``calls`` table (tool = the effect's name, its arguments, idempotency key,
+outcome ``applied`` | ``duplicate`` | ``failed``, ``lost``), a scripted fault is a row of its ``script``
+table (:data:`~crashpoint.fakes.ledger.SCRIPT_OUTCOMES`), human answers are its ``decisions``. What a
+target call adds is kept in one more table of the same file::
+
+    effect_calls(seq -> calls.seq, pid, thread, node, task, step, digest, durable, live_others, value)
+
+(``value``: the pickled result, returned again for a repeated key; ``live_others``: JSON list of other
+live processes that had called the same step before). The probe passes ``before_effect:NAME`` before the
+call and ``after_effect:NAME`` once the call is recorded and before its answer returns.
+
+A call's *step* (what "the same call" means across kills) is ``(thread, node, effect, key)``, with the
+argument digest standing in for a missing key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import threading
+import time
+from typing import Any, Callable, Mapping, Sequence
+
+from crashpoint.api import EffectCall, EffectFault, EffectSpec, EffectTimeout, bound_arguments
+from crashpoint.fakes.ledger import Ledger, next_gseq
+from crashpoint.protocols import no_probe
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS effect_calls (
+    seq INTEGER PRIMARY KEY, pid INTEGER NOT NULL, thread TEXT, node TEXT, task TEXT, step INTEGER,
+    digest TEXT NOT NULL,
+    durable INTEGER, live_others TEXT NOT NULL DEFAULT '[]', value BLOB);
+"""
+#: Real seconds a scripted ``slow`` call sleeps when its script gives none.
+SLOW_DEFAULT_S = 0.2
+
+
+def digest(args: Mapping[str, Any]) -> str:
+    """SHA-256 prefix (16 hex digits) of the arguments' canonical JSON (``repr`` for what JSON cannot hold)."""
+    return hashlib.sha256(json.dumps(args, sort_keys=True, default=repr).encode()).hexdigest()[:16]
+
+
+def alive(pid: int) -> bool:
+    """``True`` while process ``pid`` exists and is not a zombie (Linux ``/proc``; elsewhere ``kill(pid, 0)``)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except FileNotFoundError:
+        return False
+    except OSError:
+        try:
+            os.kill(pid, 0)
+            return True
+        except OSError:
+            return False
+
+
+def ensure_schema(ledger: Ledger) -> None:
+    """Create the ``effect_calls`` table in ``ledger``'s file (idempotent)."""
+    ledger.db.executescript(_SCHEMA)
+
+
+class EffectSession:
+    """Receives every effect call of one worker process (installed with ``crashpoint.effect._install``).
+
+    Args:
+        ledger: the run's ledger file (each thread of the worker opens its own connection: LangGraph runs
+            parallel branches in a thread pool).
+        probe: the crash probe (``before_effect:NAME`` / ``after_effect:NAME``).
+        context: returns ``{"thread", "node", "task", "step"}`` for the engine's current position (values may be
+            ``None``); called once per effect call.
+        durable: ``durable(thread) -> bool``: whether the engine holds a durable record of the thread now.
+    """
+
+    def __init__(self, ledger: str | os.PathLike[str], probe: Callable[[str], None] = no_probe,
+                 context: Callable[[], Mapping[str, Any]] = dict,
+                 durable: Callable[[str | None], bool | None] = lambda thread: None) -> None:
+        self.path, self.probe, self.context, self.durable = ledger, probe, context, durable
+        self.pid = os.getpid()
+        self._local = threading.local()
+        ensure_schema(self.ledger)
+
+    @property
+    def ledger(self) -> Ledger:
+        """This thread's connection to the run's ledger."""
+        mine = getattr(self._local, "ledger", None)
+        if mine is None:
+            mine = self._local.ledger = Ledger(self.path)
+        return mine
+
+    def call(self, spec: EffectSpec, fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        """Record, crash-probe, fault and run one call (see the module docstring).
+
+        Raises:
+            EffectFault / EffectTimeout: a scripted fault, or a repeated key whose first call failed fatally.
+            whatever ``fn`` raises (recorded ``failed``).
+        """
+        name = spec.name
+        key = spec.key_of(fn, args, kwargs)
+        shown = {k: v for k, v in bound_arguments(fn, args, kwargs).items()}
+        args_json = json.dumps(shown, sort_keys=True, default=repr)
+        dig = digest(shown)
+        where = dict(self.context() or {})
+        thread, node, task, step = where.get("thread"), where.get("node"), where.get("task"), where.get("step")
+        durable = self.durable(thread)
+        ledger = self.ledger
+        db = ledger.db
+        others = sorted({pid for (pid,) in db.execute(
+            "SELECT e.pid FROM calls c JOIN effect_calls e ON e.seq=c.seq WHERE c.tool=? AND "
+            "e.thread IS ? AND e.node IS ? AND (c.idempotency_key IS ? AND (? IS NOT NULL OR e.digest=?))",
+            (name, thread, node, key, key, dig)) if pid != self.pid and alive(pid)})
+        at = time.time()
+        if key is not None:
+            prior = db.execute(
+                "SELECT c.*, e.value FROM calls c LEFT JOIN effect_calls e ON e.seq=c.seq WHERE c.tool=? AND "
+                "c.idempotency_key=? AND (c.outcome='applied' OR (c.outcome='failed' AND c.retryable=0)) "
+                "ORDER BY c.seq LIMIT 1", (name, key)).fetchone()
+            if prior is not None:
+                with ledger.transaction() as conn:
+                    self._insert(conn, name, args_json, key, "duplicate", prior["retryable"], prior["result"],
+                                 prior["error"], at, 0, (thread, node, task, step, dig, durable, others, prior["value"]))
+                if prior["outcome"] == "failed":
+                    raise EffectFault(prior["error"], effect=name, retryable=False)
+                return pickle.loads(prior["value"]) if prior["value"] is not None else json.loads(prior["result"])
+        self.probe(f"before_effect:{name}")
+        with ledger.transaction() as conn:
+            scripted = conn.execute("SELECT seq, outcome, message, seconds FROM script WHERE tool=? AND consumed=0 "
+                                    "ORDER BY seq LIMIT 1", (name,)).fetchone()
+            if scripted is not None:
+                conn.execute("UPDATE script SET consumed=1 WHERE seq=?", (scripted["seq"],))
+        outcome = scripted["outcome"] if scripted is not None else "success"
+        message = (scripted["message"] if scripted is not None else "") or ""
+        context = (thread, node, task, step, dig, durable, others)
+        fault: EffectFault | None = None
+        if outcome in ("retryable", "fatal"):
+            fault = EffectFault(message or f"{name}: scripted {outcome} failure", effect=name,
+                                retryable=outcome == "retryable")
+        elif outcome == "timeout":
+            fault = EffectTimeout(message or f"{name}: timeout (no answer in time; nothing was applied)",
+                                  effect=name, retryable=True)
+        if fault is not None:
+            with ledger.transaction() as conn:
+                self._insert(conn, name, args_json, key, "failed", int(fault.retryable), None, str(fault), at, 0,
+                             context + (None,))
+            self.probe(f"after_effect:{name}")
+            raise fault
+        if outcome == "slow":
+            time.sleep(scripted["seconds"] or SLOW_DEFAULT_S)
+        try:
+            result = fn(*args, **kwargs)
+        except BaseException as exc:
+            if isinstance(exc, Exception):
+                with ledger.transaction() as conn:
+                    self._insert(conn, name, args_json, key, "failed", None, None, f"{type(exc).__name__}: {exc}",
+                                 at, 0, context + (None,))
+            raise
+        lost = outcome == "lost_response"
+        try:
+            value = pickle.dumps(result)
+        except Exception:  # noqa: BLE001 - an unpicklable answer is kept as JSON only
+            value = None
+        with ledger.transaction() as conn:
+            self._insert(conn, name, args_json, key, "applied", None, json.dumps(result, default=repr), None, at,
+                         int(lost), context + (value,))
+        self.probe(f"after_effect:{name}")
+        if lost:
+            raise EffectFault(message or f"{name}: connection reset after the effect (the answer was lost)",
+                              effect=name, retryable=True, maybe_applied=True)
+        return result
+
+    @staticmethod
+    def _insert(conn: Any, name: str, args_json: str, key: str | None, outcome: str, retryable: Any, result: Any,
+                error: Any, at: float, lost: int, extra: tuple[Any, ...]) -> None:
+        thread, node, task, step, dig, durable, others, value = extra
+        cur = conn.execute("INSERT INTO calls (tool, args, idempotency_key, outcome, retryable, result, error, at, "
+                           "gseq, lost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           (name, args_json, key, outcome, retryable, result, error, at, next_gseq(conn), lost))
+        conn.execute("INSERT INTO effect_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     (cur.lastrowid, os.getpid(), thread, node, task, step, dig,
+                      None if durable is None else int(bool(durable)), json.dumps(list(others)), value))
+
+
+def read_calls(ledger: Ledger) -> list[EffectCall]:
+    """Every effect call of a run's ledger, in order (calls without a target row are left out)."""
+    ensure_schema(ledger)
+    rows = ledger.db.execute("SELECT c.*, e.pid, e.thread, e.node, e.task, e.step, e.digest, e.durable, e.live_others "
+                             "FROM calls c JOIN effect_calls e ON e.seq=c.seq ORDER BY c.seq").fetchall()
+    return [EffectCall(r["seq"], r["tool"], r["idempotency_key"], r["digest"], json.loads(r["args"]), r["outcome"],
+                       bool(r["lost"]), r["pid"], r["thread"], r["node"], r["task"],
+                       None if r["durable"] is None else bool(r["durable"]), tuple(json.loads(r["live_others"])),
+                       r["error"], None if r["result"] is None else json.loads(r["result"]), r["step"], r["gseq"])
+            for r in rows]
+

@@ -1,0 +1,253 @@
+"""Oracle rules for targets: each reads one run of a team's code (and its golden run) and names what is wrong.
+
+Every rule has a stable id (the findings carry it) and one signature,
+``rule(target, run, golden) -> list[Failure]`` (``golden`` is ``None`` when judging the golden run):
+
+* ``target.at_most_once_per_key``: at most one applied effect per idempotency key; an effect called
+  with no key is identified by its thread, node and argument digest (so a repeat the downstream
+  cannot recognise is caught).
+* ``target.repeats_explained``: a call repeated (same thread, node, effect, key or digest) only as far
+  as kills and faults explain it: each kill of a process that had made the call and had **not** moved
+  on to a later step explains one repeat, each retryable failure or lost answer one more; with no
+  kill and no fault, no repeat at all. A repeat after the killed process had started a later step is
+  lost progress (the engine had not made the step durable before moving on).
+* ``target.single_live_process``: no step's effect called by a process while another live process had
+  called it too.
+* ``target.ends_within_budget``: each thread ends finished or waiting for a human, within the budget;
+  a stuck thread quotes the engine's own error.
+* ``target.durable_before_effect``: no effect applied while the engine held no durable record of its thread.
+* ``target.approval_gate``: a gated effect is applied only while its approval's latest answer grants it.
+* ``target.final_state_like_golden``: each thread ends in the golden run's status and state values.
+* ``target.effects_like_golden``: each thread applies each effect as many times as in the golden run.
+* ``target.invariant:NAME``: the team's own checks (:func:`crashpoint.invariant`).
+
+A rule that raises is reported under its id with verdict ``unknown``, never as a pass.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from collections import Counter, defaultdict
+from typing import Any, Callable
+
+from crashpoint.api import EffectCall, RunView, registered_invariants
+from crashpoint.harness.judge.oracles import Failure
+from crashpoint.harness.targets.driver import TargetOutcome
+from crashpoint.harness.targets.target import Target
+
+Rule = Callable[[Target, TargetOutcome, "TargetOutcome | None"], list[Failure]]
+RULES: dict[str, Rule] = {}
+
+
+def rule(rule_id: str) -> Callable[[Rule], Rule]:
+    """Register a target rule under ``rule_id`` (``target.NAME``)."""
+    def register(fn: Rule) -> Rule:
+        RULES[rule_id] = fn
+        return fn
+    return register
+
+
+def line(call: EffectCall) -> str:
+    """``ledger#3 issue_refund key=K applied pid=123 order-1@issue``."""
+    return (f"ledger#{call.seq} {call.effect} key={call.key} {call.outcome}{' (answer lost)' if call.lost else ''} "
+            f"pid={call.pid} {call.thread}@{call.node}")
+
+
+def step_of(call: EffectCall) -> tuple[Any, ...]:
+    """What "the same call" means across kills: thread, node, effect, and the key (else the argument digest)."""
+    return (call.thread, call.node, call.effect, call.key if call.key is not None else f"args:{call.digest}")
+
+
+@rule("target.at_most_once_per_key")
+def at_most_once_per_key(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
+    groups: dict[tuple[Any, ...], list[EffectCall]] = defaultdict(list)
+    for call in run.calls:
+        if call.outcome == "applied":
+            ident = (call.effect, call.key) if call.key is not None else step_of(call)
+            groups[ident].append(call)
+    found = []
+    for ident, calls in groups.items():
+        if len(calls) > 1:
+            what = f"key {ident[1]!r}" if calls[0].key is not None else "no idempotency key (same thread, node, arguments)"
+            found.append(Failure("target.at_most_once_per_key",
+                                 f"{calls[0].effect} applied {len(calls)} times with {what}"
+                                 + ("; give it a key derived from the workflow's state so the downstream can "
+                                    "recognise the repeat" if calls[0].key is None else ""),
+                                 [line(c) for c in calls[:4]]))
+    return found
+
+
+def _moved_on(run: TargetOutcome, call: EffectCall) -> tuple[int, str] | None:
+    """The first later step (number, node) the call's process started in the call's thread, if any."""
+    if call.step is None:
+        return None
+    for pid, thread, step, node in run.steps:
+        if pid == call.pid and thread == call.thread and step is not None and step > call.step:
+            return step, node
+    return None
+
+
+@rule("target.repeats_explained")
+def repeats_explained(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
+    killed = {p["pid"] for p in run.pids if p["rc"] == -9 and p["pid"] is not None}
+    groups: dict[tuple[Any, ...], list[EffectCall]] = defaultdict(list)
+    for call in run.calls:
+        groups[step_of(call)].append(call)
+    found = []
+    for ident, calls in groups.items():
+        if len(calls) < 2:
+            continue
+        allowed = 1
+        lost_progress = []
+        for i, call in enumerate(calls[:-1]):
+            if call.outcome == "failed" or call.lost:
+                allowed += 1  # a failure or a lost answer is answered by a retry (a RetryPolicy, the team's loop)
+                continue
+            if call.pid in killed and call.pid != calls[i + 1].pid:
+                later = _moved_on(run, call)
+                if later is None:
+                    allowed += 1
+                else:
+                    lost_progress.append((call, later))
+        if lost_progress:
+            call, (step, node) = lost_progress[0]
+            found.append(Failure("target.repeats_explained",
+                                 f"{call.effect} ran again in a new process after pid {call.pid} had moved on to step "
+                                 f"{step} ({node}) of {call.thread}: the engine lost its place (the checkpoint of step "
+                                 f"{call.step} was not durable when the next step began; durability={run.durability})",
+                                 [line(c) for c in calls[:4]]))
+        elif len(calls) > allowed:
+            why = "no kill or fault explains any repeat" if allowed == 1 else f"kills and faults explain {allowed - 1}"
+            found.append(Failure("target.repeats_explained",
+                                 f"{calls[0].effect} called {len(calls)} times for one step of {calls[0].thread} "
+                                 f"({calls[0].node}); {why}", [line(c) for c in calls[:4]]))
+    return found
+
+
+@rule("target.single_live_process")
+def single_live_process(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
+    return [Failure("target.single_live_process",
+                    f"{c.effect} for {c.thread}@{c.node} called by pid {c.pid} while pid(s) "
+                    f"{', '.join(map(str, c.live_others))} that had called it too were alive", [line(c)])
+            for c in run.calls if c.live_others]
+
+
+@rule("target.ends_within_budget")
+def ends_within_budget(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
+    found = []
+    if run.over_budget:
+        found.append(Failure("target.ends_within_budget", f"the run did not end within {target.budget_s:g} s: "
+                             f"{run.over_budget}"))
+    for thread, status in sorted(run.threads.items()):
+        if status["status"] == "stuck":
+            found.append(Failure("target.ends_within_budget", f"thread {thread} is stuck: the engine raised "
+                                 f"{status.get('error')}", [f"status {json.dumps(status.get('values'))[:300]}"]))
+        elif status["status"] not in ("finished", "waiting"):
+            found.append(Failure("target.ends_within_budget", f"thread {thread} ended {status['status']} "
+                                 "(neither finished nor waiting for a human)"))
+    return found
+
+
+@rule("target.durable_before_effect")
+def durable_before_effect(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
+    bad = [c for c in run.calls if c.outcome == "applied" and c.durable is False]
+    if not bad:
+        return []
+    return [Failure("target.durable_before_effect",
+                    f"{len(bad)} effect(s) applied while the engine held no durable record of their thread "
+                    f"(durability={run.durability}): a kill then loses the run but not the effect",
+                    [line(c) for c in bad[:4]])]
+
+
+@rule("target.approval_gate")
+def approval_gate(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
+    found = []
+    for call in run.calls:
+        node = target.gates.get(call.effect)
+        if node is None or call.outcome != "applied":
+            continue
+        before = [d for d in run.decisions if d["approval_id"] == f"{call.thread}@{node}" and d["gseq"] < call.gseq]
+        if not before or not before[-1]["granted"]:
+            state = "no answer yet" if not before else "its latest answer denied it"
+            found.append(Failure("target.approval_gate", f"{call.effect} applied in {call.thread} while the approval "
+                                 f"of {node} had {state}", [line(call)]))
+    return found
+
+
+@rule("target.final_state_like_golden")
+def final_state_like_golden(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
+    if golden is None:
+        return []
+    found = []
+    for thread, want in sorted(golden.threads.items()):
+        got = run.threads.get(thread, {"status": "missing"})
+        if got["status"] != want["status"] or got.get("values") != want.get("values"):
+            diff = [k for k in sorted(set(want.get("values") or {}) | set(got.get("values") or {}))
+                    if (want.get("values") or {}).get(k) != (got.get("values") or {}).get(k)]
+            found.append(Failure("target.final_state_like_golden",
+                                 f"thread {thread} ended {got['status']} where the golden run ended {want['status']}"
+                                 + (f"; state differs in {', '.join(diff)}" if diff else ""),
+                                 [f"{k}: golden {json.dumps((want.get('values') or {}).get(k))[:160]} / this run "
+                                  f"{json.dumps((got.get('values') or {}).get(k))[:160]}" for k in diff[:3]]))
+    return found
+
+
+@rule("target.effects_like_golden")
+def effects_like_golden(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
+    if golden is None:
+        return []
+    want = Counter((c.thread, c.effect) for c in golden.calls if c.outcome == "applied")
+    got = Counter((c.thread, c.effect) for c in run.calls if c.outcome == "applied")
+    return [Failure("target.effects_like_golden", f"{effect} applied {got[(thread, effect)]} time(s) in {thread}; the "
+                    f"golden run applied it {want[(thread, effect)]} time(s)",
+                    [line(c) for c in run.calls if c.thread == thread and c.effect == effect][:4])
+            for thread, effect in sorted(set(want) | set(got)) if want[(thread, effect)] != got[(thread, effect)]]
+
+
+def invariants(target: Target) -> dict[str, Callable[[RunView], Any]]:
+    """The target's invariants: those named in ``invariants:`` and those registered with
+    :func:`crashpoint.invariant` by their modules and the entry's module (imported with ``pythonpath``)."""
+    for folder in reversed(target.pythonpath):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+    named = {}
+    for spec in target.invariants:
+        module, _, attr = spec.partition(":")
+        named[attr] = getattr(importlib.import_module(module), attr)
+    modules = {s.partition(":")[0] for s in target.invariants}
+    return {**{n: f for n, f in registered_invariants().items()
+               if getattr(f, "__module__", None) in modules}, **named}
+
+
+def view(run: TargetOutcome) -> RunView:
+    """What an invariant sees of ``run``."""
+    return RunView(calls=tuple(run.calls), final={t: s.get("values") for t, s in run.threads.items()},
+                   status={t: s["status"] for t, s in run.threads.items()}, decisions=tuple(run.decisions),
+                   crash_point=run.crash_point, notes=tuple(run.notes))
+
+
+def judge(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> tuple[list[Failure], list[str]]:
+    """Every rule and invariant on ``run``: ``(failures, unknown)``, ``unknown`` naming rules that raised."""
+    failures: list[Failure] = []
+    unknown: list[str] = []
+    for rule_id, fn in RULES.items():
+        try:
+            failures += fn(target, run, golden)
+        except Exception as exc:  # noqa: BLE001 - a broken rule is unknown, never a pass
+            unknown.append(f"{rule_id}: {type(exc).__name__}: {exc}")
+    seen = view(run)
+    for name, check in invariants(target).items():
+        rule_id = f"target.invariant:{name}"
+        try:
+            verdict = check(seen)
+        except AssertionError as exc:
+            failures.append(Failure(rule_id, str(exc) or f"invariant {name} failed"))
+            continue
+        except Exception as exc:  # noqa: BLE001
+            unknown.append(f"{rule_id}: {type(exc).__name__}: {exc}")
+            continue
+        if verdict is False or (isinstance(verdict, str) and verdict):
+            failures.append(Failure(rule_id, verdict if isinstance(verdict, str) else f"invariant {name} failed"))
+    return failures, unknown

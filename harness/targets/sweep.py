@@ -1,0 +1,230 @@
+"""The crash sweep of a target: per case and durability mode, a golden run, then a real SIGKILL at every
+crash point it passed (each ``repeat`` times), and with ``crash="recovery"`` a second kill at each crash
+point of each recovery.
+
+Runs go through a :class:`concurrent.futures.Executor` (:func:`crashpoint.harness.run.executors.make_executor`;
+threads by default: each run waits on its own worker processes, forked from its thread's warm zygote).
+Each run is a module-level call on picklable arguments in its own folder.
+
+Verdicts: ``passed``; ``failed`` (a rule's finding); ``error`` (a worker broke, a kill could not be
+verified, or the targeted crash point was never reached: the run did not test what it claims);
+``unknown`` (a rule or invariant raised).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+import traceback
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from crashpoint.errors import UsageError
+from crashpoint.harness.judge.oracles import Failure
+from crashpoint.harness.run import crashpoints
+from crashpoint.harness.targets.driver import TargetOutcome, run_target
+from crashpoint.harness.targets.oracles import judge
+from crashpoint.harness.targets.target import Target, TargetCase
+
+#: Crash point kinds a recovery is killed at again with ``crash="recovery"`` (the first of each kind).
+RECOVERY_KINDS = ("node:", "before_effect:", "after_effect:", "before_put:", "before_writes:")
+
+
+@dataclass
+class TargetRunResult:
+    """The verdict on one run (see the module docstring). ``outcome`` is dropped for passed runs of a big sweep."""
+
+    case: str
+    durability: str
+    crash_point: str | None
+    repeat: int
+    verdict: str
+    failures: list[Failure] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+    error: str | None = None
+    kills: int = 0
+    workers: int = 0
+    pids: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+    outcome: TargetOutcome | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {"case": self.case, "durability": self.durability, "crash_point": self.crash_point or "none",
+                "repeat": self.repeat, "verdict": self.verdict, "failures": [f.to_dict() for f in self.failures],
+                "unknown": self.unknown, "error": self.error, "kills": self.kills, "workers": self.workers,
+                "pids": self.pids, "notes": self.notes, "wall_s": round(self.wall_s, 3)}
+
+    def repro(self, target: Target) -> str:
+        """The command that runs this run alone."""
+        where = target.file or "TARGET.yaml"
+        cp = f" --crash-point '{self.crash_point}'" if self.crash_point else " --crash none"
+        return f"crashpoint run {where} --case {self.case} --durability {self.durability}{cp}"
+
+
+@dataclass
+class TargetSweep:
+    """All runs of a target's sweep. ``crash_points``: (case, durability) -> the golden run's crash point ids."""
+
+    target: Target
+    results: list[TargetRunResult]
+    crash_points: dict[tuple[str, str], list[str]]
+    wall_s: float
+    engine_version: str = ""
+
+    @property
+    def passed(self) -> bool:
+        """``True`` when every run passed."""
+        return bool(self.results) and all(r.verdict == "passed" for r in self.results)
+
+    def counts(self) -> dict[str, int]:
+        """Verdict -> runs."""
+        out = {v: 0 for v in ("passed", "failed", "error", "unknown")}
+        for r in self.results:
+            out[r.verdict] += 1
+        return out
+
+    def findings(self) -> dict[str, int]:
+        """Rule id -> runs that it failed."""
+        out: dict[str, int] = {}
+        for r in self.results:
+            for rule in sorted({f.oracle for f in r.failures}):
+                out[rule] = out.get(rule, 0) + 1
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form of the whole sweep."""
+        return {"target": self.target.name, "engine": self.target.engine, "engine_version": self.engine_version,
+                "wall_s": round(self.wall_s, 3), "counts": self.counts(), "findings": self.findings(),
+                "crash_points": {f"{c}/{d}": pts for (c, d), pts in self.crash_points.items()},
+                "runs": [r.to_dict() | {"repro": r.repro(self.target)} for r in self.results]}
+
+
+def run_one(target: Target, case: TargetCase, durability: str, run_dir: Path, crash_point: str | None,
+            golden: TargetOutcome | None, repeat: int = 1, *, warm: bool = True,
+            write_latency_ms: float = 0.0, keep: bool = False) -> TargetRunResult:
+    """One run and its verdict (a module-level function on picklable arguments, for any executor)."""
+    began = time.monotonic()
+    result = TargetRunResult(case.name, durability, crash_point, repeat, "error")
+    try:
+        out = run_target(target, case, durability, run_dir, crash_point, warm=warm, write_latency_ms=write_latency_ms)
+    except Exception as exc:  # noqa: BLE001 - the engine or the team's code broke: a verdict, never a skip
+        result.error = f"{type(exc).__name__}: {exc}" + ("" if str(exc) else "\n" + traceback.format_exc(limit=3))
+        result.wall_s = time.monotonic() - began
+        return result
+    result.kills, result.workers, result.pids, result.notes = out.kills, out.workers, out.pids, out.notes
+    if crash_point and not crashpoints.fired(run_dir, crash_point):
+        result.error = (f"crash point {crash_point} was not reached (fired: {out.fired or 'none'}): this run did not "
+                        "test it; with --repeat, a racy point may be reached in some tries only")
+    else:
+        result.failures, result.unknown = judge(target, out, golden)
+        result.verdict = "failed" if result.failures else ("unknown" if result.unknown else "passed")
+    result.outcome = out if (keep or crash_point is None or result.verdict != "passed") else None
+    result.wall_s = time.monotonic() - began
+    return result
+
+
+def _recovery_points(log: list[str], first: str) -> list[str]:
+    after = crashpoints.recovery_points(log, first)
+    chosen = []
+    for kind in RECOVERY_KINDS:
+        hit = next((p for p in after if p.startswith(kind)), None)
+        if hit:
+            chosen.append(hit)
+    return chosen
+
+
+def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Sequence[str] | None = None,
+          crash: str = "every", crash_points: Sequence[str] | None = None, repeat: int = 1,
+          executor: Executor | None = None, workers: int | None = None, warm: bool = True,
+          write_latency_ms: float = 0.0, workdir: Path | None = None,
+          on_result: Callable[[TargetRunResult], None] | None = None) -> TargetSweep:
+    """Sweep ``target`` (see the module docstring).
+
+    Args:
+        cases / durability: subsets (default: all of the target's). ``crash``: ``every`` | ``none`` | ``recovery``.
+        crash_points: only these ids (or schedules ``"A >> B"``); default every point of the golden run.
+        repeat: runs per crash point (>= 1): a racy point's outcome can depend on thread timing.
+        executor: where runs execute (default: a thread pool of ``workers``). ``warm``: fork workers from a
+            warm zygote (``False``: a new interpreter per worker, the naive way).
+        write_latency_ms: delay added to each checkpoint write. ``workdir``: keep run folders here.
+
+    Raises:
+        UsageError: an unknown case or mode, ``repeat < 1``, an unknown ``crash``.
+    """
+    if crash not in ("every", "none", "recovery") or repeat < 1:
+        raise UsageError(f"crash must be every, none or recovery and repeat >= 1 (got {crash!r}, {repeat})")
+    try:
+        chosen = [target.case(c) for c in cases] if cases else list(target.cases)
+    except KeyError as exc:
+        raise UsageError(str(exc.args[0])) from None
+    modes = list(durability or target.durability)
+    if any(m not in ("sync", "async", "exit") for m in modes):
+        raise UsageError(f"durability must be sync, async or exit, got {modes!r}")
+    began = time.monotonic()
+    root = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="crashpoint-target-"))
+    root.mkdir(parents=True, exist_ok=True)
+    own = executor is None
+    if own:
+        from concurrent.futures import ThreadPoolExecutor
+
+        executor = ThreadPoolExecutor(max_workers=workers or 2, thread_name_prefix="crashpoint-target")
+    results: list[TargetRunResult] = []
+    points: dict[tuple[str, str], list[str]] = {}
+    counter = iter(range(10**9))
+    opts = {"warm": warm, "write_latency_ms": write_latency_ms}
+
+    def folder(label: str) -> Path:
+        return root / f"{next(counter):05d}-{label}"
+
+    def done(r: TargetRunResult) -> TargetRunResult:
+        results.append(r)
+        if on_result:
+            on_result(r)
+        return r
+
+    try:
+        goldens = {(c.name, m): executor.submit(run_one, target, c, m, folder(f"{c.name}-{m}-golden"), None, None, 1,
+                                                keep=True, **opts) for c in chosen for m in modes}
+        crash_futures = []
+        for (name, mode), future in goldens.items():
+            golden = done(future.result())
+            case = target.case(name)
+            if golden.outcome is None:
+                continue
+            points[(name, mode)] = golden.outcome.crash_points
+            if crash == "none":
+                continue
+            todo = list(crash_points) if crash_points else golden.outcome.crash_points
+            for point in todo:
+                for n in range(1, repeat + 1):
+                    crash_futures.append(executor.submit(
+                        run_one, target, case, mode, folder(f"{name}-{mode}"), point, golden.outcome, n,
+                        keep=crash == "recovery", **opts))
+        more = []
+        for future in crash_futures:
+            r = done(future.result())
+            if crash == "recovery" and r.outcome is not None and crashpoints.THEN.strip() not in (r.crash_point or ""):
+                case = target.case(r.case)
+                golden_out = next(g.outcome for g in results if g.crash_point is None and g.case == r.case
+                                  and g.durability == r.durability)
+                for second in _recovery_points(r.outcome.crash_points, r.crash_point):
+                    more.append(executor.submit(run_one, target, case, r.durability, folder(f"{r.case}-{r.durability}"),
+                                                f"{r.crash_point}{crashpoints.THEN}{second}", golden_out, r.repeat, **opts))
+                if r.verdict == "passed":
+                    r.outcome = None
+        for future in more:
+            done(future.result())
+    finally:
+        if own:
+            # each pool thread's zygote dies with its thread (PR_SET_PDEATHSIG follows the creating thread)
+            executor.shutdown(wait=True, cancel_futures=True)
+        if workdir is None:
+            shutil.rmtree(root, ignore_errors=True)
+    from crashpoint.harness.targets.langgraph import engine_version
+
+    return TargetSweep(target, results, points, time.monotonic() - began, engine_version())

@@ -1,0 +1,148 @@
+"""The target description: a team's own workflow code, its inputs, how a human answers, what is gated.
+
+A target is a YAML file (schema ``scenarios/schemas/target.schema.json``) or the same as a Python
+object, :class:`Target` (``crashpoint.Target``), for pytest::
+
+    target: refund-agent
+    engine: langgraph
+    entry: langgraph_refund.graph:builder      # a StateGraph builder or a compiled graph
+    pythonpath: [".."]                          # relative to this file
+    inputs:
+      - {thread: order-1001, input: {order_id: "1001", amount_cents: 4200}}
+    human:                                      # interrupting node -> answers, in order
+      approve: [{resume: {approved: true}}]
+    gates: {issue_refund: approve}              # effect -> node whose granted answer must come first
+    effects: [myapp.payments:charge]            # patched by dotted path in every worker
+    invariants: [langgraph_refund.checks:one_refund_per_order]
+    durability: [sync, async]
+    cases:                                      # variations swept one by one (default: one case)
+      - {name: granted}
+      - {name: denied-then-granted, human: {approve: [{resume: {approved: false}, grants: false},
+                                                      {resume: {approved: true}}]}}
+      - {name: issue-times-out, faults: [{effect: issue_refund, outcome: timeout}]}
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from crashpoint.errors import CaseError
+
+ENGINES = ("langgraph",)
+DURABILITY = ("sync", "async", "exit")
+
+
+@dataclass(frozen=True)
+class TargetCase:
+    """One variation of a target's run: ``human`` answers and tool ``faults`` (each ``{effect, outcome,
+    times, seconds?}``) replace the target's; ``expect``: thread -> ``finished`` | ``waiting``."""
+
+    name: str = "default"
+    human: dict[str, list[dict[str, Any]]] | None = None
+    faults: list[dict[str, Any]] = field(default_factory=list)
+    expect: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A team's workflow under crashpoint (see the module docstring for the fields).
+
+    Attributes:
+        name: the target's name. ``engine``: one of :data:`ENGINES`. ``entry``: ``module:attr``.
+        inputs: ``[{"thread": str, "input": Any}]``. ``human``: node -> ``[{"resume": Any, "grants": bool}]``.
+        gates: effect -> gating node. ``effects``: ``[{"path", "name"?, "key"?}]``. ``invariants``: specs.
+        durability: modes to sweep. ``saver``: ``sqlite`` or ``module:Class``. ``budget_s``: wall seconds a
+            run may take. ``pythonpath``: absolute folders. ``cases``: :class:`TargetCase` list.
+        file: the YAML it came from (``None`` when built in Python).
+    """
+
+    name: str
+    entry: str
+    inputs: list[dict[str, Any]]
+    engine: str = "langgraph"
+    human: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    gates: dict[str, str] = field(default_factory=dict)
+    effects: list[dict[str, Any]] = field(default_factory=list)
+    invariants: list[str] = field(default_factory=list)
+    durability: list[str] = field(default_factory=lambda: ["sync"])
+    saver: str = "sqlite"
+    budget_s: float = 60.0
+    pythonpath: list[str] = field(default_factory=list)
+    cases: list[TargetCase] = field(default_factory=lambda: [TargetCase()])
+    file: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise CaseError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}",
+                            file=self.file, field="engine")
+        bad = [m for m in self.durability if m not in DURABILITY]
+        if bad or not self.durability:
+            raise CaseError(f"durability modes must be among {', '.join(DURABILITY)}, got {self.durability!r}",
+                            file=self.file, field="durability")
+        if ":" not in self.entry:
+            raise CaseError(f"entry must be module:attribute, got {self.entry!r}", file=self.file, field="entry")
+        threads = [i["thread"] for i in self.inputs]
+        if not threads or len(set(threads)) != len(threads):
+            raise CaseError(f"inputs need distinct threads, got {threads!r}", file=self.file, field="inputs")
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "Target":
+        """Load and validate a target YAML file.
+
+        Raises:
+            CaseError: with file, line and field (schema violations, a missing file, bad YAML).
+        """
+        from crashpoint.harness.load.loader import _fill_defaults, _load_mapping, _schema, validate
+
+        path = Path(path)
+        data, locator = _load_mapping(path, "target")
+        validate(data, "target", path, locator)
+        _fill_defaults(data, _schema("target"), _schema("target"))
+        return cls.from_data(data, file=str(path))
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any], file: str | None = None) -> "Target":
+        """Build from the YAML form (defaults as the schema's); ``pythonpath`` is resolved against ``file``'s folder."""
+        data = copy.deepcopy(data)
+        base = Path(file).resolve().parent if file else Path.cwd()
+        effects = [e if isinstance(e, dict) else {"path": e} for e in data.get("effects", [])]
+        cases = [TargetCase(c["name"], c.get("human"), c.get("faults", []), c.get("expect", {}))
+                 for c in data.get("cases", [{"name": "default"}])]
+        return cls(name=data["target"], entry=data["entry"], inputs=data["inputs"], engine=data.get("engine", "langgraph"),
+                   human=data.get("human", {}), gates=data.get("gates", {}), effects=effects,
+                   invariants=data.get("invariants", []), durability=data.get("durability", ["sync"]),
+                   saver=data.get("saver", "sqlite"), budget_s=float(data.get("budget_s", 60)),
+                   pythonpath=[str((base / p).resolve()) for p in data.get("pythonpath", ["."])],
+                   cases=cases or [TargetCase()], file=file)
+
+    def to_data(self) -> dict[str, Any]:
+        """The YAML form (``pythonpath`` absolute); ``Target.from_data(t.to_data()) == t`` up to ``file``."""
+        return {"target": self.name, "engine": self.engine, "entry": self.entry, "inputs": self.inputs,
+                "human": self.human, "gates": self.gates, "effects": self.effects, "invariants": self.invariants,
+                "durability": self.durability, "saver": self.saver, "budget_s": self.budget_s,
+                "pythonpath": self.pythonpath, "cases": [{k: v for k, v in asdict(c).items() if v is not None}
+                                                         for c in self.cases]}
+
+    def case(self, name: str) -> TargetCase:
+        """The case called ``name``.
+
+        Raises:
+            KeyError: no such case.
+        """
+        for c in self.cases:
+            if c.name == name:
+                return c
+        raise KeyError(f"target {self.name!r} has no case {name!r} (cases: {', '.join(c.name for c in self.cases)})")
+
+    def answers(self, case: TargetCase) -> dict[str, list[dict[str, Any]]]:
+        """The human answers of ``case`` (its own, else the target's), each with ``grants`` filled."""
+        human = case.human if case.human is not None else self.human
+        return {node: [{"grants": True, **a} for a in answers] for node, answers in human.items()}
+
+    def dumps(self) -> str:
+        """JSON of :meth:`to_data` (what a worker reads)."""
+        return json.dumps(self.to_data(), sort_keys=True)
