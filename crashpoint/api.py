@@ -58,7 +58,8 @@ class EffectSpec:
     """How one effect is identified: its ``name`` and how to read its idempotency key.
 
     ``key`` is ``None`` (no key), the name of a parameter whose value is the key, or a callable taking
-    the effect's arguments and returning the key (``str`` or ``None``).
+    the effect's arguments by name (``lambda draft_id, **_: f"refund-{draft_id}"``) and returning the key
+    (``str`` or ``None``).
     """
 
     name: str
@@ -72,10 +73,8 @@ class EffectSpec:
         """
         if self.key is None:
             return None
-        if callable(self.key):
-            value = self.key(*args, **kwargs)
-        else:
-            value = bound_arguments(fn, args, kwargs).get(self.key)
+        bound = bound_arguments(fn, args, kwargs)
+        value = self.key(**bound) if callable(self.key) else bound.get(self.key)
         return None if value is None else str(value)
 
 
@@ -121,7 +120,8 @@ def effect(name: str | Callable[..., Any] | None = None, *, key: str | Callable[
     Args:
         name: the effect's name in the ledger, crash points and findings (default: the function's
             qualified name).
-        key: its idempotency key: ``None``, a parameter name, or ``callable(*args, **kwargs) -> str``.
+        key: its idempotency key: ``None``, a parameter name, or a callable given the call's arguments by
+            name (``lambda order_id, **_: f"refund-{order_id}"``) that returns it.
 
     Returns:
         The wrapped function (or, without a function, the decorator).

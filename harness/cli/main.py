@@ -141,6 +141,15 @@ def check_sweep_options(args: argparse.Namespace) -> None:
 def _cmd_validate(args: argparse.Namespace) -> int:
     from crashpoint.harness.load.loader import load_target
 
+    from crashpoint.harness.cli.target import is_target_file
+
+    if is_target_file(Path(args.path)):  # the team's own code (issue 12), not a pack
+        from crashpoint.harness.targets.target import Target
+
+        target = Target.from_file(args.path)
+        print(f"ok: target {target.name}: {target.engine} entry {target.entry}, {len(target.inputs)} input(s), "
+              f"{len(target.cases)} case(s) valid")
+        return ExitCode.OK
     pack, cases = load_target(resolve_path(args.path))
     print(f"ok: pack {pack.name} {pack.version}: {len(pack.workflows)} workflow(s), {len(cases)} case(s) valid")
     return ExitCode.OK
@@ -158,7 +167,10 @@ def progress_for(args: argparse.Namespace):
 def _cmd_run(args: argparse.Namespace) -> int:
     from crashpoint.harness.run.executors import describe, make_executor
     from crashpoint.harness.load.loader import load_target
+    from crashpoint.harness.cli.target import is_target_file, run_target_command
 
+    if is_target_file(Path(args.path)):  # the team's own code (issue 12), not a pack
+        return run_target_command(args, Path(args.path))
     pack, cases = load_target(resolve_path(args.path))
     adapter = _adapter(args.engine)
     if getattr(args, "adapter", None):  # any engine's adapter (crashpoint certify grades these)
@@ -313,7 +325,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"crashpoint {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="sweep a pack or a case: a golden run, then a SIGKILL at every crash point")
-    run.add_argument("path", help="pack folder, case file, or built-in pack name (refunds)")
+    run.add_argument("path", help="pack folder, case file, built-in pack name (refunds), or a target file "
+                                  "(TARGET.yaml: the team's own workflow code)")
     run.add_argument("--crash", choices=("every", "none", "recovery"), default="every",
                      help="every: kill at each crash point of the golden run; none: golden runs only; "
                           "recovery: every, plus a second kill at each crash point of each recovery")
@@ -344,6 +357,9 @@ def build_parser() -> argparse.ArgumentParser:
     from crashpoint.harness.cli import report as cli_report
 
     cli_report.add_run_options(run)
+    from crashpoint.harness.cli.target import add_target_options
+
+    add_target_options(run)
     run.set_defaults(func=_cmd_run)
     val = sub.add_parser("validate", help="check a pack or case files against their schemas without running")
     val.add_argument("path")

@@ -91,7 +91,8 @@ class _WarmServer(forkserver.ForkServer):
     def __init__(self, pythonpath: list[str], modules: list[str]) -> None:
         import subprocess
 
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([*pythonpath, os.environ.get("PYTHONPATH", "")])}
+        env = {**os.environ, **forkserver.ISOLATED_ENV,
+               "PYTHONPATH": os.pathsep.join([*pythonpath, os.environ.get("PYTHONPATH", "")])}
         self.proc = subprocess.Popen([sys.executable, "-m", "crashpoint.harness.run.forkserver",
                                       *forkserver.PRELOAD, WORKER_MODULE, *modules],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -169,7 +170,7 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
             left = deadline - time.monotonic()
             if left <= 0:
                 raise WorkerTimeout(f"over the budget of {target.budget_s:g} s")
-            env = {RUN_MARKER: str(run_dir)}
+            env = {**forkserver.ISOLATED_ENV, RUN_MARKER: str(run_dir)}
             if warm:
                 rc, leftovers = warm_server(target).run(WORKER_MODULE, argv, left, env, log)
             else:

@@ -1,0 +1,92 @@
+"""``crashpoint run TARGET.yaml``: sweep a team's own workflow code (a target) instead of a pack.
+
+A file is a target when its top level has ``target``, ``engine`` and ``entry``. The options that make
+sense for a target are those of ``crashpoint run`` (``--crash``, ``--crash-point``, ``--json``,
+``--workers``, ``--executor``, ``--workdir``, ``--crash-mode kill|kill-cold``, ``-q``) plus
+``--case``, ``--durability``, ``--repeat`` and ``--write-latency-ms``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from crashpoint.errors import UsageError
+
+
+def is_target_file(path: Path) -> bool:
+    """``True`` when ``path`` is a YAML file whose top level names a ``target``, an ``engine`` and an ``entry``."""
+    if not path.is_file() or path.suffix not in (".yaml", ".yml", ".json"):
+        return False
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8", errors="replace")[:1_000_000])
+    except yaml.YAMLError:
+        return False
+    return isinstance(data, dict) and {"target", "engine", "entry"} <= set(data)
+
+
+def add_target_options(run: argparse.ArgumentParser) -> None:
+    """The options of ``crashpoint run`` that only targets read."""
+    group = run.add_argument_group("targets (a TARGET.yaml of the team's own code)")
+    group.add_argument("--case", action="append", metavar="NAME", help="only this case of the target (repeatable)")
+    group.add_argument("--durability", action="append", choices=("sync", "async", "exit"),
+                       help="only this durability mode (repeatable; default: the target's)")
+    group.add_argument("--repeat", type=int, default=1, metavar="N",
+                       help="runs per crash point (a racy point's outcome can depend on thread timing)")
+    group.add_argument("--write-latency-ms", type=float, default=0.0, metavar="MS",
+                       help="delay added to each checkpoint write of the engine (widens in-flight windows)")
+
+
+def run_target_command(args: argparse.Namespace, path: Path) -> int:
+    """Sweep the target at ``path``; print a summary and the failures; exit 0 (all passed) or 1."""
+    from crashpoint.harness.run.executors import make_executor
+    from crashpoint.harness.targets.sweep import sweep
+    from crashpoint.harness.targets.target import Target
+
+    target = Target.from_file(path)
+    if args.repeat < 1 or args.write_latency_ms < 0:
+        raise UsageError("--repeat must be >= 1 and --write-latency-ms >= 0")
+    if args.crash_mode not in ("kill", "kill-cold"):
+        raise UsageError("a target runs with real kills only: --crash-mode kill or kill-cold")
+    executor, close = make_executor(args.executor or "threads", args.workers or 2)
+    try:
+        result = sweep(target, cases=args.case, durability=args.durability, crash=args.crash,
+                       crash_points=args.crash_point, repeat=args.repeat, executor=executor,
+                       warm=args.crash_mode == "kill", write_latency_ms=args.write_latency_ms,
+                       workdir=args.workdir)
+    finally:
+        close()
+    counts = result.counts()
+    points = sum(len(p) for p in result.crash_points.values())
+    print(f"target {target.name} on {result.engine_version}: {len(result.results)} runs, {points} crash points "
+          f"over {len(result.crash_points)} case/mode pair(s), {result.wall_s:.1f} s")
+    print("  " + ", ".join(f"{v} {n}" for v, n in counts.items()))
+    for rule, n in sorted(result.findings().items()):
+        print(f"  {rule}: {n} run(s)")
+    shown = 0
+    for r in result.results:
+        if r.verdict == "passed" or (args.quiet and shown >= 10):
+            continue
+        shown += 1
+        print(f"\n{r.verdict.upper()} {r.case} [{r.durability}] at {r.crash_point or 'golden run'}"
+              f"{f' (repeat {r.repeat})' if r.repeat > 1 else ''}")
+        for f in r.failures:
+            print(f"  {f.oracle}: {f.message}")
+            for e in f.evidence[:3]:
+                print(f"      {e}")
+        for u in r.unknown:
+            print(f"  unknown: {u}")
+        if r.error:
+            print(f"  error: {r.error}")
+        print(f"  repro: {r.repro(target)}")
+    if args.json:
+        tmp = Path(args.json).with_name(Path(args.json).name + ".tmp")
+        tmp.write_text(json.dumps(result.to_dict(), indent=1, default=str))
+        os.replace(tmp, args.json)
+    sys.stdout.flush()
+    return 0 if result.passed else 1

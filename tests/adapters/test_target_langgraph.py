@@ -1,0 +1,70 @@
+"""LangGraph targets: the team's own graph (examples/langgraph_refund) under real SIGKILLs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("langgraph.checkpoint.sqlite")
+
+from crashpoint.harness.targets.driver import run_target  # noqa: E402
+from crashpoint.harness.targets.effects import alive  # noqa: E402
+from crashpoint.harness.targets.oracles import judge  # noqa: E402
+from crashpoint.harness.targets.sweep import run_one, sweep  # noqa: E402
+from crashpoint.harness.targets.target import Target  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+TARGET = ROOT / "examples/langgraph_refund/target.yaml"
+
+
+@pytest.fixture(scope="module")
+def target() -> Target:
+    return Target.from_file(TARGET)
+
+
+@pytest.fixture(scope="module")
+def golden(target: Target, tmp_path_factory: pytest.TempPathFactory):
+    return run_target(target, target.case("approved"), "sync", tmp_path_factory.mktemp("golden"))
+
+
+def test_golden_run_of_the_teams_graph(target: Target, golden) -> None:
+    assert golden.threads["order-1001"]["status"] == "finished"
+    assert [(c.effect, c.outcome, c.node) for c in golden.calls] == [
+        ("draft_refund", "applied", "draft"), ("notify_customer", "applied", "notify_received"),
+        ("issue_refund", "applied", "issue"), ("notify_customer", "applied", "notify_done")]
+    assert [p["phase"] for p in golden.pids] == ["start", "answer"]  # the approval came to a new process
+    assert golden.pids[0]["pid"] != golden.pids[1]["pid"] and golden.kills == 0
+    for first in ("before_put:order-1001@-1", "node:order-1001@route", "before_writes:order-1001@route",
+                  "before_effect:issue_refund", "after_effect:issue_refund", "before_writes:order-1001@resume"):
+        assert first in golden.crash_points
+    assert judge(target, golden, None) == ([], [])
+
+
+def test_a_real_kill_after_the_refund_is_verified_and_recovered_by_a_new_process(target: Target, golden,
+                                                                                  tmp_path: Path) -> None:
+    out = run_target(target, target.case("approved"), "sync", tmp_path, "after_effect:issue_refund")
+    killed = [p for p in out.pids if p["rc"] == -9]
+    assert len(killed) == 1 and out.kills == 1 and out.fired == ["after_effect:issue_refund"]
+    assert not alive(killed[0]["pid"])
+    after = out.pids[out.pids.index(killed[0]) + 1]
+    assert after["phase"] == "recover" and after["pid"] != killed[0]["pid"] and after["rc"] == 0
+    issues = [(c.outcome, c.pid) for c in out.calls if c.effect == "issue_refund"]
+    assert issues == [("applied", killed[0]["pid"]), ("duplicate", after["pid"])]  # the key made it safe
+    assert judge(target, out, golden) == ([], [])
+
+
+def test_async_durability_loses_the_refund_step_every_time(target: Target, golden, tmp_path: Path) -> None:
+    """LangGraph's default durability writes a step's checkpoint while the next step runs: a kill as the
+    next node starts loses it and the refund node runs again (with a write latency, every time)."""
+    for n in range(3):
+        r = run_one(target, target.case("approved"), "async", tmp_path / str(n), "node:order-1001@notify_done",
+                    golden, write_latency_ms=50)
+        assert r.verdict == "failed", r.error
+        assert any(f.oracle == "target.repeats_explained" and "issue_refund ran again" in f.message
+                   for f in r.failures)
+
+
+def test_sync_sweep_of_the_example_passes(target: Target) -> None:
+    result = sweep(target, cases=["approved"], durability=["sync"], workers=2)
+    assert result.counts()["passed"] == len(result.results) > 40, result.to_dict()["runs"][:3]

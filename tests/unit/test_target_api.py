@@ -1,0 +1,106 @@
+"""The target API (crashpoint.effect / crashpoint.invariant / Target) without an engine."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import crashpoint
+import crashpoint.api as api
+from crashpoint.errors import CaseError
+from crashpoint.fakes.ledger import Ledger
+from crashpoint.harness.targets.effects import EffectSession, read_calls
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_importing_crashpoint_imports_no_harness_pandas_or_engine() -> None:
+    code = ("import sys, crashpoint; crashpoint.effect('x')(len); "
+            "print(sorted(m for m in sys.modules if m.startswith(('crashpoint.harness', 'crashpoint.fakes', "
+            "'crashpoint.engine', 'pandas', 'langgraph', 'yaml', 'jsonschema', 'dbos', 'temporalio'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_outside_a_run_an_effect_is_the_function() -> None:
+    calls = []
+
+    @crashpoint.effect("charge", key="key")
+    def charge(amount: int, key: str | None = None) -> dict:
+        calls.append(amount)
+        return {"charged": amount}
+
+    assert api._session is None
+    assert charge(5, key="k") == {"charged": 5} and charge(5, key="k") == {"charged": 5}
+    assert calls == [5, 5] and charge.__name__ == "charge"
+    assert api.wrap(charge) is charge  # wrapping twice keeps one wrapper
+
+
+@pytest.fixture()
+def session(tmp_path: Path):
+    points: list[str] = []
+    s = EffectSession(tmp_path / "ledger.db", points.append, lambda: {"thread": "t1", "node": "issue", "step": 3},
+                      lambda thread: True)
+    api._install(s)
+    yield s, points
+    api._install(None)
+
+
+def test_inside_a_run_calls_go_to_the_ledger_and_a_repeated_key_is_not_applied_again(session) -> None:
+    s, points = session
+    ran = []
+
+    @crashpoint.effect("issue_refund", key=lambda draft_id, **_: f"refund-{draft_id}")
+    def issue(draft_id: str, amount: int) -> dict:
+        ran.append(draft_id)
+        return {"refund": draft_id, "amount": amount}
+
+    assert issue("d1", 10) == {"refund": "d1", "amount": 10}
+    assert issue("d1", 10) == {"refund": "d1", "amount": 10}  # answered from the ledger
+    assert ran == ["d1"]
+    calls = read_calls(s.ledger)
+    assert [(c.effect, c.key, c.outcome, c.thread, c.node, c.step, c.durable) for c in calls] == [
+        ("issue_refund", "refund-d1", "applied", "t1", "issue", 3, True),
+        ("issue_refund", "refund-d1", "duplicate", "t1", "issue", 3, True)]
+    assert calls[0].pid == calls[1].pid and calls[0].digest == calls[1].digest and not calls[1].live_others
+    assert points == ["before_effect:issue_refund", "after_effect:issue_refund"]
+
+
+@pytest.mark.parametrize("outcome, applied, error", [
+    ("retryable", 0, crashpoint.EffectFault), ("fatal", 0, crashpoint.EffectFault),
+    ("timeout", 0, crashpoint.EffectTimeout), ("lost_response", 1, crashpoint.EffectFault)])
+def test_scripted_tool_faults(session, tmp_path: Path, outcome: str, applied: int, error: type) -> None:
+    s, _ = session
+    Ledger(tmp_path / "ledger.db").script("notify", outcome)
+    ran = []
+    notify = crashpoint.effect("notify")(lambda to: ran.append(to) or "sent")
+    with pytest.raises(error) as info:
+        notify("a@b")
+    assert info.value.retryable is (outcome != "fatal")
+    assert info.value.maybe_applied is (outcome == "lost_response")
+    assert len(ran) == applied
+    assert notify("a@b") == "sent"  # the script is consumed: the next call succeeds (no key: a new effect)
+    assert [c.outcome for c in read_calls(s.ledger)] == (["applied", "applied"] if applied else ["failed", "applied"])
+
+
+def test_invariant_registers_and_returns_the_function() -> None:
+    def one_refund(run: crashpoint.RunView) -> None:
+        assert len(run.applied("issue_refund")) <= 1
+
+    assert crashpoint.invariant(one_refund) is one_refund
+    assert api.registered_invariants()["one_refund"] is one_refund
+
+
+def test_target_yaml_round_trip_and_errors(tmp_path: Path) -> None:
+    target = crashpoint.Target.from_file(ROOT / "examples/langgraph_refund/target.yaml")
+    assert target.entry == "langgraph_refund.graph:builder" and target.gates == {"issue_refund": "approve"}
+    again = crashpoint.Target.from_data(target.to_data(), file=target.file)
+    assert again == target
+    bad = tmp_path / "t.yaml"
+    bad.write_text("target: x\nengine: langgraph\nentry: a:b\ninputs:\n  - {thread: t, input: 1}\ndurability: [fast]\n")
+    with pytest.raises(CaseError) as info:
+        crashpoint.Target.from_file(bad)
+    assert str(info.value).startswith(f"{bad}:6: field durability[0]")
