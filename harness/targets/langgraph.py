@@ -8,7 +8,7 @@ durability=...)``, ``interrupt()`` / ``Command(resume=...)`` and ``SqliteSaver(c
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
+from crashpoint.harness.adapters.langgraph_adapter import _versions
 
 WORKER_MODULE = "crashpoint.harness.targets.langgraph_worker"
 PACKAGES = ("langgraph", "langgraph-checkpoint", "langgraph-checkpoint-sqlite")
@@ -16,10 +16,4 @@ PACKAGES = ("langgraph", "langgraph-checkpoint", "langgraph-checkpoint-sqlite")
 
 def engine_version() -> str:
     """``langgraph X, langgraph-checkpoint Y, langgraph-checkpoint-sqlite Z`` (``not installed`` for a missing one)."""
-    found = []
-    for package in PACKAGES:
-        try:
-            found.append(f"{package} {version(package)}")
-        except PackageNotFoundError:
-            found.append(f"{package} (not installed)")
-    return ", ".join(found)
+    return _versions(*PACKAGES)
