@@ -163,6 +163,11 @@ class Ledger:
         return [dict(r) | {"granted": bool(r["granted"])} for r in
                 self.db.execute("SELECT * FROM decisions ORDER BY seq")]
 
+    def last_gseq(self) -> int:
+        """The last position of the order shared by calls and decisions so far (0 before any)."""
+        return int(self.db.execute("SELECT COALESCE(MAX(g), 0) FROM (SELECT MAX(gseq) AS g FROM calls "
+                                   "UNION ALL SELECT MAX(gseq) FROM decisions)").fetchone()[0])
+
     def sequence(self) -> list[tuple[str, Any]]:
         """Calls and decisions in the order they happened: ``[("call", Call) | ("decision", dict)]``."""
         items = [(c.gseq, "call", c) for c in self.calls()] + [(d["gseq"], "decision", d) for d in self.decisions()]

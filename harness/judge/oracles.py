@@ -361,8 +361,10 @@ def differential(out: RunOutcome, golden: RunOutcome) -> list[Failure]:
 
 def judge(case: Case, pack: Pack, out: RunOutcome, golden: RunOutcome | None) -> list[Failure]:
     """Every oracle on one run; the differential one only for crashed runs with a golden run."""
+    from crashpoint.harness.judge import invariants  # it builds on this module's Failure and lines
+
     failures = final_status(case, out) + side_effects(case, pack, out) + trace_completeness(case, out) + \
-        agent_verdicts(case, pack, out)
+        agent_verdicts(case, pack, out) + invariants.check(case, pack, out)
     if golden is not None and out.crash_point is not None:
         failures += differential(out, golden)
     return failures

@@ -61,6 +61,8 @@ class RunOutcome:
         case_id: the case; ``crash_point`` the targeted crash point id or ``None`` (golden).
         workflow_id: the run's workflow id.
         status / stop_reason / pending_approval: the engine's final view of the workflow.
+        version: the definition version the engine's durable state pins the run to (``None`` when the
+            adapter's status does not say), read from the engine, never from its trace.
         trace: the workflow's trace (adapter shape).
         calls: ledger calls as dicts; ``decisions`` the human decisions; ``sequence`` both, in order.
         crash_points: crash point ids passed, in order (all worker processes of the run).
@@ -71,7 +73,9 @@ class RunOutcome:
         deliveries_log: every external delivery the driver made, in order (what a trace file replays):
             dicts with ``step`` (0: the start request, N: the N-th event after it) and ``kind``
             (``start``, ``approval``, ``cancel``, ``approval_timeout``, ``advance_clock``, ``kill``, or the
-            event's type for an event that delivered nothing, such as ``restart``) and the kind's fields.
+            event's type for an event that delivered nothing, such as ``restart``) and the kind's fields;
+            a ``kill`` names its ``crash_point``, the ``worker`` it killed and ``ledger_gseq``, the last
+            position in the ledger's order (calls and decisions) before the kill (0: none).
         notes: facts worth showing (events that had nothing to act on, unused tool scripts).
         clock_now: the virtual clock when the run ended, seconds.
         wall_s: wall time of the run, seconds.
@@ -87,6 +91,7 @@ class RunOutcome:
     status: str | None = None
     stop_reason: str | None = None
     pending_approval: dict[str, Any] | None = None
+    version: int | None = None
     trace: list[dict[str, Any]] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
     decisions: list[dict[str, Any]] = field(default_factory=list)
@@ -197,6 +202,7 @@ class Driver:
             status = self.adapter.status(ctx, workflow_id)
             out.status, out.stop_reason = status["status"], status.get("stop_reason")
             out.pending_approval = status.get("pending_approval")
+            out.version = status.get("version") if isinstance(status.get("version"), int) else None
             out.trace = self.adapter.trace(ctx, workflow_id)
             out.calls = [asdict(c) for c in ledger.calls()]
             out.decisions = ledger.decisions()
@@ -416,7 +422,8 @@ class Driver:
                 out.kills += 1
                 out.deliveries_log.append({"step": out.deliveries_log[-1]["step"] if out.deliveries_log else 0,
                                            "kind": "kill", "worker": out.workers,
-                                           "crash_point": crashpoints.fired_points(ctx.run_dir)[-1]})
+                                           "crash_point": crashpoints.fired_points(ctx.run_dir)[-1],
+                                           "ledger_gseq": held.ledger.last_gseq()})
                 continue
             tail = log.read_text(errors="replace").strip().splitlines()[-6:] if log.exists() else []
             raise EngineCrashed(f"worker exited with {rc} (not a harness kill): " + " | ".join(tail))

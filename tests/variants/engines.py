@@ -20,8 +20,9 @@ from typing import Any
 
 from crashpoint.engine.decide import next_position
 from crashpoint.engine.definition import APPROVAL_TOOL, Phase, WorkflowDefinition
-from crashpoint.engine.engine import Engine
+from crashpoint.engine.engine import Engine, resolve_args
 from crashpoint.engine.states import TERMINAL, Status
+from crashpoint.protocols import ToolError
 
 S = Status
 
@@ -573,3 +574,195 @@ class IgnoresAgentVerdict(Engine):
         definition = super()._definition(name, version)
         return replace(definition, phases=tuple(
             replace(p, tasks=tuple(replace(t, agent=False) for t in p.tasks)) for p in definition.phases))
+
+
+# Bugs of issue 15 ("catch what slips through"): each passed every oracle and every pack before the rule
+# or fault kind named in its docstring existed. Written to the issue's descriptions, not to one case.
+
+def _resumed_mid_step(engine: Engine, wid: str) -> tuple[Any, dict[str, Any]] | None:
+    """``(row, state)`` when this process has not seen ``wid`` yet and finds it mid-step (``running`` or
+    ``retrying``: a worker died there), else ``None``."""
+    if wid in engine._seen:
+        return None
+    row = engine.store.workflow(wid)
+    if row is None or row["status"] not in (S.RUNNING.value, S.RETRYING.value):
+        return None
+    return row, engine.store.load_state(wid, row)
+
+
+class AttemptsResetOnRestart(Engine):
+    """Bug: the attempt count of a retried task lives in the worker's memory; a new worker process that
+    resumes a retrying task starts counting at attempt 1 again.
+
+    A task with ``retries: 3`` allows 4 attempts; an outage longer than that, with a kill between two
+    failed attempts, makes 4 more calls after the kill (attempt numbers 1, 2, 1, 2, 3, 4). The run still
+    fails with the right reason, each call carries the right key, the effects are right.
+
+    Seed failure mode: "retries without a budget" (a retry policy that a restart resets).
+    Caught by: ``side_effects.retry_budget`` (calls of one key, counted across workers, past the
+    budget plus one per kill) and ``trace.attempts_monotonic`` (attempt numbers went back), in crashed
+    runs of an outage case.
+    """
+
+    def advance(self, workflow_id: str) -> str:
+        found = _resumed_mid_step(self, workflow_id)
+        if found is not None and found[1].get("attempt"):
+            row, st = found
+            st["attempt"] = 0  # the bug: this process counts from scratch
+            with self.store.transaction() as conn:
+                self.store.save_state(conn, workflow_id, row["status"], st, self.clock.now())
+        return super().advance(workflow_id)
+
+
+class LateDuplicateStartForks(Engine):
+    """Bug: a start request is deduplicated only while the first one waits for a worker.
+
+    The engine's dedup window covers requests that no worker has picked up yet (``accepted``); a start
+    request with the same idempotency key that arrives after the run began is taken as a new one and
+    starts a second run under a derived workflow id. Back-to-back duplicates (the packs' duplicate-start
+    cases) are recognised.
+
+    Seed failure mode: "duplicated events" (a retried start request, late).
+    Caught by: ``side_effects`` (the draft applied twice, under two keys) once a duplicate start is
+    delivered after the first worker ran (a ``duplicate`` event, or one delivered at a crash point).
+    """
+
+    def start(self, workflow_id: str, workflow: str, input: dict[str, Any] | None = None, **kw: Any) -> bool:
+        row = self.store.workflow(workflow_id)
+        if row is None or row["status"] == S.ACCEPTED.value:
+            return super().start(workflow_id, workflow, input, **kw)
+        n = len(self.store.workflow_ids()) + 1  # the bug: outside the window, a "new" request
+        kw["idempotency_key"] = f"{kw.get('idempotency_key') or workflow_id}#{n}"
+        return super().start(f"{workflow_id}-{n}", workflow, input, **kw)
+
+
+class ReconfirmsLastEffectOnResume(Engine):
+    """Bug: a worker that resumes a workflow a dead worker left mid-run calls the tool of the last
+    executed side effect again, under its key, "to confirm it landed", though its checkpoint had
+    committed the result.
+
+    The tool deduplicates the key (the ledger records a ``duplicate``), so the effects are right, and
+    one repeated call per kill is within the old allowance. The repeat is audited (``tool_call``) but
+    starts no step.
+
+    Seed failure mode: "the workflow cannot resume because the current step is implicit" (the resumed
+    worker does not trust its own checkpoint).
+    Caught by: ``side_effects.no_rerun_after_checkpoint`` after a kill at ``after_checkpoint:X`` of a
+    successful step X.
+    """
+
+    def advance(self, workflow_id: str) -> str:
+        found = _resumed_mid_step(self, workflow_id)
+        done = [e for e in found[1]["side_effects"] if e["status"] == "executed"] if found else []
+        if found is not None and done:
+            row, st = found
+            task = self._definition(row["definition"], row["version"]).task(done[-1]["task"])
+            args, key = resolve_args(task.args, st), done[-1]["idempotency_key"]
+            with self.store.transaction() as conn:
+                self.store.append(conn, workflow_id, self.clock.now(), "tool_call", task=task.id, tool=task.tool,
+                                  idempotency_key=key, attempt=1, args=args, side_effect=task.side_effect)
+            try:
+                self.tools.call(task.tool, args, key)  # the bug: a committed step called again
+            except ToolError:
+                pass
+        return super().advance(workflow_id)
+
+
+class RecoveryClaimNeverExpires(Engine):
+    """Bug: a worker that resumes a workflow a dead worker left mid-step claims it in the durable state
+    (``recovering_by``) until its next checkpoint; a worker that finds another worker's claim leaves the
+    workflow to that worker, without checking that it is alive (a claim with no liveness, no expiry).
+
+    One kill is recovered (the claim is cleared at the recovery's first checkpoint). A second kill during
+    the recovery leaves the claim of a dead worker, and every later worker skips the workflow: it stays
+    ``running`` for ever.
+
+    Seed failure mode: "the workflow cannot resume" (a crash during recovery).
+    Caught by: ``final_status`` and ``differential`` (left ``running``), only in runs with a kill during
+    the recovery from a kill (``A >> B``).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._me = uuid.uuid4().hex
+
+    def advance(self, workflow_id: str) -> str:
+        found = _resumed_mid_step(self, workflow_id)
+        if found is not None:
+            row, st = found
+            if st.get("recovering_by") not in (None, self._me):
+                self._seen.add(workflow_id)
+                return row["status"]  # the bug: another worker's claim is trusted, alive or not
+            st["recovering_by"] = self._me
+            with self.store.transaction() as conn:
+                self.store.save_state(conn, workflow_id, row["status"], st, self.clock.now())
+        return super().advance(workflow_id)
+
+    def _commit(self, name: str, wid: str, st: dict[str, Any], moves: list[Status], **kwargs: Any) -> None:
+        st.pop("recovering_by", None)
+        super()._commit(name, wid, st, moves, **kwargs)
+
+
+class _RekeyRepeats:
+    """Tools seen through an engine that calls a repeated compensation under a new key."""
+
+    def __init__(self, tools: Any) -> None:
+        self.tools = tools
+        self.seen: dict[str, int] = {}
+
+    def call(self, tool: str, args: Any, idempotency_key: str) -> Any:
+        if idempotency_key.endswith("/compensate"):
+            n = self.seen[idempotency_key] = self.seen.get(idempotency_key, 0) + 1
+            if n > 1:
+                idempotency_key = f"{idempotency_key}#retry{n}"  # the bug
+        return self.tools.call(tool, args, idempotency_key)
+
+
+class CompensationNewKeyOnRetry(Engine):
+    """Bug: a compensation that failed retryably is retried under a new idempotency key.
+
+    Tasks keep their keys across retries; the compensation loop does not. A compensation that failed and
+    applied nothing (a 503) is retried harmlessly; one whose answer was lost (the draft was cancelled,
+    the reply never came) is applied a second time.
+
+    Seed failure mode: "side-effect steps are retried without idempotency" (in the saga's undo path).
+    Caught by: ``side_effects`` (the compensation applied twice) on a case that loses a compensation's
+    answer, already in the golden run.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.tools = _RekeyRepeats(self.tools)
+
+
+class RunsLatestVersionTracesPinned(RunsLatestVersion):
+    """Bug: as :class:`RunsLatestVersion` (every worker runs the latest deployed definition), but the
+    trace names the version the run is pinned to, so a check of the trace's version numbers passes.
+
+    Seed failure mode: "workflow definitions change under running instances".
+    Caught by: ``versions.pinned`` (a step of the new version ran, which the run's version lacks), read
+    from the definitions the harness deployed; and ``final_status`` where the new version breaks the run.
+    """
+
+    def _definition(self, name: str, version: int) -> WorkflowDefinition:
+        return replace(super()._definition(name, version), version=version)  # the bug: claims the pinned one
+
+
+class DecisionConsumedBeforeApplied(Engine):
+    """Bug: a human decision is taken out of the inbox in its own transaction, before the checkpoint that
+    applies it; a kill between the two loses the decision, and the workflow waits for an answer that
+    already came.
+
+    Seed failure mode: "approval state is kept only in the chat history and disappears after a restart".
+    Caught by: ``final_status`` ("expected final status succeeded, got waiting_approval") and
+    ``differential`` after a kill at ``before_checkpoint:approval_decision``; the message names the
+    delivery and the kill after which the run stopped moving.
+    """
+
+    def _commit(self, name: str, wid: str, st: dict[str, Any], moves: list[Status], **kwargs: Any) -> None:
+        if name == "approval_decision" and kwargs.get("consume"):
+            with self.store.transaction() as conn:  # the bug: not the decision's own checkpoint
+                for seq in kwargs["consume"]:
+                    conn.execute("UPDATE inbox SET consumed=1 WHERE seq=?", (seq,))
+            kwargs = {**kwargs, "consume": []}
+        super()._commit(name, wid, st, moves, **kwargs)
