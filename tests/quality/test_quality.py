@@ -254,3 +254,79 @@ def test_running_the_latest_version_after_a_deploy_is_caught() -> None:
                                           "then ran version 2")
     assert golden(result, DEPLOY) in hits
     assert_caught(result, "final_status", "expected final status succeeded, got failed")
+
+
+# ------------------------------------------------------------------ issue 15: what slipped through
+# Each broken engine below passed every oracle before the rule (or fault kind) its docstring names.
+
+ISSUE_15_CASES = ("approval_timeout_after_restart_escalates", "cancel_while_drafting_compensates_draft",
+                  "cancel_while_draft_retrying", "cancel_after_approval_before_issue",
+                  "cancel_after_refund_issued_completes_forward", "deploy_renaming_issue_step_keeps_pinned_version",
+                  "refund_denied_after_restart_compensates_draft", "compensation_retryable_failure_then_compensated",
+                  "compensation_response_lost_compensated_once", "compensation_refused_fails_with_reason")
+OUTAGE = "draft_retries_exhausted"
+COMP_LOST = "compensation_response_lost_compensated_once"
+COMP_RETRY = "compensation_retryable_failure_then_compensated"
+DEPLOY_RENAME = "deploy_renaming_issue_step_keeps_pinned_version"
+
+
+def test_reference_engine_passes_the_issue_15_cases() -> None:
+    result = run_golden("crashpoint.engine.engine:Engine", *ISSUE_15_CASES)
+    assert {r.verdict for r in result.results} == {"passed"}, describe(result.results)
+    swept = run_sweep("crashpoint.engine.engine:Engine", "cancel_while_draft_retrying", OUTAGE)
+    assert {r.verdict for r in swept.results} == {"passed"}, describe(swept.results)
+
+
+def test_attempts_counted_anew_by_each_worker_exceed_the_retry_budget() -> None:
+    result = run_sweep("variants.engines:AttemptsResetOnRestart", OUTAGE)
+    assert golden(result, OUTAGE).verdict == "passed", "one worker process counts right"
+    hits = assert_caught(result, "side_effects", "its retry budget allows 4 attempt(s)")
+    assert all(r.outcome.status == "failed" for r in hits), "the end state alone does not show this bug"
+    assert_caught(result, "trace", "went back from attempt")
+
+
+def test_step_called_again_after_its_checkpoint_committed_is_caught() -> None:
+    pack, cases = _target()
+    result = sweep(pack, [cases[HAPPY]], ReferenceAdapter(engine="variants.engines:ReconfirmsLastEffectOnResume"),
+                   crash="every", jobs=2, only=["after_checkpoint:refund_issued"])
+    hits = assert_caught(result, "side_effects", "refunds.issueRefund was called again under key "
+                                                 "wf-refund_approved_happy_path/issue_refund after the kill at "
+                                                 "after_checkpoint:refund_issued")
+    # one repeated call after one kill: within the old "one repeat per kill" allowance
+    assert not caught(result, "side_effects", "tool calls repeated an idempotency key"), describe(hits)
+    assert not caught(result, "differential", ""), "the tool deduplicated the key: the effects are right"
+
+
+def test_compensation_retried_under_a_new_key_is_caught_by_a_lost_compensation_answer() -> None:
+    result = run_golden("variants.engines:CompensationNewKeyOnRetry", COMP_LOST, COMP_RETRY)
+    # a retry that cancelled nothing applies nothing twice (only its unaudited key shows in the trace)
+    assert not [f for f in golden(result, COMP_RETRY).failures if f.oracle == "side_effects"]
+    hits = assert_caught(result, "side_effects", "compensation refunds.cancelRefundDraft of draft_refund applied "
+                                                 "2 times")
+    assert golden(result, COMP_LOST) in hits
+
+
+def test_latest_version_run_under_the_pinned_version_number_is_caught() -> None:
+    result = run_golden("variants.engines:RunsLatestVersionTracesPinned", DEPLOY_RENAME, HAPPY)
+    assert golden(result, HAPPY).verdict == "passed", "with one version deployed the bug is invisible"
+    hits = assert_caught(result, "versions", "step send_refund ran, which version 1 (the run's version) does not have")
+    assert golden(result, DEPLOY_RENAME) in hits
+    assert not caught(result, "trace", "changed definition version"), "the trace claims the pinned version"
+
+
+def test_decision_consumed_before_it_is_applied_is_lost_by_a_kill() -> None:
+    pack, cases = _target()
+    result = sweep(pack, [cases[HAPPY]], ReferenceAdapter(engine="variants.engines:DecisionConsumedBeforeApplied"),
+                   crash="every", jobs=2, only=["before_checkpoint:approval_decision"])
+    assert golden(result, HAPPY).verdict == "passed"
+    assert_caught(result, "final_status", "expected final status succeeded, got waiting_approval")
+
+
+def test_recovery_claim_of_a_dead_worker_leaves_the_run_running() -> None:
+    pack, cases = _target()
+    result = sweep(pack, [cases[HAPPY]], ReferenceAdapter(engine="variants.engines:RecoveryClaimNeverExpires"),
+                   crash="recovery", budget=2, jobs=2, only=["after_effect:refunds.draftRefundRequest"])
+    singles = [r for r in result.results if r.crash_point and ">>" not in r.crash_point]
+    assert {r.verdict for r in singles} == {"passed"}, "one kill is recovered: " + describe(singles)
+    hits = assert_caught(result, "final_status", "expected final status succeeded, got running")
+    assert all(">>" in r.crash_point for r in hits)
