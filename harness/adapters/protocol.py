@@ -112,3 +112,11 @@ class EngineAdapter(Protocol):
     def trace(self, run: RunContext, workflow_id: str) -> list[dict[str, Any]]:
         """The workflow's trace, oldest first, in the shape described in the module docstring."""
         ...
+
+
+def adapter_class(adapter: Any) -> str:
+    """The class name of ``adapter`` under any wrapper that keeps it as ``wrapped`` (the
+    ``GuardedAdapter`` of ``--adapter``): what the results store's ``adapter`` column holds."""
+    while "wrapped" in getattr(adapter, "__dict__", {}):
+        adapter = adapter.__dict__["wrapped"]
+    return type(adapter).__name__

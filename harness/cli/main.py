@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import shlex
 import sys
 import time
 from enum import IntEnum
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Sequence
 
 from crashpoint.errors import CaseError, CrashpointError, EngineCrashed, UsageError, WorkerTimeout, printable
-from crashpoint.harness.run.driver import CRASH_MODES
+from crashpoint.harness.run.modes import CRASH_MODES
 
 
 class ExitCode(IntEnum):
@@ -68,22 +69,23 @@ def resolve_path(raw: str) -> Path:
 
 
 def repro_command(case_path: Path, crash_point: str | None, engine: str | None = None,
-                  crash_mode: str = "kill") -> str:
-    """The one-line command that re-runs one case at one crash point (path relative to the cwd if inside it)."""
+                  crash_mode: str = "kill", adapter: str | None = None) -> str:
+    """The one-line command that re-runs one case at one crash point (path relative to the cwd if
+    inside it), every word quoted for a POSIX shell (:func:`shlex.join`): a case file named
+    ``x$(touch P).yaml`` or a crash point holding ``'`` runs nothing when the line is pasted."""
     try:
         case_path = case_path.resolve().relative_to(Path.cwd())
     except ValueError:
         pass
-    cmd = f"crashpoint run {case_path}"
-    if crash_point:
-        cmd += f" --crash-point '{crash_point}'"
-    else:
-        cmd += " --crash none"
+    words = ["crashpoint", "run", str(case_path)]
+    words += ["--crash-point", crash_point] if crash_point else ["--crash", "none"]
     if engine:
-        cmd += f" --engine {engine}"
+        words += ["--engine", engine]
     if crash_mode != "kill":
-        cmd += f" --crash-mode {crash_mode}"
-    return cmd
+        words += ["--crash-mode", crash_mode]
+    if adapter:
+        words += ["--adapter", adapter]
+    return shlex.join(words)
 
 
 def _adapter(spec: str | None):
@@ -251,9 +253,8 @@ def _sweep_and_report(args: argparse.Namespace, pack, cases, adapter, executor, 
     for r in data["results"]:
         if r["verdict"] != "passed":
             point = None if r["crash_point"] == "none" else r["crash_point"]
-            r["reproduce"] = repro_command(paths[r["case_id"]], point, args.engine, args.crash_mode)
-            if getattr(args, "adapter", None):
-                r["reproduce"] += f" --adapter {args.adapter}"
+            r["reproduce"] = repro_command(paths[r["case_id"]], point, args.engine, args.crash_mode,
+                                           getattr(args, "adapter", None))
     if not args.quiet:
         print(text.case_tables(data))
         print()

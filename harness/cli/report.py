@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from crashpoint.errors import UsageError
-from crashpoint.harness.run.driver import crash_label
+from crashpoint.harness.run.modes import crash_label
 
 FORMATS = ("json", "junit", "markdown", "html")
 WEEKLY_FORMATS = ("markdown", "json", "html")
@@ -42,20 +42,23 @@ class SweepRecorder:
         url: the ``--results-db`` value (``""``: the default store).
         pack, cases, adapter: the sweep's pack, cases and engine adapter.
         crash: the stored crash setting (:func:`~crashpoint.harness.run.driver.crash_label`); ``engine_spec``
-            and ``crash_mode``: the ``--engine`` and ``--crash-mode`` values (for reproduce commands).
+            ``crash_mode`` and ``adapter_spec``: the ``--engine``, ``--crash-mode`` and ``--adapter`` values
+            (for reproduce commands).
 
     Raises:
         UsageError: the store cannot be opened (named in the message).
     """
 
     def __init__(self, url: str, pack: Any, cases: list[Any], adapter: Any, crash: str,
-                 engine_spec: str | None, crash_mode: str = "kill") -> None:
+                 engine_spec: str | None, crash_mode: str = "kill", adapter_spec: str | None = None) -> None:
+        from crashpoint.harness.adapters.protocol import adapter_class
         from crashpoint.harness.judge.record import Recorder
 
         self.cases = {c.case_id: c for c in cases}
         self.engine_spec = engine_spec
         self.crash_mode = crash_mode
-        info = {"engine": adapter.name, "engine_version": adapter.version(), "adapter": type(adapter).__name__,
+        self.adapter_spec = adapter_spec
+        info = {"engine": adapter.name, "engine_version": adapter.version(), "adapter": adapter_class(adapter),
                 "pack": pack.name, "pack_version": pack.version, "crash": crash, "seed": None, "source": "cli"}
         self.recorder = Recorder(url or None, info)
 
@@ -70,7 +73,7 @@ class SweepRecorder:
         from crashpoint.harness.judge.record import stored_result
 
         case = self.cases.get(result.case_id)
-        repro = repro_command(case.path, result.crash_point, self.engine_spec, self.crash_mode) \
+        repro = repro_command(case.path, result.crash_point, self.engine_spec, self.crash_mode, self.adapter_spec) \
             if case is not None and result.verdict != "passed" else None
         self.recorder.add(stored_result(result, tuple(case.tags) if case is not None else (), repro))
 
@@ -84,7 +87,7 @@ def start_recording(args: argparse.Namespace, pack: Any, cases: list[Any], adapt
     if getattr(args, "results_db", None) is None:
         return None
     return SweepRecorder(args.results_db, pack, list(cases), adapter, crash_label(args.crash, args.crash_mode),
-                         args.engine, args.crash_mode)
+                         args.engine, args.crash_mode, getattr(args, "adapter", None))
 
 
 def add_report_parser(sub: Any, handler: Callable[[argparse.Namespace], int] | None = None) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import tempfile
 import time
@@ -118,4 +119,4 @@ def repro_line(case_path: Path, engine: str | None = None) -> str:
         shown = case_path.resolve().relative_to(Path.cwd())
     except ValueError:
         shown = case_path
-    return f"crashpoint run {shown} --crash none" + (f" --engine {engine}" if engine else "")
+    return shlex.join(["crashpoint", "run", str(shown), "--crash", "none", *(["--engine", engine] if engine else [])])

@@ -53,11 +53,13 @@ class GuardedAdapter:
     It pickles (for process pools and Dask) when the wrapped adapter does.
 
     Args:
-        inner: the adapter. Every other attribute is read from it.
+        inner: the adapter (also ``wrapped``, so that :func:`~crashpoint.harness.adapters.protocol.adapter_class`
+            names it). Every other attribute is read from it.
     """
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
+        self.wrapped = inner
         self.name = inner.name
 
     def __getattr__(self, attr: str) -> Any:
@@ -105,13 +107,11 @@ def load_adapter(spec: str) -> EngineAdapter:
 
 
 def repro(case_path: Path, crash_point: str | None, adapter_spec: str) -> str:
-    """``crashpoint run CASE --crash-point 'P' --adapter SPEC`` (``--crash none`` for a golden run)."""
-    try:
-        case_path = case_path.resolve().relative_to(Path.cwd())
-    except ValueError:
-        pass
-    point = f"--crash-point '{crash_point}'" if crash_point else "--crash none"
-    return f"crashpoint run {case_path} {point} --adapter {adapter_spec}"
+    """``crashpoint run CASE --crash-point P --adapter SPEC`` (``--crash none`` for a golden run),
+    quoted for a POSIX shell (see :func:`crashpoint.harness.cli.main.repro_command`)."""
+    from crashpoint.harness.cli.main import repro_command
+
+    return repro_command(case_path, crash_point, adapter=adapter_spec)
 
 
 def grade(sweep_result: Any, adapter: EngineAdapter, adapter_spec: str) -> dict[str, Any]:

@@ -50,11 +50,12 @@ def check_store(config: pytest.Config) -> None:
 def _run_info(item: Any) -> dict[str, Any]:
     """The stored run's info, from the first item recorded."""
     from crashpoint.harness.adapters.reference import ReferenceAdapter
+    from crashpoint.harness.adapters.protocol import adapter_class
 
     engine = item.config.getoption("crashpoint_engine")
     adapter = ReferenceAdapter(engine=engine, name=engine) if engine else ReferenceAdapter()
     chaos = item.golden is not None
-    return {"engine": adapter.name, "engine_version": adapter.version(), "adapter": type(adapter).__name__,
+    return {"engine": adapter.name, "engine_version": adapter.version(), "adapter": adapter_class(adapter),
             "pack": item.pack.name, "pack_version": item.pack.version, "crash": "every" if chaos else "none",
             "seed": None, "source": "pytest"}
 

@@ -38,17 +38,9 @@ from crashpoint.harness.run import crashpoints, forkserver, inprocess
 from crashpoint.harness.run.forkserver import forkable
 from crashpoint.harness.adapters.protocol import EngineAdapter, RunContext
 from crashpoint.harness.load.loader import Case, Pack, first_gate, redeployed
+from crashpoint.harness.run.modes import CRASH_MODES, crash_label  # noqa: F401  (re-exported)
 
 PROBE_SPEC = "crashpoint.harness.run.crashpoints:probe"
-#: How a crash happens and how workers start; see :class:`Driver`.
-CRASH_MODES = ("kill", "kill-cold", "inprocess")
-
-
-def crash_label(crash: str, crash_mode: str) -> str:
-    """The crash setting a run is stored and resumed under: ``crash`` (``every``...) for real kills of
-    forked workers, ``crash+MODE`` otherwise (``every+inprocess``), so that results of simulated
-    crashes are never mixed with, nor resumed as, real-kill results."""
-    return crash if crash_mode == "kill" else f"{crash}+{crash_mode}"
 #: Worker processes started for one event before the harness gives up on a crash loop, count.
 MAX_WORKERS_PER_RUN = 40
 

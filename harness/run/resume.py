@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from crashpoint.errors import UsageError
-from crashpoint.harness.run.driver import crash_label
+from crashpoint.harness.run.modes import crash_label
 from crashpoint.harness.load.loader import Case, Pack
 from crashpoint.harness.judge.oracles import Failure
 from crashpoint.harness.run.sweep import RunResult, SweepResult

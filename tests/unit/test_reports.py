@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import shlex
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -40,7 +41,7 @@ def test_junit_of_a_real_run_is_valid_and_carries_oracle_and_repro(schema: xmlsc
         f = c.find("failure")
         assert f.get("type") in ("side_effects", "differential", "trace", "final_status")
         assert f.get("message")
-        assert f"--crash-point '{c.get('name').removeprefix('kill@')}'" in f.text
+        assert f"--crash-point {shlex.quote(c.get('name').removeprefix('kill@'))}" in f.text
         assert "reproduce: crashpoint run " in f.text
     assert any(c.find("failure").get("type") == "side_effects" and "applied 2 times" in c.find("failure").get("message")
                for c in failed)
