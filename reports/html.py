@@ -15,6 +15,7 @@ import html
 from typing import Any
 
 from crashpoint.reports import charts
+from crashpoint.text import MAX_TEXT, clip
 from crashpoint.reports.summary import METRICS, counts, fmt_metric, metrics, per_case, result_id, run_title, visible
 
 #: Failing runs shown with a timeline (the rest are listed by id).
@@ -34,8 +35,9 @@ CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
 def e(value: Any) -> str:
     """``value`` as HTML text (quotes escaped too, so it is safe in attributes; control characters,
-    NUL included, shown as ``\\xNN``)."""
-    return html.escape(visible("" if value is None else str(value)), quote=True)
+    NUL included, shown as ``\\xNN``; cut at 4 x :data:`crashpoint.text.MAX_TEXT` characters, room for
+    a block of evidence lines of at most that size each)."""
+    return html.escape(visible(clip("" if value is None else str(value), 4 * MAX_TEXT)), quote=True)
 
 
 def table(head: list[str], rows: list[list[str]], numeric: set[int] = frozenset()) -> str:

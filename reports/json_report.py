@@ -16,8 +16,13 @@ def render(data: dict[str, Any]) -> str:
 
 def write_atomic(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and a rename, so a reader (or a
-    crash) never sees half a report. Raises ``OSError`` if the folder is not writable."""
+    crash) never sees half a report. Raises ``OSError`` if the folder is not writable, and
+    ``IsADirectoryError`` / ``FileExistsError`` (never replacing it) when ``path`` is a folder,
+    a device, a FIFO or a socket (``/dev/null`` stays a device)."""
     path = Path(path)
+    if path.exists() and not path.is_file():
+        kind = IsADirectoryError if path.is_dir() else FileExistsError
+        raise kind(f"{path}: not a regular file; refusing to replace it")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent if str(path.parent) else ".")
     try:
         umask = os.umask(0)

@@ -2,10 +2,11 @@
 
 One ``<testsuite>`` per case (``name`` = case id, ``package`` = pack), one ``<testcase>`` per
 (case, crash point) (``classname`` = ``crashpoint.<pack>.<case_id>``, ``name`` = ``golden`` or
-``kill@POINT``, ``time`` = wall seconds). A ``failed`` run has one ``<failure>`` per oracle finding
-(``type`` = the oracle, ``message`` = its message; the text holds the evidence and the
-``reproduce:`` command); ``error`` and ``unknown`` runs have an ``<error>``. Valid against the
-JUnit schema (``tests/data/junit-10.xsd``). Escaping is ElementTree's; characters XML 1.0 cannot
+``kill@POINT``, ``time`` = wall seconds). A ``failed`` run has one ``<failure>`` (``type`` = the
+oracle of its first finding; ``message`` = that finding, with how many more;
+the text holds every finding with its evidence and the ``reproduce:`` command); ``error`` and
+``unknown`` runs have an ``<error>``. Every string is cut at :data:`MAX_ATTRIBUTE` characters.
+Valid against the JUnit schema (``tests/data/junit-10.xsd``). Escaping is ElementTree's; characters XML 1.0 cannot
 carry (control characters) are replaced by ``?``.
 """
 
@@ -16,12 +17,17 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from crashpoint.reports.summary import counts, per_case
+from crashpoint.text import MAX_TEXT, clip
 
-_BAD_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+#: Characters kept of one string in an attribute or text line (an engine's 20 MB stop reason is cut
+#: here even in a store written before results were bounded; see :mod:`crashpoint.text`).
+MAX_ATTRIBUTE = MAX_TEXT
+
+_BAD_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def _clean(value: Any) -> str:
-    return _BAD_XML.sub("?", "" if value is None else str(value))
+    return _BAD_XML.sub("?", clip("" if value is None else str(value), MAX_ATTRIBUTE))
 
 
 def _time(seconds: Any) -> str:
@@ -31,14 +37,19 @@ def _time(seconds: Any) -> str:
 def _problem(parent: ET.Element, r: dict[str, Any]) -> None:
     repro = f"reproduce: {r['reproduce']}" if r.get("reproduce") else ""
     if r["verdict"] == "failed":
-        for f in r.get("failures") or []:
-            el = ET.SubElement(parent, "failure", type=_clean(f["oracle"]), message=_clean(f["message"]))
-            el.text = _clean("\n".join([f"[{f['oracle']}] {f['message']}", *f.get("evidence", []), repro]).strip())
-        if not r.get("failures"):
+        found = r.get("failures") or []
+        if not found:
             ET.SubElement(parent, "failure", type="verdict", message="failed").text = _clean(repro)
+            return
+        first = found[0]
+        more = f" (+{len(found) - 1} more finding(s))" if len(found) > 1 else ""
+        el = ET.SubElement(parent, "failure", type=_clean(first["oracle"]), message=_clean(f"{first['message']}{more}"))
+        body = [line for f in found for line in (f"[{_clean(f['oracle'])}] {_clean(f['message'])}",
+                                                 *(f"    {_clean(e)}" for e in f.get("evidence", [])))]
+        el.text = "\n".join([*body, _clean(repro)]).strip()
     elif r["verdict"] in ("error", "unknown"):
         el = ET.SubElement(parent, "error", type=r["verdict"], message=_clean(r.get("error") or r["verdict"]))
-        el.text = _clean("\n".join(x for x in (r.get("error") or "", repro) if x))
+        el.text = "\n".join(_clean(x) for x in (r.get("error") or "", repro) if x)
 
 
 def render(stored: dict[str, Any]) -> str:

@@ -11,21 +11,44 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from crashpoint.text import clip
 from crashpoint.reports.summary import METRICS, counts, fmt_metric, metrics, per_case, result_id, run_title, visible
 
 #: Failing runs shown in detail; the rest are counted.
 MAX_FAILURES = 25
 
-_SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
+#: Backslash-escaped; ``_`` only where it could open or close emphasis (not inside a word, where GFM
+#: reads it literally: ``cancel_while_waiting`` stays as written).
+_SPECIAL = re.compile(r"([\\`*\[\]|#~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
+
+
+#: Text that GitHub-flavoured Markdown would turn live: ``@mentions`` (a ping), bare URLs and ``www.``
+#: autolinks; each is broken with an entity, so it reads the same and links nothing.
+_LIVE = ((re.compile(r"@"), "&#64;"), (re.compile(r"(?i)(?<=[a-z0-9])://"), "&#58;//"),
+         (re.compile(r"(?i)\bwww\."), "www&#46;"))
 
 
 def escape(value: Any) -> str:
     """``value`` as inline Markdown text: ``\\ ` * _ [ ] | # ~`` backslash-escaped, ``<``, ``>`` and
-    ``&`` as entities, newlines as spaces (a table row stays one row), control characters as ``\\xNN``."""
-    text = visible("" if value is None else str(value))
+    ``&`` as entities, ``@`` (mentions), ``://`` and ``www.`` (autolinks) broken by an entity, newlines
+    as spaces (a table row stays one row), control and bidirectional characters as ``\\xNN`` /
+    ``\\uNNNN`` (:func:`~crashpoint.reports.summary.visible`)."""
+    text = visible(clip("" if value is None else str(value)))
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = _SPECIAL.sub(r"\\\1", text)
+    for pattern, entity in _LIVE:
+        text = pattern.sub(entity, text)
     return " ".join(text.splitlines())
+
+
+def code(value: Any) -> str:
+    """``value`` as an inline code span that nothing inside can close: fenced with one backtick more
+    than its longest run of backticks; newlines as ``\\n``, control and bidirectional characters as
+    escapes. Not for a table cell (GFM splits cells at ``|`` even inside code): use :func:`escape`."""
+    text = visible(clip("" if value is None else str(value))).replace("\r", "\\r").replace("\n", "\\n")
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text[:1] == "`" or text[-1:] == "`" or not text.strip() else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _fence(line: str) -> str:

@@ -222,6 +222,9 @@ class ResultStore:
                                      file=str(path)) from None
             elif path.is_dir():
                 raise UsageError(f"results database {path}: is a folder, not a SQLite file")
+            elif not path.is_file():  # reading a FIFO's first bytes would wait for a writer forever
+                raise UsageError(f"results database {path}: not a regular file (a FIFO, device or socket); "
+                                 "give a SQLite file")
             else:
                 with path.open("rb") as fh:
                     head = fh.read(16)

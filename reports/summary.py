@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
+from crashpoint.text import no_surrogates
+
 VERDICTS = ("passed", "failed", "error", "unknown")
 
 #: metric name -> (label, unit): every metric of a stored run and of the weekly report.
@@ -24,12 +26,17 @@ METRICS = {
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+#: Bidirectional controls (Trojan Source, CVE-2021-42574) and line/paragraph separators.
+_BIDI = re.compile("[\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def visible(text: str) -> str:
     """``text`` with every control character (C0 but tab and newline, DEL, C1) shown as ``\\xNN``,
-    so no terminal escape sequence, NUL or bell from an engine reaches a reader raw."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    every bidirectional control and line/paragraph separator as ``\\uNNNN`` and every lone surrogate
+    as ``\\udXXX`` (:func:`crashpoint.text.no_surrogates`), so no terminal escape sequence, NUL,
+    bell or reordered text from an engine reaches a reader raw, and writing it never raises."""
+    text = _BIDI.sub(lambda m: f"\\u{ord(m.group()):04x}", _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text))
+    return no_surrogates(text)
 
 
 def counts(results: Iterable[dict[str, Any]]) -> dict[str, int]:

@@ -17,6 +17,7 @@ def _cmd_certify(args: argparse.Namespace) -> int:
     from crashpoint.errors import UsageError
     from crashpoint.harness.judge.certify import certify, markdown, write
     from crashpoint.harness.cli.main import check_sweep_options, progress_for, resolve_path
+    from crashpoint.harness.cli.paths import output_folder
     from crashpoint.harness.run.executors import describe, make_executor
 
     spec = args.adapter or args.engine
@@ -24,6 +25,7 @@ def _cmd_certify(args: argparse.Namespace) -> int:
         raise UsageError("certify needs --adapter MODULE:CLASS (for example "
                          "crashpoint.harness.adapters.reference:ReferenceAdapter)")
     check_sweep_options(args)
+    output_folder(args.out, "--out")
     pack = resolve_path(args.pack_option or args.pack)
 
     executor, close_executor = make_executor(args.executor, args.workers)  # exit 2 here if Dask is unreachable

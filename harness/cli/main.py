@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Sequence
 
 from crashpoint.errors import CaseError, CrashpointError, EngineCrashed, UsageError, WorkerTimeout, printable
+from crashpoint.harness.cli.paths import output_file, output_folder
 from crashpoint.harness.run.modes import CRASH_MODES
 
 
@@ -50,6 +51,22 @@ def exit_code_of(exc: BaseException) -> ExitCode:
     if isinstance(exc, (EngineCrashed, WorkerTimeout)):
         return ExitCode.FAILED
     return ExitCode.INTERNAL
+
+
+#: The largest ``--worker-timeout`` (seconds): a week. Larger values overflow the platform's time_t
+#: in deadline arithmetic (``1e10`` gave every run ``OverflowError``).
+MAX_WORKER_TIMEOUT_S = 7 * 24 * 3600
+
+
+def check_worker_timeout(value: float) -> None:
+    """Check a ``--worker-timeout``: a finite number of seconds in (0, :data:`MAX_WORKER_TIMEOUT_S`].
+
+    Raises:
+        UsageError: anything else.
+    """
+    if not math.isfinite(value) or not 0 < value <= MAX_WORKER_TIMEOUT_S:
+        raise UsageError(f"--worker-timeout must be a finite number of seconds > 0 and at most "
+                         f"{MAX_WORKER_TIMEOUT_S} (a week), got {value}")
 
 
 def resolve_path(raw: str) -> Path:
@@ -125,8 +142,9 @@ def check_sweep_options(args: argparse.Namespace) -> None:
 
     Raises:
         UsageError: ``--workers`` below 1, an executor that is not ``processes``, ``threads`` or
-            ``dask://HOST:PORT``, a timeout that is not a finite number of seconds > 0, or a
-            ``--workdir`` that exists and is not an empty folder.
+            ``dask://HOST:PORT``, a timeout that is not a finite number of seconds in (0, a week], or a
+            ``--workdir`` that exists and is not an empty folder, or where no file can be created
+            (:func:`~crashpoint.harness.cli.paths.output_folder`).
     """
     from crashpoint.harness.run.executors import check_spec
 
@@ -134,10 +152,9 @@ def check_sweep_options(args: argparse.Namespace) -> None:
     if workers is not None and workers < 1:
         raise UsageError(f"--workers (--jobs) must be >= 1, got {workers}")
     check_spec(getattr(args, "executor", None))
-    if not math.isfinite(args.worker_timeout) or args.worker_timeout <= 0:
-        raise UsageError(f"--worker-timeout must be a finite number of seconds > 0, got {args.worker_timeout}")
-    if args.workdir and args.workdir.exists() and (not args.workdir.is_dir() or any(args.workdir.iterdir())):
-        raise UsageError(f"--workdir {args.workdir}: must be an empty folder or not exist yet")
+    check_worker_timeout(args.worker_timeout)
+    if args.workdir:
+        output_folder(args.workdir, "--workdir", empty=True)
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -183,19 +200,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("--crash-point needs --crash every (a schedule 'A >> B' kills twice)")
     if args.budget is not None and (args.crash != "recovery" or args.budget < 1):
         raise UsageError("--budget N (N >= 1) applies to --crash recovery only")
-    if args.json is not None:
-        target = Path(args.json)
-        if not args.json or target.is_dir():
-            raise UsageError(f"--json {args.json!r}: give a file name, not a folder")
-        if not target.resolve().parent.is_dir():
-            raise UsageError(f"--json {args.json}: folder {target.resolve().parent} does not exist")
-        if not os.access(target.resolve().parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
-            raise UsageError(f"--json {args.json}: not writable")
     check_sweep_options(args)
-    if args.save_traces and args.save_traces.exists() and not args.save_traces.is_dir():
-        raise UsageError(f"--save-traces {args.save_traces}: not a folder")
-    if args.save_traces and args.save_traces.is_dir() and not os.access(args.save_traces, os.W_OK):
-        raise UsageError(f"--save-traces {args.save_traces}: not writable")
+    if args.json is not None:
+        output_file(args.json, "--json")
+    if args.save_traces:
+        output_folder(args.save_traces, "--save-traces")
     executor, close_executor = make_executor(args.executor, args.workers)  # exit 2 here if Dask is unreachable
     try:
         return _sweep_and_report(args, pack, cases, adapter, executor, describe(executor))
@@ -290,10 +299,11 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
     trace = read_trace(args.trace)
     adapter = _adapter(args.engine)
-    if not math.isfinite(args.worker_timeout) or args.worker_timeout <= 0:
-        raise UsageError(f"--worker-timeout must be a finite number of seconds > 0, got {args.worker_timeout}")
+    check_worker_timeout(args.worker_timeout)
     if args.workdir and args.workdir.exists():
         raise UsageError(f"--workdir {args.workdir}: must not exist yet")
+    if args.workdir:
+        output_folder(args.workdir, "--workdir")
     case, engine = trace["case"]["case_id"], trace["engine"].get("spec") or trace["engine"]["name"]
     print(f"crashpoint: replaying {args.trace} (case {case}, crash point {trace['crash_point']}, recorded on "
           f"engine {engine}) on engine {adapter.name} {adapter.version()}", flush=True)

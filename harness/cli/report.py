@@ -106,12 +106,10 @@ def add_report_parser(sub: Any, handler: Callable[[argparse.Namespace], int] | N
 
 
 def _check_out(out: Path | None) -> None:
-    if out is None:
-        return
-    if out.is_dir():
-        raise UsageError(f"--out {out}: a folder; give a file name")
-    if not out.resolve().parent.is_dir():
-        raise UsageError(f"--out {out}: folder {out.resolve().parent} does not exist")
+    if out is not None:
+        from crashpoint.harness.cli.paths import output_file
+
+        output_file(out, "--out")
 
 
 def _emit(text: str, out: Path | None) -> None:

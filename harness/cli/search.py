@@ -57,6 +57,7 @@ def add_search_parser(sub: argparse._SubParsersAction) -> None:
 def cmd_search(args: argparse.Namespace) -> int:
     """Run the search; exit 0 when nothing failed, 1 when a failure was found, 2 on bad input."""
     from crashpoint.harness.cli.main import ExitCode, _adapter, check_sweep_options, resolve_path
+    from crashpoint.harness.cli.paths import output_file, output_folder
     from crashpoint.harness.run.executors import make_executor
     from crashpoint.harness.faults.generate import resolve_seed, search, summary_lines, write_repro
     from crashpoint.harness.load.loader import load_target
@@ -72,8 +73,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     if bad:
         raise UsageError(f"--kinds: unknown kind(s) {bad}; known: {', '.join(KINDS)}")
     out_dir = args.out or STATE_DIR / "repro"
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UsageError(f"--out {out_dir}: not a folder")
+    output_folder(out_dir, "--out")
+    if args.json is not None:
+        output_file(args.json, "--json")
     seed = resolve_seed(args.seed, STATE_DIR)
     executor, close_executor = make_executor(args.executor, args.workers)  # exit 2 here if Dask is unreachable
     root = args.workdir or Path(tempfile.mkdtemp(prefix="crashpoint-search-"))
@@ -105,11 +107,11 @@ def cmd_search(args: argparse.Namespace) -> int:
           f"--max-faults {args.max_faults}" + (f" --kinds {args.kinds}" if args.kinds else "")
           + (f" --engine {args.engine}" if args.engine else ""))
     if args.json:
-        tmp = Path(args.json).with_suffix(".tmp")
-        tmp.write_text(json.dumps({"format": "crashpoint.search/1", "seed": seed, "pack": pack.name,
-                                   "engine": adapter.name, "schedules_per_case": args.schedules,
-                                   "cases": [r.to_dict() for r in results]}, indent=2))
-        os.replace(tmp, args.json)
+        from crashpoint.reports.json_report import write_atomic
+
+        write_atomic(args.json, json.dumps({"format": "crashpoint.search/1", "seed": seed, "pack": pack.name,
+                                            "engine": adapter.name, "schedules_per_case": args.schedules,
+                                            "cases": [r.to_dict() for r in results]}, indent=2))
     return ExitCode.FAILED if found or broken else ExitCode.OK
 
 

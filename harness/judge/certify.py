@@ -173,25 +173,29 @@ def grade(sweep_result: Any, adapter: EngineAdapter, adapter_spec: str) -> dict[
 
 
 def markdown(cert: dict[str, Any]) -> str:
-    """The certificate as Markdown: a heading, the summary, a table of claims, the failures with repro commands."""
+    """The certificate as Markdown: a heading, the summary, a table of claims, the failures with repro
+    commands. Every string from the engine, its adapter or a pack is escaped for Markdown
+    (:func:`crashpoint.reports.markdown.escape`, or a :func:`~crashpoint.reports.markdown.code` span)."""
+    from crashpoint.reports.markdown import code, escape as x
+
     e, s = cert["engine"], cert["summary"]
-    lines = [f"# crashpoint certificate: {e['name']} ({e['version']})", "",
-             f"Pack {cert['pack']['name']} {cert['pack']['version']}, adapter `{e['adapter']}`, "
-             f"{cert['created_at']}. **Level {cert['level']}** ({cert['level_name']}).", "",
+    lines = [f"# crashpoint certificate: {x(e['name'])} ({x(e['version'])})", "",
+             f"Pack {x(cert['pack']['name'])} {x(cert['pack']['version'])}, adapter {code(e['adapter'])}, "
+             f"{x(cert['created_at'])}. **Level {cert['level']}** ({x(cert['level_name'])}).", "",
              f"{s['cases']} cases, {s['crash_points']} crash points, {s['runs']} runs: {s['passed']} passed, "
              f"{s['failed']} failed, {s['errors']} errors, {s['unknown']} unknown, {s['wall_s']} s.", "",
              "| level | claim | verdict | runs passed | first failure | known finding |", "|---|---|---|---|---|---|"]
     for c in cert["claims"]:
         first = c["failing"][0] if c["failing"] else None
-        where = f"{first['case']} @ `{first['crash_point']}`" if first else ""
-        lines.append(f"| {c['level']} | {c['claim']} | {c['verdict']} | {c['passed']}/{c['runs']} | {where} | "
-                     f"{c.get('known_finding') or ''} |")
+        where = f"{x(first['case'])} @ {x(first['crash_point'])}" if first else ""
+        lines.append(f"| {c['level']} | {x(c['claim'])} | {x(c['verdict'])} | {c['passed']}/{c['runs']} | {where} | "
+                     f"{x(c.get('known_finding') or '')} |")
     failing = [(c, f) for c in cert["claims"] for f in c["failing"]]
     if failing:
         lines += ["", "## Failures", ""]
         for c, f in failing:
-            lines += [f"- **{c['claim']}**: {f['case']} @ `{f['crash_point']}` ({f['verdict']}): {f['why']}",
-                      f"  `{f['reproduce']}`"]
+            lines += [f"- **{x(c['claim'])}**: {x(f['case'])} @ {code(f['crash_point'])} ({x(f['verdict'])}): "
+                      f"{x(f['why'])}", f"  {code(f['reproduce'])}"]
     return "\n".join(lines) + "\n"
 
 
@@ -200,10 +204,10 @@ def write(cert: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = "certificate-" + "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in cert["engine"]["name"])
     paths = (out_dir / f"{stem}.json", out_dir / f"{stem}.md")
+    from crashpoint.reports.json_report import write_atomic
+
     for path, text in zip(paths, (json.dumps(cert, indent=2) + "\n", markdown(cert))):
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(text)
-        os.replace(tmp, path)
+        write_atomic(path, text)
     return paths
 
 

@@ -29,6 +29,7 @@ from typing import Any
 from crashpoint.harness.judge.metrics import run_row
 from crashpoint.harness.judge.oracles import trace_line
 from crashpoint.harness.run.sweep import RunResult
+from crashpoint.text import bounded
 
 #: Most trace events kept in a stored timeline (the refund pack's longest run has about 60).
 TIMELINE_MAX = 400
@@ -94,7 +95,7 @@ def stored_result(r: RunResult, tags: list[str] | tuple[str, ...] = (), reproduc
         data["timeline"] = timeline(r)
         if reproduce:
             data["reproduce"] = reproduce
-    return data
+    return bounded(data)
 
 
 def git_commit(folder: Path | str = ".") -> str | None:

@@ -244,16 +244,25 @@ def _walk(node: yaml.Node, path: PathT, lines: dict[PathT, int], file: str, load
             _walk(item, path + (i,), lines, file, loader)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _check_json(value: Any, path: PathT, file: str, locator: Locator) -> None:
-    """Raise on the first value under ``value`` that JSON cannot hold (a date, bytes, NaN, ...)."""
+    """Raise on the first value under ``value`` that JSON cannot hold (a date, bytes, NaN, a string
+    or key with a lone surrogate, which no UTF-8 file, store or terminal can take, ...)."""
     if isinstance(value, dict):
         for key, item in value.items():
+            _check_json(key, path + (key,), file, locator)
             _check_json(item, path + (key,), file, locator)
         return
     if isinstance(value, list):
         for i, item in enumerate(value):
             _check_json(item, path + (i,), file, locator)
         return
+    if isinstance(value, str) and (bad := _SURROGATE.search(value)):
+        raise CaseError(f"a lone surrogate \\u{ord(bad.group()):04x} at character {bad.start() + 1} is not text "
+                        "(UTF-8 cannot hold it); write the character itself or its pair",
+                        file=file, line=locator.line(path), field=dotted(path) or None)
     if value is None or isinstance(value, (str, bool, int)):
         return
     if isinstance(value, float):

@@ -184,6 +184,7 @@ class CaseItem(pytest.Item):
     def runtest(self) -> None:
         from crashpoint.harness.cli.main import repro_command
         from crashpoint.harness.judge.oracles import judge, trace_line
+        from crashpoint.text import clip
 
         outcome = self.golden if (self.crash_point is None and self.golden is not None) else \
             _run(self.config, self.case, self.pack, self.crash_point)
@@ -193,12 +194,12 @@ class CaseItem(pytest.Item):
             message = f"crash point {self.crash_point} was never reached: nothing was tested"
             raise CaseFailed(message + "\nreproduce: " + repro_command(self.case.path, self.crash_point))
         if failures:
-            lines = [f"{self.case.case_id}: final status {outcome.status} ({outcome.stop_reason})"]
+            lines = [f"{self.case.case_id}: final status {clip(str(outcome.status))} ({clip(str(outcome.stop_reason))})"]
             for f in failures:
-                lines.append(f"[{f.oracle}] {f.message}")
-                lines.extend(f"    {e}" for e in f.evidence[:6])
+                lines.append(f"[{f.oracle}] {clip(f.message)}")
+                lines.extend(f"    {clip(e)}" for e in f.evidence[:6])
             lines.append("last trace events:")
-            lines.extend(f"    {trace_line(e)}" for e in outcome.trace[-8:])
+            lines.extend(f"    {clip(trace_line(e))}" for e in outcome.trace[-8:])
             engine = self.config.getoption("crashpoint_engine")
             lines.append("reproduce: " + repro_command(self.case.path, self.crash_point, engine))
             raise CaseFailed("\n".join(lines))

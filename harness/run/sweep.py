@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Collection, Sequence
 
 from crashpoint.errors import WorkerTimeout
+from crashpoint.text import bounded
 from crashpoint.harness.run import crashpoints
 from crashpoint.harness.adapters.protocol import EngineAdapter
 from crashpoint.harness.judge.coverage import vacuity
@@ -56,9 +57,10 @@ class RunResult:
     vacuity: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form (see README, "The JSON report")."""
+        """JSON form (see README, "The JSON report"); every string bounded by :func:`crashpoint.text.bounded`
+        (an engine's 20 MB stop reason is kept as its first :data:`crashpoint.text.MAX_TEXT` characters)."""
         out = self.outcome
-        return {
+        return bounded({
             "case_id": self.case_id,
             "crash_point": self.crash_point or "none",
             "verdict": self.verdict,
@@ -72,7 +74,7 @@ class RunResult:
             "notes": out.notes if out else [],
             "vacuity": list(self.vacuity),
             "wall_s": round(self.wall_s, 3),
-        }
+        })
 
 
 @dataclass

@@ -130,8 +130,9 @@ def make_incident(trace_path: str | Path, out: str | Path | None = None, *, allo
     target = Path(out) if out is not None else Path(f"{case_id}.yaml")
     if target.exists() or target.is_symlink():
         raise UsageError(f"{target}: already exists; not overwritten (give another --out FILE)")
-    if target.is_dir() or not target.resolve().parent.is_dir():
-        raise UsageError(f"{target}: folder {target.resolve().parent} does not exist")
+    from crashpoint.harness.cli.paths import output_file
+
+    output_file(target, "--out")  # a new file in a folder where one can be made, else exit 2 now
     data = incident_case(trace, trace_path.name, digest, str(target))
     text = render(data, trace_path.name)
     try:
