@@ -101,16 +101,10 @@ def apply(case: Case, pack: Pack, schedule: Sequence[Fault], *, case_id: str | N
 
 
 def case_data(case: Case, *, schedule: Sequence[Fault] = (), note: str = "") -> dict[str, Any]:
-    """The case as data for a case file (the keys of ``case.schema.json``), with the schedule that
-    made it in ``description``."""
+    """The case as data for a case file (:meth:`~crashpoint.harness.load.loader.Case.to_data`), with
+    ``note`` as its description (default: its own) and the schedule that made it appended to it."""
     description = note or case.description
     if schedule:
         description = (description + "\n" if description else "") + "Fault schedule: " + \
             "; ".join(describe(f) for f in schedule)
-    data: dict[str, Any] = {"case_id": case.case_id, "description": description, "workflow": case.workflow,
-                            "initial_step": case.initial_step, "input": case.input, "tags": list(case.tags),
-                            "events": case.events}
-    if case.faults:
-        data["faults"] = case.faults
-    data["expected"] = {k: v for k, v in case.expected.items() if v is not False or k.startswith("must_not_")}
-    return data
+    return dataclasses.replace(case, description=description).to_data()

@@ -754,14 +754,23 @@ def find_pack_dir(path: str | Path) -> Path:
 
 # --------------------------------------------------------------------------- cases
 
+#: Keys of a case file (``case.schema.json``), in the order :meth:`Case.to_data` writes them.
+CASE_KEYS = ("case_id", "description", "workflow", "initial_step", "input", "tags", "events", "faults", "expected")
+
+
 @dataclass(frozen=True)
 class Case:
-    """A loaded case.
+    """A loaded case: the one case model every reader and writer shares.
 
     ``workflow`` and ``initial_step`` are resolved (defaults applied);
     ``events`` have their defaults filled (see the module docstring);
-    ``expected`` is as written; ``line_of`` maps a dotted field path
+    ``faults`` are in the one spelling ``{kind: ...}`` (:mod:`crashpoint.harness.faults.kinds`),
+    defaults filled; ``expected`` is as written; ``line_of`` maps a dotted field path
     (``"events[1].tool"``) to its line in ``path``.
+
+    :meth:`to_data` and :meth:`from_data` are a round trip: ``Case.from_data(c.to_data(), pack,
+    path=c.path) == c`` (a property test checks it), and every writer of a case (repro cases,
+    trace files, incidents) goes through :meth:`to_data`.
     """
 
     case_id: str
@@ -776,6 +785,40 @@ class Case:
     description: str = ""
     faults: list[dict[str, Any]] = field(default_factory=list)
 
+    def to_data(self) -> dict[str, Any]:
+        """The case as case-file data (the keys of ``case.schema.json``, in :data:`CASE_KEYS` order; a
+        copy): ``description`` and ``faults`` only when not empty, and ``expected`` without the
+        ``false`` defaults the loader fills (``must_not_*`` flags are kept as written)."""
+        data: dict[str, Any] = {"case_id": self.case_id}
+        if self.description:
+            data["description"] = self.description
+        data |= {"workflow": self.workflow, "initial_step": self.initial_step, "input": copy.deepcopy(self.input),
+                 "tags": list(self.tags), "events": copy.deepcopy(self.events)}
+        if self.faults:
+            data["faults"] = copy.deepcopy(self.faults)
+        data["expected"] = {k: copy.deepcopy(v) for k, v in self.expected.items()
+                            if v is not False or k.startswith("must_not_")}
+        return data
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any], pack: "Pack | None" = None, *, path: str | Path = "<case>",
+                  locator: Locator | None = None) -> "Case":
+        """The case of case-file ``data`` (not changed), checked as :func:`load_case` checks a file.
+
+        With ``pack``, every cross reference is checked and defaults are resolved from it (the
+        workflow, the first task); without, only the schema, and ``workflow`` and ``initial_step``
+        must be given. ``path`` and ``locator`` name the file and lines in errors.
+
+        Raises:
+            CaseError: as :func:`load_case`.
+        """
+        loc = locator or Locator()
+        data = copy.deepcopy(data)
+        validate(data, "case", path, loc)
+        schema = _schema("case")
+        _fill_defaults(data, schema, schema)
+        return _case_from_data(data, pack, Path(path), loc)
+
 
 def load_case(path: str | Path, pack: Pack) -> Case:
     """Load and check one case file of ``pack``.
@@ -785,13 +828,28 @@ def load_case(path: str | Path, pack: Pack) -> Case:
             none given and no ``default_workflow``); ``initial_step`` not a task
             id of the workflow; an event ``tool`` the workflow does not use; a
             ``start`` event that is not first; ``must_not_X``, ``effects`` or
-            ``compensated`` naming an effect not in the pack.
+            ``compensated`` naming an effect not in the pack; a fault its kind refuses.
     """
     path = Path(path)
     data, loc = _load_checked(path, "case", "case")
+    return _case_from_data(data, pack, path, loc)
+
+
+def _case_from_data(data: dict[str, Any], pack: Pack | None, path: Path, loc: Locator) -> Case:
+    """The :class:`Case` of valid case-file ``data`` (defaults filled), cross-checked against ``pack``."""
 
     def fail(message: str, at: PathT) -> None:
         raise CaseError(message, file=str(path), line=loc.line(at), field=dotted(at))
+
+    if pack is None:
+        for key in ("workflow", "initial_step"):
+            if key not in data:
+                fail(f"missing required field {key!r} (a case read without its pack names them)", (key,))
+        return Case(case_id=data["case_id"], path=path, workflow=data["workflow"], initial_step=data["initial_step"],
+                    input=data["input"], events=data["events"], expected=data["expected"], tags=tuple(data["tags"]),
+                    description=data.get("description", ""),
+                    faults=[_fault(raw, i, None, data["workflow"], fail) for i, raw in enumerate(data["faults"])],
+                    line_of={dotted(p): line for p, line in loc.lines.items() if p})
 
     workflow = data.get("workflow", pack.default_workflow)
     if workflow is None:
@@ -839,18 +897,7 @@ def load_case(path: str | Path, pack: Pack) -> Case:
                 fail(f"rename_tasks: the new version would use the id {twice[0]!r} twice (phase and task ids "
                      "share one namespace)", ("events", i, "rename_tasks"))
 
-    faults = []
-    for i, raw in enumerate(data.get("faults", ())):
-        try:
-            fault = fault_kinds.normalize(raw)
-            fault_kinds.get(fault["kind"]).check(fault, tools, workflow)
-            schema = _schema("case")
-            _fill_defaults(fault, schema["$defs"]["fault"], schema)  # an old spelling gets its kind's defaults
-        except fault_kinds.FaultError as exc:
-            fail(str(exc), ("faults", i) + exc.path)
-        except ValueError as exc:
-            fail(str(exc), ("faults", i))
-        faults.append(fault)
+    faults = [_fault(raw, i, tools, workflow, fail) for i, raw in enumerate(data.get("faults", ()))]
     expected = data["expected"]
     if expected.get("like_fault_free") and not faults:
         fail("like_fault_free compares the run with the same case without its faults, but the case has no "
@@ -878,6 +925,25 @@ def load_case(path: str | Path, pack: Pack) -> Case:
         tags=tuple(data["tags"]), description=data.get("description", ""), faults=faults,
         line_of={dotted(p): line for p, line in loc.lines.items() if p},
     )
+
+
+
+
+def _fault(raw: dict[str, Any], i: int, tools: Iterable[str] | None, workflow: str,
+           fail: Callable[[str, PathT], None]) -> dict[str, Any]:
+    """Fault ``i`` of a case in the one spelling, defaults filled, checked by its kind (against the
+    workflow's ``tools`` when known)."""
+    try:
+        fault = fault_kinds.normalize(raw)
+        if tools is not None:
+            fault_kinds.get(fault["kind"]).check(fault, tools, workflow)
+        schema = _schema("case")
+        _fill_defaults(fault, schema["$defs"]["fault"], schema)  # an old spelling gets its kind's defaults
+    except fault_kinds.FaultError as exc:
+        fail(str(exc), ("faults", i) + exc.path)
+    except ValueError as exc:
+        fail(str(exc), ("faults", i))
+    return fault
 
 
 def first_gate(workflow: dict[str, Any]) -> dict[str, Any] | None:

@@ -1,8 +1,9 @@
 """Incidents: turn a recorded failing run (a trace file) into a YAML regression case.
 
 The case keeps what made the run what it was: the workflow, the initial step, the input
-actually used (a generated input is written out), the same events; its ``expected`` is the
-original case's own (the golden expectation, which the failing run broke). It is tagged
+actually used (a generated input is written out), the same events and faults (kills, holds,
+tool faults: the case model's round trip, :meth:`~crashpoint.harness.load.loader.Case.to_data`,
+so nothing the case held is lost); its ``expected`` is the original case's own (the golden expectation, which the failing run broke). It is tagged
 ``incident``, its ``case_id`` is ``incident_<original>_<short hash of the trace file>``, and its
 description names the trace file, the failure, and the one-line command that re-runs it at
 the recorded crash point (the case format has no crash point field).
@@ -13,6 +14,7 @@ Dropped into a pack's cases folder (the pack that holds its workflow), the file 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import tempfile
 from pathlib import Path
@@ -21,6 +23,7 @@ from typing import Any, Mapping
 import yaml
 
 from crashpoint.errors import CaseError, UsageError
+from crashpoint.harness.load.loader import CASE_KEYS, Case
 from crashpoint.harness.traces.tracefile import read_trace
 from crashpoint.reports.json_report import write_atomic
 
@@ -62,16 +65,9 @@ def incident_case(trace: Mapping[str, Any], trace_file: str, digest: str, out: s
         run.get("verdict") or "", "was recorded")
     description = (f"Incident from trace {trace_file}: case {case['case_id']} on engine {engine} {verdict} "
                    f"{where}: {why}. Reproduce: {cmd}")
-    return {
-        "case_id": case_id,
-        "description": description,
-        "workflow": case["workflow"],
-        "initial_step": case["initial_step"],
-        "input": case["input"],
-        "tags": [TAG] + [t for t in case.get("tags", []) if t != TAG],
-        "events": [dict(ev) for ev in case["events"]],
-        "expected": case["expected"],
-    }
+    model = Case.from_data({k: v for k, v in case.items() if k in CASE_KEYS}, path=trace_file)
+    return dataclasses.replace(model, case_id=case_id, description=description,
+                               tags=(TAG, *(t for t in model.tags if t != TAG))).to_data()
 
 
 def _in_pack(trace: Mapping[str, Any], out: str) -> str:

@@ -6,7 +6,7 @@ regression case (:mod:`crashpoint.harness.traces.incident`)::
 
     {"format": "crashpoint.trace/1", "crashpoint_version", "created_at",
      "case": {"case_id", "file", "description", "workflow", "initial_step", "input" (as used),
-              "input_generated", "tags", "events", "expected"},
+              "input_generated", "tags", "events", "faults", "expected"},   # Case.to_data() + file, input
      "pack": {"name", "version", "path"}, "workflow": {...definition data...},
      "engine": {"name", "version", "spec"}, "crash_point": "none" | ID | "A >> B",
      "run": {"workflow_id", "status", "stop_reason", "crash_fired", "kills", "workers",
@@ -82,10 +82,7 @@ def trace_data(outcome: RunOutcome, case: Case, pack: Pack, engine: Any, *, verd
         "format": FORMAT,
         "crashpoint_version": __version__,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "case": {"case_id": case.case_id, "file": case_file, "description": case.description,
-                 "workflow": case.workflow, "initial_step": case.initial_step, "input": used_input,
-                 "input_generated": not case.input, "tags": list(case.tags), "events": list(case.events),
-                 "expected": case.expected},
+        "case": case.to_data() | {"file": case_file, "input": used_input, "input_generated": not case.input},
         "pack": {"name": pack.name, "version": pack.version, "path": _display(pack.root)},
         "workflow": pack.workflows[case.workflow],
         "engine": eng,
@@ -96,27 +93,29 @@ def trace_data(outcome: RunOutcome, case: Case, pack: Pack, engine: Any, *, verd
                 "failures": [f if isinstance(f, Mapping) else f.to_dict() for f in failures],
                 "error": error, "notes": list(outcome.notes)},
         "deliveries": outcome.deliveries_log,
-        "calls": [c | {"duration_s": d} if d else c for c, d in zip(outcome.calls, call_durations(case.events,
-                                                                                                outcome.calls))],
+        "calls": [c | {"duration_s": d} if d else c
+                  for c, d in zip(outcome.calls, call_durations(case.events, outcome.calls, case.faults))],
         "human_decisions": outcome.decisions,
         "journal": outcome.trace,
     }
 
 
-def call_durations(events: Iterable[Mapping[str, Any]], calls: Sequence[Mapping[str, Any]]) -> list[float | None]:
-    """Virtual seconds each recorded call took (``None``: no time), from the case's scripted tool events.
+def call_durations(events: Iterable[Mapping[str, Any]], calls: Sequence[Mapping[str, Any]],
+                   faults: Iterable[Mapping[str, Any]] = ()) -> list[float | None]:
+    """Virtual seconds each recorded call took (``None``: no time), from the case's tool script.
 
-    The fake world gives each tool's scripted outcomes to its calls in order, one per call that is not
-    answered from an earlier call with its key (``duplicate``); a ``tool_slow`` entry moves the clock by
-    its ``seconds`` during the call. The ledger does not keep that duration, and a replay needs it
-    (a slow call can run a phase out of time).
+    The fake world gives each tool's scripted outcomes (the case's tool events, with its faults on tool
+    calls placed at their call: ``driver.tool_script``) to its calls in order, one per call that is not
+    answered from an earlier call with its key (``duplicate``); an entry with ``seconds`` (a slow call)
+    moves the clock by that much during the call. The ledger does not keep that duration, and a replay
+    needs it (a slow call can run a phase out of time).
     """
-    from crashpoint.harness.run.driver import TOOL_EVENTS
+    from crashpoint.harness.faults.kinds import injection
+    from crashpoint.harness.run.driver import tool_script
 
     scripts: dict[str, list[float | None]] = {}
-    for ev in events:
-        if ev.get("type") in TOOL_EVENTS:
-            scripts.setdefault(ev["tool"], []).extend([ev.get("seconds")] * int(ev.get("times", 1)))
+    for entry in tool_script(list(events), injection(faults).tool_faults):
+        scripts.setdefault(entry["tool"], []).append(entry.get("seconds"))
     out: list[float | None] = []
     for call in calls:
         queue = scripts.get(call["tool"])

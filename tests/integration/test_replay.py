@@ -238,3 +238,33 @@ def test_incident_defaults_to_the_case_id_in_the_working_folder(tmp_path: Path, 
     (made,) = tmp_path.glob("incident_refund_approved_happy_path_*.yaml")
     assert len(made.stem.rsplit("_", 1)[1]) == 8
     assert main(["incident", str(path)]) == ExitCode.USAGE  # same trace, same name: refused
+
+
+def test_an_incident_of_a_case_with_faults_keeps_them_and_still_fails(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 16's "done when": the trace of a case with ``faults`` keeps them, and so does its incident case,
+    which fails on the engine it came from (a second kill during recovery) and passes on the reference."""
+    buggy = "variants.engines:SecondRecoveryNewKey"
+    pack = tmp_path / "refunds"
+    shutil.copytree(PACK, pack, ignore=shutil.ignore_patterns("cases"))
+    (pack / "cases").mkdir()
+    faults = [{"kind": "kill", "at": "before_effect:refunds.draftRefundRequest", "twice": True}]
+    source = pack / "cases" / "killed_twice.yaml"
+    source.write_text(yaml.safe_dump({"case_id": "killed_twice", "events": [
+        {"type": "approval_granted", "approval_id": "ap_1", "by": "alice"}], "faults": faults,
+        "expected": {"final_status": "succeeded", "like_fault_free": True}}))
+    traces = tmp_path / "traces"
+    assert main(["run", str(source), "--crash", "none", "-q", "--engine", buggy, "--save-traces", str(traces)]) \
+        == ExitCode.FAILED
+    (trace_file,) = traces.glob("*.trace.json")
+    assert read_trace(trace_file)["case"]["faults"] == faults
+    source.unlink()
+    out = pack / "cases" / "incident.yaml"
+    assert main(["incident", str(trace_file), "--out", str(out)]) == ExitCode.OK
+    data = yaml.safe_load(out.read_text())
+    assert data["faults"] == faults and data["expected"]["like_fault_free"] is True
+    assert main(["validate", str(pack)]) == ExitCode.OK
+    capsys.readouterr()
+    assert main(["run", str(out), "--crash", "none", "-q", "--engine", buggy]) == ExitCode.FAILED
+    assert "[differential]" in capsys.readouterr().out
+    assert main(["run", str(out), "--crash", "none", "-q"]) == ExitCode.OK
