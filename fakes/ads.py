@@ -157,7 +157,7 @@ def _apply_changes(box: "Toolbox", tool: str, args: Mapping[str, Any], id_field:
     changes = _changes(tool, args, id_field, value_field, known)
     spend_time(box, DURATIONS_S[tool])
     for ident, _, new in changes:
-        box._put(f"{slot}:{acc.account_id}:{ident}", new)
+        box.put_state(f"{slot}:{acc.account_id}:{ident}", new)
     return len(changes), sum(n - o for _, o, n in changes)
 
 
@@ -180,12 +180,12 @@ def _draft_report(box: "Toolbox", args: Mapping[str, Any], ref: str) -> dict[str
         raise ToolError(f"reports.draftReport: account_id and title are required, got {dict(args)}", retryable=False)
     spend_time(box, DURATIONS_S["reports.draftReport"])
     draft_id = "rd" + ref[1:]
-    box._put(f"report:{draft_id}", {"status": "drafted", "account_id": args["account_id"], "title": args["title"]})
+    box.put_state(f"report:{draft_id}", {"status": "drafted", "account_id": args["account_id"], "title": args["title"]})
     return {"draft_id": draft_id, "status": "drafted"}
 
 
 def _report(box: "Toolbox", tool: str, draft_id: Any) -> dict[str, Any]:
-    report = box._get(f"report:{draft_id}")
+    report = box.get_state(f"report:{draft_id}")
     if report is None:
         raise ToolError(f"{tool}: no report draft {draft_id!r}", retryable=False)
     return report
@@ -200,7 +200,7 @@ def _discard_draft(box: "Toolbox", args: Mapping[str, Any], ref: str) -> dict[st
         raise ToolError(f"{tool}: report {draft_id} is already final", retryable=False)
     spend_time(box, DURATIONS_S[tool])
     report["status"] = "discarded"
-    box._put(f"report:{draft_id}", report)
+    box.put_state(f"report:{draft_id}", report)
     return {"draft_id": draft_id, "status": "discarded"}
 
 
@@ -212,11 +212,27 @@ def _finalize_report(box: "Toolbox", args: Mapping[str, Any], ref: str) -> dict[
     spend_time(box, DURATIONS_S[tool])
     sections = sorted(k for k, v in args.items() if k != "draft_id" and v is not None)
     report.update(status="final", sections=sections)
-    box._put(f"report:{args['draft_id']}", report)
+    box.put_state(f"report:{args['draft_id']}", report)
     return {"report_id": "rp" + ref[1:], "status": "final", "sections": len(sections)}
 
 
-#: The handlers of this module, registered in :data:`crashpoint.fakes.tools.HANDLERS`.
+_READ_ARGS = {"account_seed": "int >= 0", "top_n?": f"int in [1, {MAX_TOP_N}]"}
+#: Tool name -> (arguments, description), for :data:`crashpoint.fakes.tools.BUILTIN_TOOLS`.
+ADS_ARGS = {
+    "ads.listCampaigns": (_READ_ARGS, "campaign counts, totals and the top-N by spend"),
+    "ads.keywordStats": (_READ_ARGS, "keyword counts by match type, cost, wasted cost, the top-N by cost"),
+    "ads.listAds": (_READ_ARGS, "ad counts, disapprovals, CTR, the top-N by CTR"),
+    "ads.applyBudgetChanges": ({"account_seed": "int >= 0", "changes": "[{campaign_id, new_daily_budget_cents}]"},
+                               "apply campaign budget changes (irreversible)"),
+    "ads.applyBidChanges": ({"account_seed": "int >= 0", "changes": "[{keyword_id, new_bid_cents}]"},
+                            "apply keyword bid changes (irreversible)"),
+    "reports.draftReport": ({"account_id": "str", "title": "str"}, "draft an audit report"),
+    "reports.discardDraft": ({"result": "{draft_id}: the draft call's result"},
+                             "discard a report draft (the compensation of draftReport)"),
+    "reports.finalizeReport": ({"draft_id": "str", "...?": "any other argument becomes a report section"},
+                               "finalize a drafted report"),
+}
+#: The handlers of this module, registered in :data:`crashpoint.fakes.tools.BUILTIN_TOOLS`.
 ADS_HANDLERS = {
     "ads.listCampaigns": _list_campaigns,
     "ads.keywordStats": _keyword_stats,

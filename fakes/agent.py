@@ -117,9 +117,15 @@ def _analysis(tool: str, compute: Callable[[AdsAccount, int], dict[str, Any]]):
     return handler
 
 
-#: The handlers of this module, registered in :data:`crashpoint.fakes.tools.HANDLERS`.
+#: The arguments every analysis reads, for :data:`crashpoint.fakes.tools.BUILTIN_TOOLS`.
+AGENT_ARGS = {"account_seed": "int >= 0", "evidence": "the collected data (empty: evidence_missing)",
+              "scripted_answer?": f"one of {', '.join(VERDICTS)}"}
+#: The handlers of this module with a description each, registered in :data:`crashpoint.fakes.tools.BUILTIN_TOOLS`.
 AGENT_HANDLERS = {
-    "agent.analyzeCampaigns": _analysis("agent.analyzeCampaigns", _campaign_findings),
-    "agent.analyzeKeywords": _analysis("agent.analyzeKeywords", _keyword_findings),
-    "agent.analyzeCompetitors": _analysis("agent.analyzeCompetitors", _competitor_findings),
+    "agent.analyzeCampaigns": (_analysis("agent.analyzeCampaigns", _campaign_findings),
+                               "scripted agent: budget changes for the account's campaigns"),
+    "agent.analyzeKeywords": (_analysis("agent.analyzeKeywords", _keyword_findings),
+                              "scripted agent: bid changes for the account's keywords"),
+    "agent.analyzeCompetitors": (_analysis("agent.analyzeCompetitors", _competitor_findings),
+                                 "scripted agent: competitive findings only"),
 }

@@ -17,21 +17,49 @@ caller gets a retryable "connection reset"; a refusal whose answer is lost is re
 ``failed`` with ``lost=1`` the same way), or a ``slow`` call (the virtual clock moves forward
 by the script's ``seconds`` in the call's own transaction, then it answers). A repeated key
 never consumes the script: it is answered from the ledger.
+
+A tool is a :class:`Tool`: a handler ``f(box, args, ref) -> dict`` plus the arguments it reads.
+The built-in ones are :data:`BUILTIN_TOOLS`; a pack adds its own in a tools module (``pack.yaml``
+``world.tools``, loaded by :func:`crashpoint.fakes.world.load_tools`) and gets the same ledger,
+scripted faults, idempotency keys and crash points, because the :class:`Toolbox` does all of that
+around whichever handler it calls.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from crashpoint.fakes.ads import ADS_HANDLERS
-from crashpoint.fakes.agent import AGENT_HANDLERS
+from crashpoint.fakes.ads import ADS_ARGS, ADS_HANDLERS
+from crashpoint.fakes.agent import AGENT_ARGS, AGENT_HANDLERS
 from crashpoint.fakes.clock import VirtualClock
 from crashpoint.fakes.ledger import Ledger, next_gseq
 from crashpoint.protocols import Probe, ToolError, no_probe
 
 Handler = Callable[["Toolbox", Mapping[str, Any], str], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool a world provides.
+
+    Attributes:
+        handler: ``f(box, args, ref) -> dict``: computes the answer of an applied call from ``args``
+            (the call's arguments, a dict) and ``ref`` (a stable reference derived from the idempotency
+            key, ``"x_" + 10 hex``), may read and write the service's own records with
+            :meth:`Toolbox.get_state` / :meth:`Toolbox.put_state` (inside the call's transaction), and
+            raises :class:`~crashpoint.protocols.ToolError` to refuse (``retryable=False`` for invalid
+            arguments). It must not call other tools or sleep; time moves with the virtual clock only.
+        args: argument name -> what it is (``"int > 0, in cents"``); a name ending in ``?`` is optional.
+            Shown by ``crashpoint tools``; not enforced (the handler checks what it needs).
+        description: one line on what the tool does.
+    """
+
+    handler: Handler
+    args: Mapping[str, str] = field(default_factory=dict)
+    description: str = ""
 
 
 def _ref(prefix: str, key: str | None, seq: int) -> str:
@@ -46,17 +74,25 @@ class Toolbox:
         ledger: where calls, scripts and service state live.
         clock: virtual time for call timestamps (default: the ledger's clock).
         probe: crash-point hook (``before_effect:TOOL`` / ``after_effect:TOOL``).
+        tools: a pack's own tools (name -> :class:`Tool`), added to :data:`BUILTIN_TOOLS`.
 
-    Tools: ``refunds.draftRefundRequest``, ``refunds.issueRefund``,
+    Raises:
+        ValueError: a name in ``tools`` is a built-in tool's.
+
+    Built-in tools: ``refunds.draftRefundRequest``, ``refunds.issueRefund``,
     ``refunds.cancelRefundDraft``, ``notify.sendCustomerEmail``, ``approvals.request``; the ads
     API and report service of :mod:`crashpoint.fakes.ads`; the scripted agent of :mod:`crashpoint.fakes.agent`.
     """
 
-    def __init__(self, ledger: Ledger, clock: VirtualClock | None = None, probe: Probe = no_probe) -> None:
+    def __init__(self, ledger: Ledger, clock: VirtualClock | None = None, probe: Probe = no_probe,
+                 tools: Mapping[str, Tool] | None = None) -> None:
         self.ledger = ledger
         self.clock = clock or VirtualClock(ledger)
         self.probe = probe
-        self.handlers: dict[str, Handler] = dict(HANDLERS)
+        clash = sorted(set(tools or ()) & set(BUILTIN_TOOLS))
+        if clash:
+            raise ValueError(f"tool(s) {', '.join(clash)} are built in; give a pack's own tools other names")
+        self.handlers: dict[str, Handler] = {name: t.handler for name, t in {**BUILTIN_TOOLS, **(tools or {})}.items()}
 
     def call(self, tool: str, args: Mapping[str, Any], idempotency_key: str) -> dict[str, Any]:
         """Call ``tool``; see the module docstring for the idempotency contract.
@@ -127,11 +163,14 @@ class Toolbox:
         return result
 
     # -- the fake services' own records (inside the call's transaction) -------
-    def _get(self, name: str) -> Any:
+    def get_state(self, name: str) -> Any:
+        """The service record ``name`` (a JSON value), ``None`` when never written. For handlers."""
         row = self.ledger.db.execute("SELECT value FROM state WHERE key=?", (name,)).fetchone()
         return None if row is None else json.loads(row[0])
 
-    def _put(self, name: str, value: Any) -> None:
+    def put_state(self, name: str, value: Any) -> None:
+        """Write the service record ``name`` (a JSON value) in the call's transaction: it is durable
+        exactly when the call's ledger row is. For handlers."""
         self.ledger.db.execute("INSERT INTO state VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
                                (name, json.dumps(value)))
 
@@ -140,31 +179,31 @@ def _draft(box: Toolbox, args: Mapping[str, Any], ref: str) -> dict[str, Any]:
     if not args.get("order_id") or not isinstance(args.get("amount_cents"), int) or args["amount_cents"] <= 0:
         raise ToolError(f"refunds.draftRefundRequest: invalid order_id/amount_cents in {dict(args)}", retryable=False)
     draft_id = "dr" + ref[1:]
-    box._put(f"draft:{draft_id}", {"status": "drafted", "order_id": args["order_id"],
+    box.put_state(f"draft:{draft_id}", {"status": "drafted", "order_id": args["order_id"],
                                    "amount_cents": args["amount_cents"]})
     return {"draft_id": draft_id, "status": "drafted"}
 
 
 def _issue(box: Toolbox, args: Mapping[str, Any], ref: str) -> dict[str, Any]:
-    draft = box._get(f"draft:{args.get('draft_id')}")
+    draft = box.get_state(f"draft:{args.get('draft_id')}")
     if draft is None or draft["status"] != "drafted":
         raise ToolError(f"refunds.issueRefund: draft {args.get('draft_id')!r} is "
                         f"{'missing' if draft is None else draft['status']}", retryable=False)
     draft["status"] = "issued"
-    box._put(f"draft:{args['draft_id']}", draft)
+    box.put_state(f"draft:{args['draft_id']}", draft)
     return {"refund_id": "rf" + ref[1:], "status": "issued", "amount_cents": draft["amount_cents"]}
 
 
 def _cancel_draft(box: Toolbox, args: Mapping[str, Any], ref: str) -> dict[str, Any]:
     result = args.get("result") or {}
     draft_id = result.get("draft_id") if isinstance(result, dict) else None
-    draft = box._get(f"draft:{draft_id}")
+    draft = box.get_state(f"draft:{draft_id}")
     if draft is None:
         raise ToolError(f"refunds.cancelRefundDraft: no draft {draft_id!r}", retryable=False)
     if draft["status"] == "issued":
         raise ToolError(f"refunds.cancelRefundDraft: draft {draft_id} was already issued", retryable=False)
     draft["status"] = "cancelled"
-    box._put(f"draft:{draft_id}", draft)
+    box.put_state(f"draft:{draft_id}", draft)
     return {"draft_id": draft_id, "status": "cancelled"}
 
 
@@ -176,12 +215,22 @@ def _approval_request(box: Toolbox, args: Mapping[str, Any], ref: str) -> dict[s
     return {"request_id": "apr" + ref[1:], "approval_id": args.get("approval_id"), "status": "sent"}
 
 
-HANDLERS: dict[str, Handler] = {
-    "refunds.draftRefundRequest": _draft,
-    "refunds.issueRefund": _issue,
-    "refunds.cancelRefundDraft": _cancel_draft,
-    "notify.sendCustomerEmail": _notify,
-    "approvals.request": _approval_request,
-    **ADS_HANDLERS,  # the ads API and report service of the ads-audit pack (fakes/ads.py)
-    **AGENT_HANDLERS,  # the scripted agent of its analysis steps (fakes/agent.py)
+#: The tools every world provides, by name.
+BUILTIN_TOOLS: dict[str, Tool] = {
+    "refunds.draftRefundRequest": Tool(_draft, {"order_id": "str", "amount_cents": "int > 0", "reason?": "str"},
+                                       "draft a refund (reversible: refunds.cancelRefundDraft)"),
+    "refunds.issueRefund": Tool(_issue, {"draft_id": "str, from draftRefundRequest", "amount_cents?": "int"},
+                                "issue a drafted refund (irreversible)"),
+    "refunds.cancelRefundDraft": Tool(_cancel_draft, {"result": "{draft_id}: the draft call's result"},
+                                      "cancel a refund draft (the compensation of draftRefundRequest)"),
+    "notify.sendCustomerEmail": Tool(_notify, {"to": "email address", "template": "str", "refund_id?": "str"},
+                                     "send the customer an email"),
+    "approvals.request": Tool(_approval_request, {"workflow_id": "str", "approval_id": "str", "timeout_s": "number",
+                                                  "revision?": "int"},
+                              "ask a human for an approval (called by the engine at every human_gate)"),
+    # the ads API and report service of the ads-audit pack (fakes/ads.py), its scripted agent (fakes/agent.py)
+    **{name: Tool(h, ADS_ARGS[name][0], ADS_ARGS[name][1]) for name, h in ADS_HANDLERS.items()},
+    **{name: Tool(h, AGENT_ARGS, description) for name, (h, description) in AGENT_HANDLERS.items()},
 }
+#: The built-in handlers by tool name (the handlers of :data:`BUILTIN_TOOLS`).
+HANDLERS: dict[str, Handler] = {name: t.handler for name, t in BUILTIN_TOOLS.items()}

@@ -5,6 +5,7 @@ Commands:
                         [--executor processes|threads|dask://HOST:PORT] [--progress|--no-progress]
                         [--engine MODULE:CLASS] [--workdir DIR] [--worker-timeout S] [--save-traces DIR] [-q]
     crashpoint validate PATH
+    crashpoint tools [PACK]
     crashpoint replay TRACE [--engine MODULE:CLASS] [--workdir DIR] [--worker-timeout S]
     crashpoint incident TRACE [--out FILE]
     crashpoint search PATH [--seed N|last] [--schedules N] [--max-faults N] [--kinds K,K] [--engine MODULE:CLASS]
@@ -394,6 +395,9 @@ def build_parser() -> argparse.ArgumentParser:
     from crashpoint.harness.cli import search as cli_search
 
     cli_search.add_search_parser(sub)
+    from crashpoint.harness.cli import tools as cli_tools
+
+    cli_tools.add_tools_parser(sub)
     return parser
 
 
@@ -416,6 +420,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("crashpoint: interrupted; no result written", file=sys.stderr)
         return ExitCode.INTERRUPTED
+    except BrokenPipeError:  # the reader of the output went away (| head): not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the final flush cannot fail again
+        return ExitCode.OK
     except CrashpointError as exc:
         print(f"crashpoint: error: {exc}", file=sys.stderr)
         return exit_code_of(exc)

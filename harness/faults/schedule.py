@@ -27,7 +27,6 @@ import json
 import zlib
 from typing import Any, Sequence
 
-from crashpoint.fakes.data import generated_input
 from crashpoint.harness.faults import kinds as registry
 from crashpoint.harness.faults.kinds import Fault, Plan
 from crashpoint.harness.faults.kinds.duplicate import REDELIVERABLE
@@ -93,7 +92,7 @@ def apply(case: Case, pack: Pack, schedule: Sequence[Fault], *, case_id: str | N
     if masked and faults:
         expected["like_fault_free"] = True
     events = external[:1] + tools + external[1:] if external else tools
-    workflow_input = case.input or generated_input(case.workflow, seed=zlib.crc32(case.case_id.encode()))
+    workflow_input = case.input or pack.workflow_input(case.workflow, seed=zlib.crc32(case.case_id.encode()))
     return dataclasses.replace(
         case, case_id=case_id or case.case_id, events=events, input=workflow_input,
         faults=faults, expected=expected, tags=tuple(dict.fromkeys((*case.tags, "generated"))),

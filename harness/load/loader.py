@@ -64,6 +64,7 @@ from jsonschema.exceptions import ValidationError, best_match, relevance
 
 from crashpoint.errors import CaseError
 from crashpoint.harness.faults import kinds as fault_kinds
+from crashpoint.harness.load import world as pack_world
 from crashpoint.scenarios import SCHEMA_DIR
 
 __all__ = [
@@ -574,6 +575,10 @@ class Pack:
     effects: dict[str, dict[str, Any]]
     cases_dir: Path
     line_of: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    #: the pack's own tools module (``world.tools``, absolute), or ``None``: see :mod:`.world`
+    tools_file: Path | None = None
+    #: workflow -> ``"ABS_FILE:FUNCTION"`` of its input generator (``world.inputs``)
+    inputs: dict[str, str] = field(default_factory=dict)
 
     def effect_for_tool(self, tool: str) -> str | None:
         """Name of the effect whose ``tool`` is ``tool``, or ``None``."""
@@ -585,6 +590,10 @@ class Pack:
     def tools(self, workflow: str) -> frozenset[str]:
         """Tools workflow ``workflow`` may call (see :func:`workflow_tools`)."""
         return workflow_tools(self.workflows[workflow])
+
+    def workflow_input(self, workflow: str, seed: int) -> dict[str, Any]:
+        """A generated input of ``workflow`` for ``seed``: the pack's generator, else the built-in one."""
+        return pack_world.workflow_input(self.inputs, workflow, seed)
 
 
 _REF = re.compile(r"^\$result\.([^.]+)\.")
@@ -668,7 +677,9 @@ def load_pack(pack_dir: str | Path) -> Pack:
             namespace for both); an
             ``irreversible`` task with no ``human_gate`` in an earlier phase; a
             ``compensation`` on a task without ``side_effect``; a
-            ``$result.TASK.x`` arg naming no earlier task.
+            ``$result.TASK.x`` arg naming no earlier task; a task calling a tool no world
+            provides (built in, or the pack's ``world.tools``); a ``world`` section that does not
+            load (see :func:`crashpoint.harness.load.world.load_world`).
     """
     root = Path(pack_dir)
     file = root / "pack.yaml"
@@ -689,6 +700,8 @@ def load_pack(pack_dir: str | Path) -> Pack:
         return target
 
     cases_dir = inside(data["cases"], ("cases",))
+    tools_file, inputs = pack_world.load_world(data.get("world", {}), inside, fail, data["workflows"])
+    provided = pack_world.provided_tools(tools_file)
     workflows: dict[str, dict[str, Any]] = {}
     workflow_files: dict[str, Path] = {}
     for name, rel in data["workflows"].items():
@@ -704,6 +717,7 @@ def load_pack(pack_dir: str | Path) -> Pack:
                             f"{file}:{loc.line(('workflows', name))}; the two names must be equal",
                             file=str(wf_file), line=wf_loc.line(("workflow",)), field="workflow")
         _check_workflow(wf, wf_file, wf_loc)
+        pack_world.check_tools(wf, provided, _failing(wf_file, wf_loc), tools_file)
         workflows[name], workflow_files[name] = wf, wf_file
 
     default = data.get("default_workflow")
@@ -736,7 +750,15 @@ def load_pack(pack_dir: str | Path) -> Pack:
         workflow_files=workflow_files, default_workflow=default,
         effects=data["effects"], cases_dir=cases_dir,
         line_of={dotted(p): line for p, line in loc.lines.items() if p},
+        tools_file=tools_file, inputs=inputs,
     )
+
+
+def _failing(file: Path, loc: Locator) -> Callable[[str, PathT], None]:
+    """``fail(message, field path)`` raising the :class:`CaseError` of that field of ``file``."""
+    def fail(message: str, path: PathT) -> None:
+        raise CaseError(message, file=str(file), line=loc.line(path), field=dotted(path))
+    return fail
 
 
 def find_pack_dir(path: str | Path) -> Path:

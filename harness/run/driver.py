@@ -14,8 +14,6 @@ than those files.
 from __future__ import annotations
 
 import copy
-import functools
-import json
 import re
 import os
 import shutil
@@ -29,9 +27,8 @@ from typing import Any, Callable
 
 from crashpoint.errors import EngineCrashed, WorkerTimeout
 from crashpoint.fakes.clock import VirtualClock
-from crashpoint.fakes.data import generated_input
 from crashpoint.fakes.ledger import Ledger
-from crashpoint.fakes.world import LEDGER_FILE
+from crashpoint.fakes.world import LEDGER_FILE, write_world
 from crashpoint.harness.faults import kinds as fault_kinds
 from crashpoint.harness.faults.kinds.tool import TOOL_EVENTS, script_event
 from crashpoint.harness.run import crashpoints, forkserver, inprocess
@@ -155,7 +152,7 @@ class Driver:
         """
         began = time.perf_counter()
         run_dir.mkdir(parents=True, exist_ok=False)
-        ctx = RunContext(run_dir=run_dir)
+        ctx = self._context(run_dir)
         workflow_id = f"wf-{case.case_id}"
         out = RunOutcome(case.case_id, crash_point, workflow_id, run_dir)
         injected = fault_kinds.injection(case.faults)
@@ -242,7 +239,7 @@ class Driver:
         if start is None:
             raise ValueError(f"no golden snapshot precedes {crash_point!r} in case {case.case_id}")
         run_dir.mkdir(parents=True, exist_ok=False)
-        ctx = RunContext(run_dir=run_dir)
+        ctx = self._context(run_dir)
         out = RunOutcome(case.case_id, crash_point, golden.workflow_id, run_dir)
         start.restore(run_dir, out)
         ledger = Ledger(run_dir / LEDGER_FILE, synchronous="OFF")
@@ -266,7 +263,7 @@ class Driver:
                 fault_kinds.get(entry["type"]).script(ledger, entry)
         self.adapter.prepare(ctx, {case.workflow: self.pack.workflows[case.workflow]})
         workflow_id = out.workflow_id
-        workflow_input = case.input or _generated_input(case.workflow, zlib.crc32(case.case_id.encode()))
+        workflow_input = case.input or self.pack.workflow_input(case.workflow, zlib.crc32(case.case_id.encode()))
         for n in range(starts):
             accepted = self.adapter.start(ctx, workflow_id, case.workflow, workflow_input,
                                           initial_step=case.initial_step,
@@ -279,6 +276,13 @@ class Driver:
         for index, ev in enumerate(external):  # decisions that arrive before the workflow waits for them
             if ev.get("before_wait"):
                 self._deliver(ctx, out, ledger, clock, ev, index, workflow=case.workflow)
+
+    def _context(self, run_dir: Path) -> RunContext:
+        """The run's context; when the pack brings its own tools, ``RUN_DIR/world.json`` names them
+        for every worker (:func:`crashpoint.fakes.world.build` reads it)."""
+        if self.pack.tools_file is not None:
+            write_world(run_dir, self.pack.tools_file)
+        return RunContext(run_dir=run_dir)
 
     def _start_from(self, case: Case, crash_point: str | None, golden: RunOutcome | None) -> "Snapshot | None":
         """The snapshot a crash run at ``crash_point`` starts from in this driver's mode, or ``None``."""
@@ -421,16 +425,6 @@ class Driver:
             raise EngineCrashed(f"worker exited with {rc} (not a harness kill): " + " | ".join(tail))
         raise EngineCrashed(f"{MAX_WORKERS_PER_RUN} worker processes in a row were killed or restarted "
                             "without the workflow reaching a quiescent state")
-
-
-@functools.lru_cache(maxsize=256)
-def _generated_input_json(workflow: str, seed: int) -> str:
-    return json.dumps(generated_input(workflow, seed=seed))
-
-
-def _generated_input(workflow: str, seed: int) -> dict[str, Any]:
-    """:func:`~crashpoint.fakes.data.generated_input`, built once per process (faker takes ~3 ms a call)."""
-    return json.loads(_generated_input_json(workflow, seed))
 
 
 def tool_script(events: list[dict[str, Any]], faults: list[dict[str, Any]] = ()) -> list[dict[str, Any]]:
