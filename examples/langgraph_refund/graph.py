@@ -1,10 +1,10 @@
-"""The refund agent: route -> draft -> (approval with re-ask on denial || notify "received") -> issue -> notify.
+"""The refund agent: route -> (draft -> approval with re-ask on denial -> issue -> notify || notify "received").
 
 * ``route`` decides whether the request qualifies for a refund at all;
 * ``draft`` drafts the refund (``services.draft_refund``, keyed by order and draft version);
 * ``approve`` asks a human (``interrupt()``); a denial goes to ``revise``, which lowers the amount and
   drafts again, then asks again (at most :data:`MAX_ASKS` times);
-* ``notify_received`` runs in parallel with the approval: it tells the customer the request is in review;
+* ``notify_received`` runs in parallel with the drafting: it tells the customer the request is in review;
 * ``issue`` issues the approved draft (``services.issue_refund``, keyed by the draft), retried on
   transient payment errors;
 * ``notify_done`` / ``notify_rejected`` tell the customer how it ended.
@@ -93,6 +93,12 @@ def notify_rejected(state: RefundState) -> dict[str, Any]:
     return {"log": ["notified:rejected"]}
 
 
+def is_transient(exc: Exception) -> bool:
+    """Retry what the payments client marks retryable (timeouts included: LangGraph's default ``retry_on``
+    does not retry a ``TimeoutError``, an ``OSError``)."""
+    return bool(getattr(exc, "retryable", False)) or isinstance(exc, ConnectionError)
+
+
 def add_node(graph: StateGraph, name: str, fn: Any, retry: Any = None) -> None:
     """``graph.add_node`` with a retry policy under either keyword langgraph has used for it."""
     if retry is None:
@@ -104,19 +110,21 @@ def add_node(graph: StateGraph, name: str, fn: Any, retry: Any = None) -> None:
         graph.add_node(name, fn, retry=retry)
 
 
-def make_builder(nodes: dict[str, Any] | None = None, edges: list[tuple[str, str]] | None = None) -> StateGraph:
-    """The graph builder; ``nodes`` replaces node functions and ``edges`` the plain edges (broken variants)."""
+def make_builder(nodes: dict[str, Any] | None = None, edges: list[tuple[str, str]] | None = None,
+                 retry_on: Any = is_transient) -> StateGraph:
+    """The graph builder; ``nodes`` replaces node functions, ``edges`` the plain edges and ``retry_on`` the
+    retry policy's test (the broken variants)."""
     fns = {"route": route, "draft": draft, "approve": approve, "revise": revise, "notify_received": notify_received,
            "issue": issue, "notify_done": notify_done, "notify_rejected": notify_rejected, **(nodes or {})}
     graph = StateGraph(RefundState)
-    transient = RetryPolicy(max_attempts=3, initial_interval=0.01, backoff_factor=1.0, jitter=False)
+    transient = RetryPolicy(max_attempts=3, initial_interval=0.01, backoff_factor=1.0, jitter=False,
+                            **({"retry_on": retry_on} if retry_on is not None else {}))
     for name, fn in fns.items():
         add_node(graph, name, fn, transient if name in ("issue", "draft", "notify_done") else None)
     graph.add_edge(START, "route")
-    graph.add_conditional_edges("route", lambda s: "draft" if s["decision"] == "refund" else "notify_rejected",
-                                ["draft", "notify_rejected"])
-    for a, b in edges if edges is not None else [("draft", "approve"), ("draft", "notify_received"),
-                                                  ("revise", "draft"), ("issue", "notify_done")]:
+    graph.add_conditional_edges("route", lambda s: ["draft", "notify_received"] if s["decision"] == "refund"
+                                else ["notify_rejected"], ["draft", "notify_received", "notify_rejected"])
+    for a, b in edges if edges is not None else [("draft", "approve"), ("revise", "draft"), ("issue", "notify_done")]:
         graph.add_edge(a, b)
     graph.add_conditional_edges("approve", after_approval, ["issue", "revise", "notify_rejected"])
     graph.add_edge("notify_received", END)

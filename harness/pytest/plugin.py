@@ -23,6 +23,8 @@ from typing import Any, Iterator
 
 import pytest
 
+from crashpoint.harness.pytest.targets import crashpoint_sweep  # noqa: F401 - the fixture of target sweeps
+
 CASE_SUFFIXES = (".yaml", ".yml", ".json")
 _STASH_PACKS = pytest.StashKey[dict]()
 _STASH_ALIAS = pytest.StashKey[str]()

@@ -1,0 +1,59 @@
+"""The ``crashpoint_sweep`` fixture: a team's own tests sweep their target under ``pytest --chaos``.
+
+::
+
+    def test_refund_agent_survives_every_crash(crashpoint_sweep):
+        result = crashpoint_sweep("target.yaml", durability=["sync"])
+        assert result.passed, result.summary
+
+Without ``--chaos`` (or ``--crashpoint-chaos``) a test using the fixture is skipped: sweeps spawn
+hundreds of processes and belong to the chaos run. Light to import (the sweep loads when called).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+
+class SweepReport:
+    """A sweep's result with a ``summary`` made for an assertion message (each failing run, its rules and repro)."""
+
+    def __init__(self, result: Any) -> None:
+        self.result = result
+        self.passed = result.passed
+        lines = [f"{len(result.results)} runs: {result.counts()}"]
+        for r in result.results:
+            if r.verdict != "passed":
+                rules = ", ".join(sorted({f.oracle for f in r.failures})) or r.error or "; ".join(r.unknown)
+                lines.append(f"{r.verdict} {r.case} [{r.durability}] at {r.crash_point or 'golden run'}: {rules}\n"
+                             f"    {r.repro(result.target)}")
+        self.summary = "\n".join(lines)
+
+    def findings(self) -> dict[str, int]:
+        """Rule id -> runs it failed."""
+        return self.result.findings()
+
+
+@pytest.fixture()
+def crashpoint_sweep(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[..., SweepReport]:
+    """``crashpoint_sweep(target, **options) -> SweepReport``: ``target`` is a :class:`crashpoint.Target` or a
+    target file (relative to the test file's folder); options as :func:`crashpoint.harness.targets.sweep.sweep`."""
+    from crashpoint.harness.pytest.plugin import chaos_enabled
+
+    if not chaos_enabled(request.config):
+        pytest.skip("crashpoint sweeps run under --chaos (or --crashpoint-chaos)")
+
+    def run(target: Any, **options: Any) -> SweepReport:
+        from crashpoint.harness.targets.sweep import sweep
+        from crashpoint.harness.targets.target import Target
+
+        if not isinstance(target, Target):
+            path = Path(target)
+            target = Target.from_file(path if path.is_absolute() else Path(request.path).parent / path)
+        options.setdefault("workdir", tmp_path / "runs")
+        return SweepReport(sweep(target, **options))
+
+    return run

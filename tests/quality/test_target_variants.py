@@ -1,0 +1,52 @@
+"""Each broken variant of examples/langgraph_refund is caught by the rule named for it, 3 times of 3 (none by
+luck), and the correct graph passes the same runs."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("langgraph.checkpoint.sqlite")
+
+from crashpoint.harness.targets.sweep import run_one  # noqa: E402
+from crashpoint.harness.targets.target import Target  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+BASE = Target.from_file(ROOT / "examples/langgraph_refund/target.yaml")
+
+#: variant, case, durability, crash point (None: the golden run finds it), the rule that must catch it
+VARIANTS = [
+    ("no_key", "approved", "sync", "after_effect:issue_refund", "target.at_most_once_per_key"),
+    ("wall_clock", "approved", "sync", "after_effect:draft_refund", "target.effects_like_golden"),
+    ("email_before_interrupt", "approved", "sync", None, "target.repeats_explained"),
+    ("ignores_denial", "denied-then-approved", "sync", None, "target.approval_gate"),
+    ("default_retry", "issue-flaky", "sync", None, "target.ends_within_budget"),
+    ("builder", "approved", "exit", None, "target.durable_before_effect"),  # the correct graph, durability="exit"
+]
+
+
+@pytest.mark.parametrize("variant, case, mode, point, rule", VARIANTS, ids=[v[0] + "-" + v[2] for v in VARIANTS])
+def test_the_named_rule_catches_the_variant_every_time(tmp_path: Path, variant: str, case: str, mode: str,
+                                                       point: str | None, rule: str) -> None:
+    module = "graph" if variant == "builder" else "variants"
+    target = dataclasses.replace(BASE, entry=f"langgraph_refund.{module}:{variant}")
+    golden = None
+    if point is not None:
+        golden = run_one(target, target.case(case), mode, tmp_path / "golden", None, None).outcome
+        correct = run_one(BASE, BASE.case(case), mode, tmp_path / "correct", point,
+                          run_one(BASE, BASE.case(case), mode, tmp_path / "correct-golden", None, None).outcome)
+        assert correct.verdict == "passed", [f.message for f in correct.failures]
+    for n in range(3):
+        result = run_one(target, target.case(case), mode, tmp_path / f"run{n}", point, golden)
+        assert result.verdict == "failed", result.error
+        assert rule in {f.oracle for f in result.failures}, [f.message for f in result.failures]
+        if point is not None:
+            assert result.kills == 1 and any(p["rc"] == -9 for p in result.pids)
+
+
+def test_the_correct_graph_passes_the_golden_runs_that_catch_variants(tmp_path: Path) -> None:
+    for case in ("approved", "denied-then-approved", "issue-flaky"):
+        result = run_one(BASE, BASE.case(case), "sync", tmp_path / case, None, None)
+        assert result.verdict == "passed", (case, [f.message for f in result.failures], result.error)
