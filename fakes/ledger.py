@@ -34,7 +34,8 @@ CREATE TABLE IF NOT EXISTS calls (
 CREATE INDEX IF NOT EXISTS calls_key ON calls (tool, idempotency_key);
 CREATE TABLE IF NOT EXISTS script (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, tool TEXT NOT NULL, outcome TEXT NOT NULL,
-    message TEXT, seconds REAL, consumed INTEGER NOT NULL DEFAULT 0);
+    message TEXT, seconds REAL, consumed INTEGER NOT NULL DEFAULT 0,
+    applies INTEGER NOT NULL DEFAULT 1, error TEXT, lost INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS decisions (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, approval_id TEXT NOT NULL, granted INTEGER NOT NULL,
     by TEXT NOT NULL, at REAL NOT NULL, gseq INTEGER NOT NULL);
@@ -42,7 +43,32 @@ CREATE TABLE IF NOT EXISTS clock (id INTEGER PRIMARY KEY CHECK (id = 1), now REA
 CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
-#: Scripted outcomes of a tool's next calls:
+@dataclass(frozen=True)
+class Behaviour:
+    """How one scripted call of a tool behaves: the fake world's whole vocabulary of tool faults.
+
+    A script row carries its behaviour, so a worker process needs no table of outcome names: a fault
+    kind of the harness with a behaviour of its own passes it to :meth:`Ledger.script`.
+
+    Attributes:
+        applies: the effect happens (the tool's handler runs; the service may still refuse it).
+        error: ``None`` (the caller gets the answer), or ``"retryable"`` / ``"fatal"``: the caller gets
+            this kind of error instead (before the effect when not ``applies``, after it when ``applies``).
+        message: the error's text; ``{tool}`` is replaced by the tool's name.
+        lost: the caller never got the effect's answer (recorded ``lost``; the error says the effect may
+            have been applied, ``maybe_applied``): a retry with the same key is then a ``duplicate``.
+        takes_time: the call takes the script's ``seconds`` of virtual time (the clock moves with the
+            effect, in its transaction).
+    """
+
+    applies: bool = True
+    error: str | None = None
+    message: str = ""
+    lost: bool = False
+    takes_time: bool = False
+
+
+#: The built-in scripted outcomes of a tool's next calls:
 #:
 #: * ``success``: the call is applied and answered (the default beyond the script);
 #: * ``retryable`` / ``fatal``: the call fails with that kind of error, nothing applied;
@@ -50,7 +76,17 @@ CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 #: * ``lost_response``: the effect is applied (recorded ``applied``, ``lost``), then the caller gets a
 #:   retryable "connection reset" instead of the answer; a retry with the same key is a ``duplicate``;
 #: * ``slow``: the virtual clock moves ``seconds`` forward during the call, which then succeeds.
-SCRIPT_OUTCOMES = ("success", "retryable", "fatal", "timeout", "lost_response", "slow")
+BEHAVIOURS: dict[str, Behaviour] = {
+    "success": Behaviour(),
+    "retryable": Behaviour(applies=False, error="retryable", message="{tool}: scripted retryable failure"),
+    "fatal": Behaviour(applies=False, error="fatal", message="{tool}: scripted fatal failure"),
+    "timeout": Behaviour(applies=False, error="retryable",
+                         message="{tool}: timeout (no answer in time; nothing was applied)"),
+    "lost_response": Behaviour(error="retryable", lost=True,
+                               message="{tool}: connection reset after the effect (the answer was lost)"),
+    "slow": Behaviour(takes_time=True),
+}
+SCRIPT_OUTCOMES = tuple(BEHAVIOURS)
 
 
 @dataclass(frozen=True)
@@ -119,22 +155,56 @@ class Ledger:
 
     # -- set-up by the harness -----------------------------------------------
     def script(self, tool: str, outcome: str, message: str = "", times: int = 1,
-               seconds: float | None = None) -> None:
-        """Queue ``times`` outcomes (see :data:`SCRIPT_OUTCOMES`) for ``tool``'s next calls.
+               seconds: float | None = None, behaviour: Behaviour | None = None) -> None:
+        """Queue ``times`` outcomes for ``tool``'s next calls: a built-in one (:data:`BEHAVIOURS`), or
+        ``behaviour`` under the name ``outcome`` (a fault kind's own).
 
-        ``seconds`` is how long a ``slow`` call takes (virtual seconds, > 0); other outcomes take none.
+        ``message`` replaces the behaviour's error text; ``seconds`` is how long a call that takes time
+        (``slow``) takes (virtual seconds, > 0); other outcomes take none.
 
         Raises:
-            ValueError: unknown outcome, ``times < 1``, or ``seconds`` missing or not > 0 for
-                ``slow`` (or given for another outcome).
+            ValueError: unknown outcome (and no ``behaviour``), ``times < 1``, or ``seconds`` missing or
+                not > 0 for an outcome that takes time (or given for another one).
         """
-        if outcome not in SCRIPT_OUTCOMES or times < 1:
-            raise ValueError(f"script outcome must be one of {SCRIPT_OUTCOMES} and times >= 1")
-        if (outcome == "slow") != (seconds is not None) or (seconds is not None and not seconds > 0):
-            raise ValueError("a slow outcome needs seconds > 0; other outcomes take no seconds")
+        how = behaviour or BEHAVIOURS.get(outcome)
+        if how is None or times < 1:
+            raise ValueError(f"script outcome must be one of {SCRIPT_OUTCOMES} (or come with its behaviour) "
+                             "and times >= 1")
+        if how.takes_time != (seconds is not None) or (seconds is not None and not seconds > 0):
+            raise ValueError(f"a {outcome} outcome needs seconds > 0" if how.takes_time
+                             else f"a {outcome} outcome takes no seconds")
+        row = (tool, outcome, message or how.message, seconds, int(how.applies), how.error, int(how.lost))
         with self.transaction() as conn:
-            conn.executemany("INSERT INTO script (tool, outcome, message, seconds) VALUES (?, ?, ?, ?)",
-                             [(tool, outcome, message, seconds)] * times)
+            conn.executemany("INSERT INTO script (tool, outcome, message, seconds, applies, error, lost) "
+                             "VALUES (?, ?, ?, ?, ?, ?, ?)", [row] * times)
+
+    def next_script(self, conn: sqlite3.Connection, tool: str) -> tuple[str, Behaviour, float | None]:
+        """Consume the next scripted outcome of ``tool`` (inside the call's transaction ``conn``):
+        ``(outcome name, behaviour, seconds)``; ``("success", Behaviour(), None)`` beyond the script."""
+        row = conn.execute("SELECT * FROM script WHERE tool=? AND consumed=0 ORDER BY seq LIMIT 1", (tool,)).fetchone()
+        if row is None:
+            return "success", BEHAVIOURS["success"], None
+        conn.execute("UPDATE script SET consumed=1 WHERE seq=?", (row["seq"],))
+        how = Behaviour(applies=bool(row["applies"]), error=row["error"], message=row["message"] or "",
+                        lost=bool(row["lost"]), takes_time=row["seconds"] is not None)
+        return row["outcome"], how, row["seconds"]
+
+    def record_call(self, conn: sqlite3.Connection, tool: str, args: dict[str, Any], key: str | None, outcome: str,
+                    at: float, *, result: Any = None, error: str | None = None, retryable: bool | None = None,
+                    lost: bool = False, result_json: str | None = None) -> int:
+        """Record one call (inside the caller's transaction ``conn``); returns its ``seq``.
+
+        ``outcome`` is ``applied``, ``duplicate`` or ``failed``; ``result`` is JSON-encoded (when there is
+        no ``error``) unless ``result_json`` gives it already encoded (a duplicate's copy of the first answer).
+        """
+        cur = conn.execute(
+            "INSERT INTO calls (tool, args, idempotency_key, outcome, retryable, result, error, at, gseq, lost) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (tool, json.dumps(dict(args), sort_keys=True, default=str), key, outcome,
+             None if retryable is None else int(retryable),
+             result_json if result_json is not None else (json.dumps(result) if error is None else None),
+             error, at, next_gseq(conn), int(lost)))
+        return int(cur.lastrowid)
 
     def record_decision(self, approval_id: str, granted: bool, by: str, at: float) -> None:
         """Record what the (fake) human answered, before it is delivered to the engine."""

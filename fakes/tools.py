@@ -10,7 +10,8 @@ Each call passes two crash points, ``before_effect:TOOL`` and ``after_effect:TOO
 through the probe: after the second one the effect is durable in the ledger but the
 caller has not seen the response yet.
 
-A tool's next calls may be scripted (:data:`crashpoint.fakes.ledger.SCRIPT_OUTCOMES`): a
+A tool's next calls may be scripted (:data:`crashpoint.fakes.ledger.BEHAVIOURS`, or a fault kind's own
+:class:`~crashpoint.fakes.ledger.Behaviour`): a
 ``retryable`` or ``fatal`` failure, a ``timeout`` (retryable, nothing applied), a
 ``lost_response`` (the effect is applied and recorded ``applied`` with ``lost=1``, then the
 caller gets a retryable "connection reset"; a refusal whose answer is lost is recorded
@@ -35,7 +36,7 @@ from typing import Any, Callable, Mapping
 from crashpoint.fakes.ads import ADS_ARGS, ADS_HANDLERS
 from crashpoint.fakes.agent import AGENT_ARGS, AGENT_HANDLERS
 from crashpoint.fakes.clock import VirtualClock
-from crashpoint.fakes.ledger import Ledger, next_gseq
+from crashpoint.fakes.ledger import Ledger
 from crashpoint.protocols import Probe, ToolError, no_probe
 
 Handler = Callable[["Toolbox", Mapping[str, Any], str], dict[str, Any]]
@@ -106,58 +107,44 @@ class Toolbox:
             raise ToolError(f"unknown tool {tool!r}", retryable=False)
         key = idempotency_key or None
         at = self.clock.now()
-        args_json = json.dumps(dict(args), sort_keys=True, default=str)
-        db = self.ledger.db
+        ledger = self.ledger
         if key is not None:
-            prior = db.execute(
+            prior = ledger.db.execute(
                 "SELECT * FROM calls WHERE tool=? AND idempotency_key=? AND "
                 "(outcome='applied' OR (outcome='failed' AND retryable=0)) ORDER BY seq LIMIT 1",
                 (tool, key)).fetchone()
             if prior is not None:
-                with self.ledger.transaction() as conn:
-                    conn.execute("INSERT INTO calls (tool, args, idempotency_key, outcome, retryable, result, error, at,"
-                                 " gseq) VALUES (?, ?, ?, 'duplicate', ?, ?, ?, ?, ?)",
-                                 (tool, args_json, key, prior["retryable"], prior["result"], prior["error"], at,
-                                  next_gseq(conn)))
+                with ledger.transaction() as conn:
+                    ledger.record_call(conn, tool, args, key, "duplicate", at, error=prior["error"],
+                                       retryable=None if prior["retryable"] is None else bool(prior["retryable"]),
+                                       result_json=prior["result"])
                 if prior["outcome"] == "failed":
                     raise ToolError(prior["error"], retryable=False)
                 return json.loads(prior["result"])
         self.probe(f"before_effect:{tool}")
         error: ToolError | None = None
-        with self.ledger.transaction() as conn:
-            scripted = conn.execute("SELECT seq, outcome, message, seconds FROM script WHERE tool=? AND consumed=0 "
-                                    "ORDER BY seq LIMIT 1", (tool,)).fetchone()
-            outcome, message = "success", ""
-            if scripted is not None:
-                conn.execute("UPDATE script SET consumed=1 WHERE seq=?", (scripted["seq"],))
-                outcome, message = scripted["outcome"], scripted["message"]
+        with ledger.transaction() as conn:
+            outcome, how, seconds = ledger.next_script(conn, tool)
+            message = how.message.replace("{tool}", tool)
             seq = conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM calls").fetchone()[0]
-            gseq = next_gseq(conn)
-            lost = outcome == "lost_response"
-            if outcome in ("retryable", "fatal"):
-                error = ToolError(message or f"{tool}: scripted {outcome} failure", retryable=outcome == "retryable")
-            elif outcome == "timeout":
-                error = ToolError(message or f"{tool}: timeout (no answer in time; nothing was applied)",
-                                  retryable=True)
+            if not how.applies:
+                error = ToolError(message or f"{tool}: scripted {outcome} failure", retryable=how.error == "retryable")
             else:
                 try:
                     result = handler(self, dict(args), _ref("x", key, seq))
                 except ToolError as exc:
                     error = exc
             if error is not None:
-                conn.execute("INSERT INTO calls (tool, args, idempotency_key, outcome, retryable, error, at, gseq, "
-                             "lost) VALUES (?, ?, ?, 'failed', ?, ?, ?, ?, ?)",
-                             (tool, args_json, key, int(error.retryable), str(error), at, gseq, int(lost)))
+                ledger.record_call(conn, tool, args, key, "failed", at, error=str(error), retryable=error.retryable,
+                                   lost=how.lost)
             else:
-                conn.execute("INSERT INTO calls (tool, args, idempotency_key, outcome, result, at, gseq, lost) "
-                             "VALUES (?, ?, ?, 'applied', ?, ?, ?, ?)",
-                             (tool, args_json, key, json.dumps(result), at, gseq, int(lost)))
-            if outcome == "slow":  # the call takes this long: time moves with the effect, atomically
-                conn.execute("UPDATE clock SET now = now + ? WHERE id=1", (scripted["seconds"],))
+                ledger.record_call(conn, tool, args, key, "applied", at, result=result, lost=how.lost)
+            if seconds:  # the call takes this long: time moves with the effect, atomically
+                conn.execute("UPDATE clock SET now = now + ? WHERE id=1", (seconds,))
         self.probe(f"after_effect:{tool}")
-        if lost:
-            raise ToolError(message or f"{tool}: connection reset after the effect (the answer was lost)",
-                            retryable=True, maybe_applied=True)
+        if how.lost or (how.applies and how.error and error is None):  # applied, but the answer never came
+            raise ToolError(message or f"{tool}: no answer after the effect", retryable=how.error != "fatal",
+                            maybe_applied=True)
         if error is not None:
             raise error
         return result

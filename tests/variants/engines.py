@@ -390,6 +390,28 @@ class NewKeyOnRetry(Engine):
         super()._run_step(wid, status, st, definition)
 
 
+class NewKeyAfterTimeout(Engine):
+    """Bug: a call that timed out is taken for one that never reached the service, so its retry gets a
+    new idempotency key (``<key>~after-timeout<N>``).
+
+    A timeout only says that no answer came in time: the request may have landed after the caller
+    gave up. A plain ``timeout`` fault (nothing applied) and a ``lost_response`` (a connection reset,
+    retried under the same key) both pass, and so do kills; only a tool that answers after its timeout
+    (fault kind ``late_answer``) applies the effect twice.
+
+    Seed failure mode: "side-effect steps are retried without idempotency".
+    Caught by: ``side_effects`` ("effect draft_refund ... applied 2 times") on a ``late_answer`` fault,
+    already in the golden run.
+    """
+
+    def _task_failed(self, wid: str, st: dict[str, Any], definition: WorkflowDefinition, phase: Phase, task: Any,
+                     moves: list[Status], error: str, *, retryable: bool, **kwargs: Any) -> None:
+        if retryable and "timeout" in error and task.side_effect:
+            key = st["keys"].get(task.id) or f"{wid}/{task.id}"
+            st["keys"][task.id] = f"{key.split('~')[0]}~after-timeout{st['attempt'] + 1}"  # the bug
+        super()._task_failed(wid, st, definition, phase, task, moves, error, retryable=retryable, **kwargs)
+
+
 class TimeoutNotRetried(Engine):
     """Bug: a tool error that says ``timeout`` is treated as fatal, although it is retryable.
 
