@@ -11,7 +11,7 @@ import base64
 import io
 from typing import Any, Sequence
 
-COLORS = {"passed": "#2e7d32", "failed": "#c62828", "error": "#ef6c00", "unknown": "#6a1b9a"}
+COLORS = {"passed": "#2e7d32", "failed": "#c62828", "error": "#ef6c00", "unknown": "#6a1b9a", "unsupported": "#757575"}
 
 
 def _pyplot():

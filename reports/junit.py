@@ -50,6 +50,8 @@ def _problem(parent: ET.Element, r: dict[str, Any]) -> None:
     elif r["verdict"] in ("error", "unknown"):
         el = ET.SubElement(parent, "error", type=r["verdict"], message=_clean(r.get("error") or r["verdict"]))
         el.text = "\n".join(_clean(x) for x in (r.get("error") or "", repro) if x)
+    elif r["verdict"] == "unsupported":  # the engine lacks a feature the case needs: not run, not passed
+        ET.SubElement(parent, "skipped", message=_clean(r.get("error") or "unsupported"))
 
 
 def render(stored: dict[str, Any]) -> str:
@@ -63,7 +65,8 @@ def render(stored: dict[str, Any]) -> str:
     for case_id, c in per_case(results).items():
         rows = [r for r in results if r["case_id"] == case_id]
         suite = ET.SubElement(root, "testsuite", name=_clean(case_id), tests=str(c["runs"]),
-                              failures=str(c["failed"]), errors=str(c["error"] + c["unknown"]), skipped="0",
+                              failures=str(c["failed"]), errors=str(c["error"] + c["unknown"]),
+                              skipped=str(c.get("unsupported", 0)),
                               time=_time(sum(float(r.get("wall_s") or 0) for r in rows)),
                               timestamp=_clean(run.get("started_at")), hostname=_clean(run.get("host") or "unknown"),
                               package=_clean(run.get("pack")))

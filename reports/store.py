@@ -17,7 +17,7 @@ NULL), ``host``, ``source`` (``cli`` | ``pytest``), ``started_at``/``ended_at`` 
 
 ``crashpoint_results``: one row per (case, crash point/fault) of a run, committed as it arrives:
 ``id`` (order of arrival), ``run_id``, ``case_id``, ``crash_point`` (``none`` for a golden run),
-``verdict`` (passed|failed|error|unknown), ``oracle`` (first failing oracle or NULL), ``message``
+``verdict`` (passed|failed|error|unknown|unsupported), ``oracle`` (first failing oracle or NULL), ``message``
 (first finding or the error), ``final_status``, ``wall_s``, ``recorded_at``, ``reproduce`` (or
 NULL), ``tags`` (JSON list), ``measures`` (JSON: per-run metric inputs, see
 :mod:`crashpoint.harness.judge.record`) and ``data`` (JSON: the full result dict, with ``timeline`` for a
@@ -83,7 +83,7 @@ results_table = Table(
     Column("run_id", String(32), nullable=False, index=True),
     Column("case_id", String(300), nullable=False),
     Column("crash_point", Text, nullable=False),
-    Column("verdict", String(10), nullable=False),
+    Column("verdict", String(16), nullable=False),
     Column("oracle", String(50)),
     Column("message", Text),
     Column("final_status", String(50)),

@@ -11,7 +11,7 @@ from typing import Any, Iterable
 
 from crashpoint.text import no_surrogates
 
-VERDICTS = ("passed", "failed", "error", "unknown")
+VERDICTS = ("passed", "failed", "error", "unknown", "unsupported")
 
 #: metric name -> (label, unit): every metric of a stored run and of the weekly report.
 METRICS = {
@@ -40,7 +40,7 @@ def visible(text: str) -> str:
 
 
 def counts(results: Iterable[dict[str, Any]]) -> dict[str, int]:
-    """``{"runs", "passed", "failed", "error", "unknown", "cases"}`` over ``results``."""
+    """``{"runs", "passed", "failed", "error", "unknown", "unsupported", "cases"}`` over ``results``."""
     out = {"runs": 0, **{v: 0 for v in VERDICTS}}
     cases = set()
     for r in results:

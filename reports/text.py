@@ -8,7 +8,7 @@ from tabulate import tabulate
 
 from crashpoint.reports.summary import visible
 
-MARK = {"passed": "passed", "failed": "FAILED", "error": "ERROR", "unknown": "UNKNOWN"}
+MARK = {"passed": "passed", "failed": "FAILED", "error": "ERROR", "unknown": "UNKNOWN", "unsupported": "UNSUPPORTED"}
 
 
 def _ratio(value: float | None) -> str:
@@ -72,6 +72,8 @@ def summary(data: dict[str, Any]) -> str:
             ["cases", s["cases"]], ["crash points", s["crash_points"]],
             ["recovery pairs", s.get("recovery_pairs", 0)], ["runs", s["runs"]],
             ["passed", s["passed"]], ["failed", s["failed"]], ["errors", s["errors"]], ["unknown", s["unknown"]]]
+    if s.get("unsupported"):
+        rows.append(["unsupported", s["unsupported"]])
     rows += [[name.replace("_", " "), _ratio(value)] for name, value in s["metrics"].items()]
     rows.append(["wall time", f"{data['wall_s']:.1f} s"])
     return tabulate(rows, tablefmt="simple", headers=["summary", ""])

@@ -126,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     DBOS.launch()
     starts = store.messages(kind="start")
     for start in starts:
+        _RUNNER.resumed(start["wid"], f"dbos-{os.getpid()}")
         with SetWorkflowID(start["wid"]):
             DBOS.start_workflow(interpreted_workflow, start["wid"], start["definition"], start["input"],
                                 start.get("initial_step"))

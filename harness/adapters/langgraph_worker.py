@@ -23,6 +23,7 @@ Exit 0 once every workflow is finished or waits for a message that has not arriv
 from __future__ import annotations
 
 import operator
+import os
 import sqlite3
 import sys
 from pathlib import Path
@@ -163,8 +164,10 @@ def main(argv: list[str] | None = None) -> int:
     store = AdapterStore(args.run_dir)
     conn = sqlite3.connect(Path(args.run_dir) / LANGGRAPH_FILE, check_same_thread=False)
     saver = TracingSaver(conn, store, probe)
-    graph = build_graph(StepRunner(store, lambda: open_world(args.world, args.run_dir, probe), probe), saver)
+    runner = StepRunner(store, lambda: open_world(args.world, args.run_dir, probe), probe)
+    graph = build_graph(runner, saver)
     for start in store.messages(kind="start"):
+        runner.resumed(start["wid"], f"langgraph-{os.getpid()}")
         drive(graph, store, clock, start, args.durability)
     return 0
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from crashpoint import __version__, sqlite
+from crashpoint.harness.adapters.interpreter import FEATURES, TRACE_KINDS
 from crashpoint.harness.adapters.protocol import RunContext
 
 ADAPTER_FILE = "adapter.db"
@@ -226,9 +227,12 @@ class StepRunner:
         return self._world()[1]
 
     def step(self, wid: str, step: Mapping[str, Any]) -> dict[str, Any]:
-        """Trace the step's events, pass ``step_started:NAME``, trace ``tool_call``, pass the step's probe, call its tool; the answer ``{"ok",
-        "result" | "error", "retryable", "now"}``. A tool's ``ToolError`` is an answer, not an exception.
-        The ``tool_result`` event belongs to the step's commit (traced once the answer is durable)."""
+        """Trace the step's events, pass ``step_started:NAME`` and the step's probe, wait until the call's
+        ``not_before`` (virtual seconds), refuse it when the virtual clock is past its ``deadline`` (unless it
+        was made before a crash), trace ``tool_call``, call its tool. The answer: ``{"ok", "result" | "error",
+        "retryable", "maybe_applied", "skipped_call", "began", "now"}`` (``began``: the virtual time the call
+        was made). A tool's ``ToolError`` is an answer, not an exception. The ``tool_result`` event belongs to
+        the step's commit (traced once the answer is durable)."""
         self._enter(1)
         try:
             return self._step(wid, step)
@@ -243,9 +247,18 @@ class StepRunner:
             self.probe(step["probe"])
         call = step.get("call")
         if not call:
-            return {"ok": True, "now": self.clock.now()}
+            now = self.clock.now()
+            return {"ok": True, "now": now, "began": now}
+        if call.get("not_before") is not None and self.clock.now() < float(call["not_before"]):
+            self.clock.sleep(float(call["not_before"]) - self.clock.now())  # a retry's backoff, on the virtual clock
+        began = self.clock.now()
         base = {"task": call["task"], "tool": call["tool"], "idempotency_key": call["key"],
                 "attempt": call.get("attempt", 1)}
+        # a call made before a crash may have had its effect: it is made again with its key (which reconciles
+        # it) rather than failed by a deadline that ran out meanwhile (as the reference engine does)
+        if call.get("deadline") is not None and began > float(call["deadline"]) and not self._called(wid, base):
+            return {"ok": False, "error": call.get("deadline_error") or "deadline exceeded", "retryable": False,
+                    "skipped_call": True, "now": began, "began": began}
         self.store.append(wid, [{"kind": "tool_call", **base, "args": call["args"],
                                  "side_effect": call.get("side_effect", True)}])
         try:
@@ -254,8 +267,27 @@ class StepRunner:
             if type(exc).__name__ != "ToolError":
                 raise
             return {"ok": False, "error": str(exc), "retryable": bool(getattr(exc, "retryable", False)),
-                    "now": self.clock.now()}
-        return {"ok": True, "result": result, "now": self.clock.now()}
+                    "maybe_applied": bool(getattr(exc, "maybe_applied", False)), "now": self.clock.now(),
+                    "began": began}
+        return {"ok": True, "result": result, "now": self.clock.now(), "began": began}
+
+    def _called(self, wid: str, base: Mapping[str, Any]) -> bool:
+        """``True`` when the trace has this call's ``tool_call`` already (it was made before a crash)."""
+        return any(e["kind"] == "tool_call" and e.get("idempotency_key") == base["idempotency_key"]
+                   and e.get("attempt") == base["attempt"] for e in self.store.trace(wid))
+
+    def resumed(self, wid: str, worker: str) -> None:
+        """Trace ``workflow_resumed`` (``status``, ``from_checkpoint``, ``worker``, ``version``) when this worker
+        picks up a workflow that an earlier worker left neither accepted nor terminal. Call once per workflow
+        as the worker starts."""
+        trace = self.store.trace(wid)
+        status = status_from_trace(trace)["status"]
+        if status in ("accepted", "succeeded", "failed", "cancelled", "escalated"):
+            return
+        last = next((e.get("name") for e in reversed(trace) if e["kind"] == "checkpoint"), None)
+        version = next((e.get("version") for e in trace if e["kind"] == "workflow_accepted"), None)
+        self.store.append(wid, [{"kind": "workflow_resumed", "status": status, "from_checkpoint": last,
+                                 "worker": worker, "version": version}])
 
     def commit(self, wid: str, n: int, name: str, events: list[Mapping[str, Any]]) -> None:
         """Write commit ``n``'s events once, between ``before_checkpoint:NAME`` and ``after_checkpoint:NAME``.
@@ -284,6 +316,13 @@ def open_probe(spec: str | None, arg: str) -> Callable[[str], None]:
     return load_object(spec)(arg) if spec else (lambda _name: None)
 
 
+def _duplicate(store: AdapterStore, wid: str, kind: str, key: str) -> bool:
+    """Trace a delivery recognised as a duplicate (``event_duplicate``); returns ``False`` (what the
+    protocol method answers for it)."""
+    store.append(wid, [{"kind": "event_duplicate", "event": kind, "idempotency_key": key}])
+    return False
+
+
 class InterpretedAdapter:
     """Base of the adapters that run the pack's workflow definitions with
     :mod:`crashpoint.harness.adapters.interpreter` on a real engine. A subclass sets ``name``,
@@ -296,6 +335,10 @@ class InterpretedAdapter:
     name = "interpreted"
     worker_module = ""
     worker_args: tuple[str, ...] = ()
+    #: What the interpreter runs and traces (see :mod:`crashpoint.harness.adapters.support`): a case that
+    #: needs more is ``unsupported``, never ``failed``.
+    supported_features = FEATURES
+    trace_kinds = TRACE_KINDS
 
     def version(self) -> str:
         """The engine's version (subclasses name the engine's package)."""
@@ -320,6 +363,7 @@ class InterpretedAdapter:
         """Queue a start request with the newest definition; ``False`` for a repeated key or workflow id."""
         with self._store(run) as store:
             if store.messages(workflow_id, "start"):
+                _duplicate(store, workflow_id, "start", idempotency_key)
                 return False
             definition = store.latest(workflow)
             accepted = store.post(workflow_id, idempotency_key, "start",
@@ -327,6 +371,8 @@ class InterpretedAdapter:
             if accepted:
                 store.append(workflow_id, [{"kind": "workflow_accepted", "definition": workflow,
                                             "version": definition.get("version"), "idempotency_key": idempotency_key}])
+            else:
+                _duplicate(store, workflow_id, "start", idempotency_key)
             return accepted
 
     def send_approval(self, run: RunContext, workflow_id: str, approval_id: str, *, granted: bool, by: str,
@@ -334,12 +380,14 @@ class InterpretedAdapter:
         """Queue a human decision; ``False`` for a repeated key."""
         with self._store(run) as store:
             return store.post(workflow_id, idempotency_key, "approval",
-                              {"approval_id": approval_id, "granted": granted, "by": by})
+                              {"approval_id": approval_id, "granted": granted, "by": by}) \
+                or _duplicate(store, workflow_id, "approval", idempotency_key)
 
     def cancel(self, run: RunContext, workflow_id: str, *, reason: str, idempotency_key: str) -> bool:
         """Queue a cancellation; ``False`` for a repeated key."""
         with self._store(run) as store:
-            return store.post(workflow_id, idempotency_key, "cancel", {"reason": reason})
+            return store.post(workflow_id, idempotency_key, "cancel", {"reason": reason}) \
+                or _duplicate(store, workflow_id, "cancel", idempotency_key)
 
     def status(self, run: RunContext, workflow_id: str) -> dict[str, Any]:
         """See :func:`status_from_trace`."""

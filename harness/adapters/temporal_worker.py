@@ -234,6 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     _tools, clock = open_world(args.world, args.run_dir, probe)
     store = AdapterStore(args.run_dir)
     _RUNNER = StepRunner(store, lambda: open_world(args.world, args.run_dir, probe), probe)
+    for start in store.messages(kind="start"):
+        _RUNNER.resumed(start["wid"], f"temporal-{os.getpid()}")
     code = 0
     try:
         asyncio.run(asyncio.wait_for(_main(args, store, clock), SETTLE_S + 2 * SERVER_START_S))

@@ -139,7 +139,8 @@ def grade(sweep_result: Any, adapter: EngineAdapter, adapter_spec: str) -> dict[
         entry: dict[str, Any] = {"level": level, "claim": name, "meaning": meaning, "cases": ids, "runs": len(runs),
                                  "passed": len(runs) - len(bad), "failed": len(bad), "failing": [],
                                  "known_finding": known.get(name)}
-        if name in declared or any("NotImplementedError" in (r.error or "") for r in bad):
+        if name in declared or any("NotImplementedError" in (r.error or "") or r.verdict == "unsupported"
+                                   for r in bad):
             entry["verdict"] = "unsupported"
         elif not ids:
             entry["verdict"] = "not covered"
@@ -168,6 +169,7 @@ def grade(sweep_result: Any, adapter: EngineAdapter, adapter_spec: str) -> dict[
                         "failed": sum(r.verdict == "failed" for r in results),
                         "errors": sum(r.verdict == "error" for r in results),
                         "unknown": sum(r.verdict == "unknown" for r in results),
+                        "unsupported": sum(r.verdict == "unsupported" for r in results),
                         "wall_s": round(sweep_result.wall_s, 1)},
             "claims": claims}
 

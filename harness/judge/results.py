@@ -5,9 +5,9 @@ Shape (stable; README "The JSON report")::
     {"format": "crashpoint.results/1", "crashpoint_version", "created_at" (ISO 8601 UTC),
      "engine": {"name", "version"}, "pack": {"name", "version", "path"}, "crash": "every"|"none",
      "wall_s",
-     "summary": {"cases", "runs", "passed", "failed", "errors", "unknown", "crash_points",
+     "summary": {"cases", "runs", "passed", "failed", "errors", "unknown", "unsupported", "crash_points",
                  "recovery_pairs", "metrics": {metric: ratio|null}},
-     "per_case": {case_id: {"runs", "passed", "failed", "errors", "unknown", "crash_points",
+     "per_case": {case_id: {"runs", "passed", "failed", "errors", "unknown", "unsupported", "crash_points",
                             "recovery_pairs", "metrics": {...}}},
 
 plus ``"coverage"``: ``{step: {fault kind: {"runs", "passed", "failed"}}}`` (the durability-coverage
@@ -40,7 +40,7 @@ FORMAT = "crashpoint.results/1"
 
 def _counts(verdicts: Counter[str]) -> dict[str, int]:
     return {"runs": sum(verdicts.values()), "passed": verdicts["passed"], "failed": verdicts["failed"],
-            "errors": verdicts["error"], "unknown": verdicts["unknown"]}
+            "errors": verdicts["error"], "unknown": verdicts["unknown"], "unsupported": verdicts["unsupported"]}
 
 
 def sweep_data(result: SweepResult) -> dict[str, Any]:

@@ -23,13 +23,14 @@ from crashpoint.errors import WorkerTimeout
 from crashpoint.text import bounded
 from crashpoint.harness.run import crashpoints
 from crashpoint.harness.adapters.protocol import EngineAdapter
+from crashpoint.harness.adapters.support import lacking, unsupported_message
 from crashpoint.harness.judge.coverage import vacuity
 from crashpoint.harness.run.driver import Driver, RunOutcome
 from crashpoint.harness.load.loader import Case, Pack
 from crashpoint.harness.judge.oracles import Failure, differential, judge
 
 CRASH_MODES = ("every", "none", "recovery")
-VERDICTS = ("passed", "failed", "error", "unknown")
+VERDICTS = ("passed", "failed", "error", "unknown", "unsupported")
 
 
 @dataclass
@@ -39,7 +40,9 @@ class RunResult:
     Attributes:
         case_id: the case. ``crash_point``: the crash point id, or ``None`` for the golden run.
         verdict: ``passed`` | ``failed`` | ``error`` (the harness or the engine broke) |
-            ``unknown`` (a worker neither finished nor crashed in time; never counts as passed).
+            ``unknown`` (a worker neither finished nor crashed in time; never counts as passed) |
+            ``unsupported`` (the case needs a feature the adapter declares its engine lacks, named in
+            ``error``: not run, never counts as passed; see :mod:`crashpoint.harness.adapters.support`).
         failures: oracle findings (empty when passed).
         error: the error text for ``error``/``unknown``.
         vacuity: faults scheduled that never fired, work that never happened (see
@@ -101,6 +104,9 @@ def fault_free(case: Case) -> Case:
 def _run_one(driver: Driver, case: Case, pack: Pack, run_dir: Path, crash_point: str | None,
              golden: RunOutcome | None) -> RunResult:
     began = time.perf_counter()
+    missing = lacking(driver.adapter, case, pack)
+    if missing:
+        return RunResult(case.case_id, crash_point, "unsupported", error=unsupported_message(driver.adapter, missing))
     try:
         outcome = driver.run(case, run_dir, crash_point, golden)
     except WorkerTimeout as exc:

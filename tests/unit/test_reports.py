@@ -81,7 +81,8 @@ def test_json_journal_round_trips() -> None:
     stored = load(broken_engine_run())
     doc = json.loads(journal.render(stored))
     assert doc["format"] == "crashpoint.journal/1"
-    assert doc["counts"] == {"runs": 14, "passed": 1, "failed": 13, "error": 0, "unknown": 0, "cases": 1}
+    assert doc["counts"] == {"runs": 14, "passed": 1, "failed": 13, "error": 0, "unknown": 0, "unsupported": 0,
+                             "cases": 1}
     assert doc["run"]["complete"] is True and doc["run"]["engine"] == "variants.engines:EffectBeforeCheckpointNoKey"
     failing = [r for r in doc["results"] if r["verdict"] == "failed"]
     assert all(r["timeline"]["events"] and r["reproduce"] for r in failing)
