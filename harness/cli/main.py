@@ -8,7 +8,8 @@ Commands:
     crashpoint tools [PACK]
     crashpoint replay TRACE [--engine MODULE:CLASS] [--workdir DIR] [--worker-timeout S]
     crashpoint incident TRACE [--out FILE]
-    crashpoint search PATH [--seed N|last] [--schedules N] [--max-faults N] [--kinds K,K] [--engine MODULE:CLASS]
+    crashpoint search PATH [--seed N|last] [--schedules N] [--max-faults N] [--kinds K,K]
+                      [--engine MODULE:CLASS | --adapter MODULE:CLASS]
     crashpoint report [RUN_ID|latest] [--format ...] [--out FILE] [--db URL]   (see cli_report)
 
 PATH is a pack folder, a case file inside a pack, or the name of a built-in pack

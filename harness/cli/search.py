@@ -1,7 +1,7 @@
 """``crashpoint search``: generated fault schedules, shrunk failures, and their one-line repro.
 
     crashpoint search PATH [--seed N|last] [--schedules N] [--max-faults N] [--kinds K,K]
-                           [--engine MODULE:CLASS] [--workers N] [--executor SPEC] [--out DIR] [--json FILE]
+                           [--engine MODULE:CLASS | --adapter MODULE:CLASS] [--workers N] [--executor SPEC] [--out DIR] [--json FILE]
                            [--worker-timeout S] [--workdir DIR]
 
 For each case of PATH, hypothesis generates up to ``--schedules`` fault schedules (see
@@ -42,6 +42,9 @@ def add_search_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kinds", default=None, metavar="K,K",
                    help=f"only these fault kinds: {', '.join(fault_kinds.names())} (default: all)")
     p.add_argument("--engine", metavar="MODULE:CLASS", help="engine class for the reference adapter")
+    p.add_argument("--adapter", metavar="MODULE:CLASS",
+                   help="an EngineAdapter class or factory (any engine), e.g. "
+                        "crashpoint.harness.adapters.langgraph_adapter:LangGraphSync")
     from crashpoint.harness.cli.main import add_parallel_options
 
     add_parallel_options(p, "cases searched in parallel", progress=False)
@@ -64,7 +67,14 @@ def cmd_search(args: argparse.Namespace) -> int:
     from crashpoint.harness.faults.schedule import KINDS
 
     pack, cases = load_target(resolve_path(args.path))
+    if args.engine and args.adapter:
+        raise UsageError("--engine and --adapter exclude each other (--engine names an engine class for the "
+                         "reference adapter)")
     adapter = _adapter(args.engine)
+    if args.adapter:
+        from crashpoint.harness.judge.certify import load_adapter
+
+        adapter = load_adapter(args.adapter)
     if args.schedules < 1 or args.max_faults < 1:
         raise UsageError("--schedules and --max-faults must be at least 1")
     check_sweep_options(args)
@@ -97,7 +107,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     for r in found:
         path = write_repro(r, pack, out_dir)
         print(f"{r.case_id}: repro written to {path}")
-        print(f"    reproduce: {repro_line(path, args.engine)}")
+        print(f"    reproduce: {repro_line(path, args.engine, args.adapter)}")
     total = sum(r.runs for r in results)
     generated = sum(r.generated for r in results)
     print(f"seed {seed}: {generated} schedule(s) generated, {total} run(s) with shrinking, "
@@ -105,7 +115,7 @@ def cmd_search(args: argparse.Namespace) -> int:
           f"run(s) in {time.perf_counter() - began:.1f} s")
     print(f"rerun: crashpoint search {args.path} --seed {seed} --schedules {args.schedules} "
           f"--max-faults {args.max_faults}" + (f" --kinds {args.kinds}" if args.kinds else "")
-          + (f" --engine {args.engine}" if args.engine else ""))
+          + (f" --engine {args.engine}" if args.engine else "") + (f" --adapter {args.adapter}" if args.adapter else ""))
     if args.json:
         from crashpoint.reports.json_report import write_atomic
 
@@ -115,10 +125,12 @@ def cmd_search(args: argparse.Namespace) -> int:
     return ExitCode.FAILED if found or broken else ExitCode.OK
 
 
-def repro_line(case_path: Path, engine: str | None = None) -> str:
-    """The one-line command that runs a repro case on its own (``--crash none``: its faults are in the file)."""
+def repro_line(case_path: Path, engine: str | None = None, adapter: str | None = None) -> str:
+    """The one-line command that runs a repro case on its own (``--crash none``: its faults are in the file),
+    on the same engine (``--engine``) or adapter (``--adapter``)."""
     try:
         shown = case_path.resolve().relative_to(Path.cwd())
     except ValueError:
         shown = case_path
-    return shlex.join(["crashpoint", "run", str(shown), "--crash", "none", *(["--engine", engine] if engine else [])])
+    return shlex.join(["crashpoint", "run", str(shown), "--crash", "none", *(["--engine", engine] if engine else []),
+                       *(["--adapter", adapter] if adapter else [])])
