@@ -35,7 +35,7 @@ class RefundState(TypedDict, total=False):
     amount_cents: int
     reason: str
     decision: str
-    draft: dict[str, Any]
+    current_draft: dict[str, Any]
     version: int
     asks: int
     approval: dict[str, Any]
@@ -52,11 +52,12 @@ def draft(state: RefundState) -> dict[str, Any]:
     version = state.get("version", 0) + 1
     made = services.draft_refund(state["order_id"], state["amount_cents"],
                                  idempotency_key=f"draft-{state['order_id']}-v{version}")
-    return {"draft": made, "version": version, "log": [f"draft:v{version}"]}
+    return {"current_draft": made, "version": version, "log": [f"draft:v{version}"]}
 
 
 def approve(state: RefundState) -> dict[str, Any]:
-    answer = interrupt({"question": "Issue this refund?", "draft": state["draft"], "ask": state.get("asks", 0) + 1})
+    answer = interrupt({"question": "Issue this refund?", "draft": state["current_draft"],
+                        "ask": state.get("asks", 0) + 1})
     return {"approval": dict(answer), "asks": state.get("asks", 0) + 1,
             "log": [f"approval:{'yes' if answer.get('approved') else 'no'}"]}
 
@@ -77,7 +78,7 @@ def notify_received(state: RefundState) -> dict[str, Any]:
 
 
 def issue(state: RefundState) -> dict[str, Any]:
-    draft_ = state["draft"]
+    draft_ = state["current_draft"]
     refund = services.issue_refund(draft_["draft_id"], draft_["amount_cents"],
                                    idempotency_key=f"refund-{draft_['draft_id']}")
     return {"refund": refund, "log": ["issued"]}

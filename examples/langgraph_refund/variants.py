@@ -29,7 +29,7 @@ from langgraph_refund import graph, services
 
 
 def _issue_without_key(state: graph.RefundState) -> dict[str, Any]:
-    draft = state["draft"]
+    draft = state["current_draft"]
     return {"refund": services.issue_refund(draft["draft_id"], draft["amount_cents"]), "log": ["issued"]}
 
 
@@ -37,12 +37,12 @@ def _draft_keyed_by_clock(state: graph.RefundState) -> dict[str, Any]:
     version = state.get("version", 0) + 1
     made = services.draft_refund(state["order_id"], state["amount_cents"],
                                  idempotency_key=f"draft-{state['order_id']}-{time.time_ns()}")
-    return {"draft": made, "version": version, "log": [f"draft:v{version}"]}
+    return {"current_draft": made, "version": version, "log": [f"draft:v{version}"]}
 
 
 def _approve_after_emailing(state: graph.RefundState) -> dict[str, Any]:
     services.notify_customer("reviewer", f"review-{state['order_id']}")  # runs again on every resume
-    answer = interrupt({"question": "Issue this refund?", "draft": state["draft"]})
+    answer = interrupt({"question": "Issue this refund?", "draft": state["current_draft"]})
     return {"approval": dict(answer), "asks": state.get("asks", 0) + 1,
             "log": [f"approval:{'yes' if answer.get('approved') else 'no'}"]}
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crashpoint.errors import EngineCrashed, WorkerTimeout
+from crashpoint.errors import CrashpointError, EngineCrashed, WorkerTimeout
 from crashpoint.fakes.ledger import Ledger
 from crashpoint.fakes.world import LEDGER_FILE
 from crashpoint.harness.run import crashpoints, forkserver
@@ -43,6 +43,14 @@ from crashpoint.harness.targets.target import Target, TargetCase
 from crashpoint.harness.targets.langgraph import WORKER_MODULE  # noqa: E402 - the one engine so far
 PROBE_SPEC = "crashpoint.harness.run.crashpoints:probe"
 PIDS_FILE = "pids.log"
+#: Exit code of a worker asked for something its engine release does not have.
+UNSUPPORTED_RC = 4
+
+
+class TargetUnsupported(CrashpointError):
+    """The engine release installed lacks what the run needs (a durability mode): the verdict is ``unsupported``."""
+
+
 #: Worker processes per run before the harness gives up on a loop that makes no progress.
 MAX_WORKERS_PER_RUN = 40
 #: Times one interrupt may get its answer again before the run is called stuck.
@@ -85,16 +93,17 @@ class TargetOutcome:
 
 
 class _WarmServer(forkserver.ForkServer):
-    """A zygote that preloads the LangGraph worker and the team's entry module, with the target's
-    ``pythonpath`` on its ``sys.path`` (so each forked worker starts with everything imported)."""
+    """A zygote that preloads the LangGraph worker, with the target's ``pythonpath`` on its ``sys.path``; the
+    team's entry module is imported as a ``warm`` module of the first request (the worker's ``--entry``
+    argument), where an import error is left to the worker to report instead of killing the zygote."""
 
-    def __init__(self, pythonpath: list[str], modules: list[str]) -> None:
+    def __init__(self, pythonpath: list[str]) -> None:
         import subprocess
 
         env = {**os.environ, **forkserver.ISOLATED_ENV,
                "PYTHONPATH": os.pathsep.join([*pythonpath, os.environ.get("PYTHONPATH", "")])}
         self.proc = subprocess.Popen([sys.executable, "-m", "crashpoint.harness.run.forkserver",
-                                      *forkserver.PRELOAD, WORKER_MODULE, *modules],
+                                      *forkserver.PRELOAD, WORKER_MODULE],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      start_new_session=True, env=env)
         self._buffer = b""
@@ -109,7 +118,7 @@ def warm_server(target: Target) -> forkserver.ForkServer:
     server = getattr(_local, "servers", {}).get(key)
     if server is None or not server.alive():
         _local.servers = getattr(_local, "servers", {})
-        server = _local.servers[key] = _WarmServer(target.pythonpath, [target.entry.partition(":")[0]])
+        server = _local.servers[key] = _WarmServer(target.pythonpath)
     return server
 
 
@@ -164,7 +173,7 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
             pids_before = len(_pids(run_dir))
             argv = ["--run-dir", str(run_dir), "--probe", PROBE_SPEC,
                     "--probe-arg", crashpoints.probe_arg(run_dir, crash_point),
-                    "--durability", durability, "--phase", phase, *extra]
+                    "--durability", durability, "--phase", phase, "--entry", target.entry, *extra]
             out.workers += 1
             log = run_dir / f"worker-{out.workers:03d}.log"
             left = deadline - time.monotonic()
@@ -192,6 +201,10 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
                                        "crash_point": crashpoints.fired_points(run_dir)[-1]})
                 phase = "start" if _unsubmitted(target, run_dir) else "recover"
                 continue
+            if rc == UNSUPPORTED_RC:
+                text = log.read_text(errors="replace") if log.exists() else ""
+                raise TargetUnsupported(next((x for x in text.splitlines() if x.startswith("unsupported:")),
+                                             "unsupported by this engine release"))
             if rc != 0:
                 tail = log.read_text(errors="replace").strip().splitlines()[-8:] if log.exists() else []
                 raise EngineCrashed(f"worker {out.workers} exited with {rc} (not a harness kill): " + " | ".join(tail))

@@ -3,7 +3,10 @@
 The ledger is the one the fake tools use (:class:`crashpoint.fakes.ledger.Ledger`, ``RUN_DIR/ledger.db``):
 a call is a row of its ``calls`` table (tool = the effect's name, its arguments, idempotency key,
 outcome ``applied`` | ``duplicate`` | ``failed``, ``lost``), a scripted fault is a row of its ``script``
-table (:data:`~crashpoint.fakes.ledger.SCRIPT_OUTCOMES`), human answers are its ``decisions``. What a
+table with its :class:`~crashpoint.fakes.ledger.Behaviour` (the built-in ``retryable``, ``fatal``,
+``timeout``, ``lost_response``, ``slow``, or a fault kind's own, such as ``late_answer``), human answers
+are its ``decisions``. A ``slow`` call sleeps its script's ``seconds`` of real time (a team's code runs
+on the wall clock). What a
 target call adds is kept in one more table of the same file::
 
     effect_calls(seq -> calls.seq, pid, thread, node, task, step, digest, durable, live_others, value)
@@ -27,7 +30,7 @@ import time
 from typing import Any, Callable, Mapping, Sequence
 
 from crashpoint.api import EffectCall, EffectFault, EffectSpec, EffectTimeout, bound_arguments
-from crashpoint.fakes.ledger import Ledger, next_gseq
+from crashpoint.fakes.ledger import Ledger
 from crashpoint.protocols import no_probe
 
 _SCHEMA = """
@@ -129,28 +132,21 @@ class EffectSession:
                 return pickle.loads(prior["value"]) if prior["value"] is not None else json.loads(prior["result"])
         self.probe(f"before_effect:{name}")
         with ledger.transaction() as conn:
-            scripted = conn.execute("SELECT seq, outcome, message, seconds FROM script WHERE tool=? AND consumed=0 "
-                                    "ORDER BY seq LIMIT 1", (name,)).fetchone()
-            if scripted is not None:
-                conn.execute("UPDATE script SET consumed=1 WHERE seq=?", (scripted["seq"],))
-        outcome = scripted["outcome"] if scripted is not None else "success"
-        message = (scripted["message"] if scripted is not None else "") or ""
+            outcome, how, seconds = ledger.next_script(conn, name)
         context = (thread, node, task, step, dig, durable, others)
         fault: EffectFault | None = None
-        if outcome in ("retryable", "fatal"):
-            fault = EffectFault(message or f"{name}: scripted {outcome} failure", effect=name,
-                                retryable=outcome == "retryable")
-        elif outcome == "timeout":
-            fault = EffectTimeout(message or f"{name}: timeout (no answer in time; nothing was applied)",
-                                  effect=name, retryable=True)
-        if fault is not None:
+        if how.error is not None:
+            kind = EffectTimeout if outcome in ("timeout", "late_answer") else EffectFault
+            text = (how.message or f"{{tool}}: scripted {outcome}").replace("{tool}", name)
+            fault = kind(text, effect=name, retryable=how.error == "retryable", maybe_applied=how.applies)
+        if fault is not None and not how.applies:
             with ledger.transaction() as conn:
                 self._insert(conn, name, args_json, key, "failed", int(fault.retryable), None, str(fault), at, 0,
                              context + (None,))
             self.probe(f"after_effect:{name}")
             raise fault
-        if outcome == "slow":
-            time.sleep(scripted["seconds"] or SLOW_DEFAULT_S)
+        if how.takes_time:
+            time.sleep(seconds or SLOW_DEFAULT_S)
         try:
             result = fn(*args, **kwargs)
         except BaseException as exc:
@@ -159,29 +155,26 @@ class EffectSession:
                     self._insert(conn, name, args_json, key, "failed", None, None, f"{type(exc).__name__}: {exc}",
                                  at, 0, context + (None,))
             raise
-        lost = outcome == "lost_response"
         try:
             value = pickle.dumps(result)
         except Exception:  # noqa: BLE001 - an unpicklable answer is kept as JSON only
             value = None
         with ledger.transaction() as conn:
             self._insert(conn, name, args_json, key, "applied", None, json.dumps(result, default=repr), None, at,
-                         int(lost), context + (value,))
+                         int(how.lost), context + (value,))
         self.probe(f"after_effect:{name}")
-        if lost:
-            raise EffectFault(message or f"{name}: connection reset after the effect (the answer was lost)",
-                              effect=name, retryable=True, maybe_applied=True)
+        if fault is not None:  # the effect landed, the caller gets an error (a lost answer, a late answer)
+            raise fault
         return result
 
-    @staticmethod
-    def _insert(conn: Any, name: str, args_json: str, key: str | None, outcome: str, retryable: Any, result: Any,
-                error: Any, at: float, lost: int, extra: tuple[Any, ...]) -> None:
+    def _insert(self, conn: Any, name: str, args_json: str, key: str | None, outcome: str, retryable: Any,
+                result: Any, error: Any, at: float, lost: int, extra: tuple[Any, ...]) -> None:
         thread, node, task, step, dig, durable, others, value = extra
-        cur = conn.execute("INSERT INTO calls (tool, args, idempotency_key, outcome, retryable, result, error, at, "
-                           "gseq, lost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                           (name, args_json, key, outcome, retryable, result, error, at, next_gseq(conn), lost))
+        seq = self.ledger.record_call(conn, name, json.loads(args_json), key, outcome, at, error=error,
+                                      retryable=None if retryable is None else bool(retryable), lost=bool(lost),
+                                      result_json=result if error is None else None)
         conn.execute("INSERT INTO effect_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                     (cur.lastrowid, os.getpid(), thread, node, task, step, dig,
+                     (seq, os.getpid(), thread, node, task, step, dig,
                       None if durable is None else int(bool(durable)), json.dumps(list(others)), value))
 
 

@@ -181,6 +181,24 @@ def build(target: dict[str, Any], run_dir: Path, probe: Callable[[str], None]) -
     raise TypeError(f"entry {target['entry']!r} is {type(entry).__name__}: expected a StateGraph or a compiled graph")
 
 
+#: Exit code of a worker asked for a durability mode the installed langgraph does not have.
+UNSUPPORTED_RC = 4
+
+
+def durability_options(graph: Any, mode: str) -> dict[str, Any] | None:
+    """The ``invoke`` keyword arguments of durability ``mode`` on this langgraph, or ``None`` when it has no such
+    mode: ``durability=`` (langgraph >= 0.6); before it, ``checkpoint_during=True`` (checkpoints written in the
+    background while the next step runs: ``async``) or ``False`` (only at the end: ``exit``); no ``sync``."""
+    import inspect
+
+    params = inspect.signature(graph.invoke).parameters
+    if "durability" in params:
+        return {"durability": mode}
+    if "checkpoint_during" in params and mode in ("async", "exit"):
+        return {"checkpoint_during": mode == "async"}
+    return None
+
+
 def thread_status(graph: Any, thread: str, submitted: set[str]) -> dict[str, Any]:
     """The thread's status (see the module docstring), read from the saver only."""
     config = {"configurable": {"thread_id": thread}}
@@ -240,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--probe-arg", default="")
     parser.add_argument("--durability", choices=("sync", "async", "exit"), default="sync")
     parser.add_argument("--phase", choices=("start", "recover", "answer"), required=True)
+    parser.add_argument("--entry", help="the target's entry point (read from target.json; named here so that a warm "
+                                        "zygote imports its module before forking)")
     parser.add_argument("--resubmit", action="append", default=[],
                         help="a thread whose start was lost (no checkpoint): the caller submits it again")
     args = parser.parse_args(argv)
@@ -251,6 +271,13 @@ def main(argv: list[str] | None = None) -> int:
             sys.path.insert(0, folder)
     probe = make_probe(args.probe_arg) if args.probe.endswith(":probe") else load_object(args.probe)(args.probe_arg)
     graph, conn = build(target, run_dir, probe)
+    options = durability_options(graph, args.durability)
+    if options is None:
+        from importlib.metadata import version
+
+        print(f"unsupported: durability={args.durability!r} does not exist in langgraph {version('langgraph')} "
+              "(before 0.6 a graph has checkpoint_during=True, like async, or False, like exit)", flush=True)
+        return UNSUPPORTED_RC
     patch_effects(target["effects"])
     reader = sqlite3.connect(run_dir / LANGGRAPH_FILE, check_same_thread=False)
 
@@ -269,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     def run(thread: str, what: Any) -> None:
         config = {"configurable": {"thread_id": thread}, "callbacks": [NodeProbe(probe, thread, run_dir / STEPS_FILE)]}
         try:
-            graph.invoke(what, config, durability=args.durability)
+            graph.invoke(what, config, **options)
         except Exception as exc:  # noqa: BLE001 - the engine's own error is the finding
             errors[thread] = _error(exc)
 

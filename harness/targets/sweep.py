@@ -8,7 +8,8 @@ Each run is a module-level call on picklable arguments in its own folder.
 
 Verdicts: ``passed``; ``failed`` (a rule's finding); ``error`` (a worker broke, a kill could not be
 verified, or the targeted crash point was never reached: the run did not test what it claims);
-``unknown`` (a rule or invariant raised).
+``unknown`` (a rule or invariant raised); ``unsupported`` (the engine release lacks the durability mode:
+never passed, never failed).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any, Callable, Sequence
 from crashpoint.errors import UsageError
 from crashpoint.harness.judge.oracles import Failure
 from crashpoint.harness.run import crashpoints
-from crashpoint.harness.targets.driver import TargetOutcome, run_target
+from crashpoint.harness.targets.driver import TargetOutcome, TargetUnsupported, run_target
 from crashpoint.harness.targets.oracles import judge
 from crashpoint.harness.targets.target import Target, TargetCase
 
@@ -78,12 +79,13 @@ class TargetSweep:
 
     @property
     def passed(self) -> bool:
-        """``True`` when every run passed."""
-        return bool(self.results) and all(r.verdict == "passed" for r in self.results)
+        """``True`` when every run passed (``unsupported`` runs aside, and at least one passed)."""
+        judged = [r for r in self.results if r.verdict != "unsupported"]
+        return bool(judged) and all(r.verdict == "passed" for r in judged)
 
     def counts(self) -> dict[str, int]:
         """Verdict -> runs."""
-        out = {v: 0 for v in ("passed", "failed", "error", "unknown")}
+        out = {v: 0 for v in ("passed", "failed", "error", "unknown", "unsupported")}
         for r in self.results:
             out[r.verdict] += 1
         return out
@@ -112,6 +114,9 @@ def run_one(target: Target, case: TargetCase, durability: str, run_dir: Path, cr
     result = TargetRunResult(case.name, durability, crash_point, repeat, "error")
     try:
         out = run_target(target, case, durability, run_dir, crash_point, warm=warm, write_latency_ms=write_latency_ms)
+    except TargetUnsupported as exc:
+        result.verdict, result.error, result.wall_s = "unsupported", str(exc), time.monotonic() - began
+        return result
     except Exception as exc:  # noqa: BLE001 - the engine or the team's code broke: a verdict, never a skip
         result.error = f"{type(exc).__name__}: {exc}" + ("" if str(exc) else "\n" + traceback.format_exc(limit=3))
         result.wall_s = time.monotonic() - began

@@ -30,9 +30,10 @@ def golden(target: Target, tmp_path_factory: pytest.TempPathFactory):
 
 def test_golden_run_of_the_teams_graph(target: Target, golden) -> None:
     assert golden.threads["order-1001"]["status"] == "finished"
-    assert [(c.effect, c.outcome, c.node) for c in golden.calls] == [
-        ("draft_refund", "applied", "draft"), ("notify_customer", "applied", "notify_received"),
-        ("issue_refund", "applied", "issue"), ("notify_customer", "applied", "notify_done")]
+    calls = [(c.effect, c.outcome, c.node) for c in golden.calls]
+    assert sorted(calls[:2]) == [("draft_refund", "applied", "draft"),  # parallel branches: either order
+                                 ("notify_customer", "applied", "notify_received")]
+    assert calls[2:] == [("issue_refund", "applied", "issue"), ("notify_customer", "applied", "notify_done")]
     assert [p["phase"] for p in golden.pids] == ["start", "answer"]  # the approval came to a new process
     assert golden.pids[0]["pid"] != golden.pids[1]["pid"] and golden.kills == 0
     for first in ("before_put:order-1001@-1", "node:order-1001@route", "before_writes:order-1001@route",
