@@ -23,38 +23,54 @@ def _pyplot():
     return plt
 
 
+#: Pixels per inch of the images; with :data:`LABEL_PT`, case labels are set on a 14 px em (7.8 px before,
+#: about 6 px of capital height).
+DPI = 100
+#: Font size of tick labels and the legend, in points (1/72 inch).
+LABEL_PT = 10
+
+
 def _uri(fig: Any) -> str:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
     _pyplot().close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def verdicts_by_case(per_case: dict[str, dict[str, int]]) -> str:
-    """A horizontal stacked bar per case: its runs by verdict (``{case_id: counts}``)."""
+def verdicts_figure(per_case: dict[str, dict[str, int]]) -> Any:
+    """The figure of :func:`verdicts_by_case`: a horizontal stacked bar per case, its runs by verdict.
+    The legend sits above the axes, outside them, so it can hide no bar (inside, at the lower right,
+    it covered the last bar's failed part)."""
     plt = _pyplot()
     names = list(per_case)
-    fig, ax = plt.subplots(figsize=(7, 0.28 * len(names) + 1.0))
+    fig, ax = plt.subplots(figsize=(8, 0.32 * len(names) + 1.2))
     left = [0] * len(names)
     for verdict, color in COLORS.items():
         values = [per_case[n].get(verdict, 0) for n in names]
         ax.barh(names, values, left=left, color=color, label=verdict)
         left = [a + b for a, b in zip(left, values)]
     ax.invert_yaxis()
-    ax.set_xlabel("runs")
-    ax.tick_params(axis="y", labelsize=7)
-    ax.legend(loc="lower right", fontsize=7)
-    return _uri(fig)
+    ax.set_xlabel("runs", fontsize=LABEL_PT)
+    ax.tick_params(axis="both", labelsize=LABEL_PT)
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.01), ncol=len(COLORS), fontsize=LABEL_PT, frameon=False,
+              borderaxespad=0)
+    return fig
+
+
+def verdicts_by_case(per_case: dict[str, dict[str, int]]) -> str:
+    """A horizontal stacked bar per case: its runs by verdict (``{case_id: counts}``), as a data URI."""
+    return _uri(verdicts_figure(per_case))
 
 
 def ratios(values: dict[str, float | None], labels: dict[str, str]) -> str:
     """A bar per ratio metric (0-100 %); metrics that are ``None`` are left out."""
     plt = _pyplot()
     shown = [(labels[k], 100 * v) for k, v in values.items() if v is not None and k in labels]
-    fig, ax = plt.subplots(figsize=(7, 2.4))
+    fig, ax = plt.subplots(figsize=(8, 2.6))
     ax.barh([n for n, _ in shown], [v for _, v in shown], color="#1565c0")
     ax.set_xlim(0, 100)
-    ax.set_xlabel("%")
+    ax.set_xlabel("%", fontsize=LABEL_PT)
+    ax.tick_params(axis="both", labelsize=LABEL_PT)
     ax.invert_yaxis()
     return _uri(fig)
 
@@ -65,6 +81,6 @@ def trends(weeks: Sequence[str], series: dict[str, Sequence[float | None]]) -> s
     fig, ax = plt.subplots(figsize=(7, 3))
     for name, values in series.items():
         ax.plot(list(weeks), [float("nan") if v is None else v for v in values], marker="o", label=name)
-    ax.legend(fontsize=7)
-    ax.tick_params(axis="x", labelsize=7)
+    ax.legend(fontsize=LABEL_PT)
+    ax.tick_params(axis="both", labelsize=LABEL_PT)
     return _uri(fig)

@@ -3,8 +3,9 @@
 Sections: the summary (run info, runs by verdict), the metrics, charts (runs by verdict per case,
 the ratio metrics; base64 PNG images from :mod:`crashpoint.reports.charts`), the per-case table,
 the durability-coverage matrix (step x fault kind, ``passed/runs``; recorded when the run
-finished), and each run that did not pass with its findings, its reproduce command and its
-**timeline**: the external deliveries and kills, then the trace events with virtual time since the
+finished), and the runs that did not pass grouped by rule and crash-point family: each group's first
+run with its findings, its reproduce command and its **timeline**, the others a row each. The
+timeline is: the external deliveries and kills, then the trace events with virtual time since the
 first event. Every string from a case, an engine or a trace goes through :func:`html.escape`; a
 Content-Security-Policy forbids scripts as a second line of defence.
 """
@@ -16,9 +17,11 @@ from typing import Any
 
 from crashpoint.reports import charts
 from crashpoint.text import MAX_TEXT, clip
-from crashpoint.reports.summary import METRICS, counts, fmt_metric, metrics, per_case, result_id, run_title, visible
+from crashpoint.reports.summary import (METRICS, counts, failure_groups, fmt_metric, golden_points, group_title,
+                                       metrics, per_case, result_id, run_title, visible)
 
-#: Failing runs shown with a timeline (the rest are listed by id).
+#: Failure groups whose first run is shown with a timeline (:func:`~crashpoint.reports.summary.failure_groups`;
+#: the other runs of a group are a table row each, never a timeline).
 MAX_TIMELINES = 50
 
 STYLE = """
@@ -108,6 +111,17 @@ def _failure(r: dict[str, Any], with_timeline: bool) -> str:
             f"({e(r.get('stop_reason') or '')})</summary>{error}<ul>{findings}</ul>{repro}{body}</details>")
 
 
+def _group(g: dict[str, Any], with_timeline: bool) -> str:
+    """One failure group: its title, its first run in full (timeline included), the others in a table."""
+    rest = [[e(result_id(r)), e(r.get("final_status") or "-"),
+             e((r.get("failures") or [{}])[0].get("message") or r.get("error") or ""),
+             f"<code>{e(r['reproduce'])}</code>" if r.get("reproduce") else ""] for r in g["runs"][1:]]
+    others = f"<p>The same in {len(rest)} other run(s):</p>" + table(["run", "final status", "first finding",
+                                                                       "reproduce"], rest) if rest else ""
+    return (f'<section class="group"><h3 class="{e(g["verdict"])}">{e(group_title(g))}</h3>'
+            f"{_failure(g['runs'][0], with_timeline)}{others}</section>")
+
+
 def render(stored: dict[str, Any]) -> str:
     """The HTML document (``str``) of a stored run."""
     run, results = stored["run"], stored["results"]
@@ -122,7 +136,8 @@ def render(stored: dict[str, Any]) -> str:
     verdicts = table(["cases", "runs", "passed", "failed", "errors", "unknown"],
                       [[str(c["cases"]), str(c["runs"]), str(c["passed"]), str(c["failed"]), str(c["error"]),
                         str(c["unknown"])]], set(range(6)))
-    metric_rows = [[e(label), e(fmt_metric(name, values[name]))] for name, (label, _) in METRICS.items()]
+    points = golden_points(results)
+    metric_rows = [[e(label), e(fmt_metric(name, values[name], points))] for name, (label, _) in METRICS.items()]
     case_rows = [[e(cid), str(x["runs"]), str(x["passed"]), str(x["failed"]), str(x["error"]), str(x["unknown"])]
                  for cid, x in cases.items()]
     ratio_labels = {k: label for k, (label, unit) in METRICS.items() if unit == "ratio"}
@@ -131,7 +146,8 @@ def render(stored: dict[str, Any]) -> str:
         images = (f'<img alt="runs by verdict per case" src="{charts.verdicts_by_case(cases)}">'
                   f'<img alt="ratio metrics" src="{charts.ratios(values, ratio_labels)}">')
     bad = [r for r in results if r["verdict"] != "passed"]
-    failures = "".join(_failure(r, i < MAX_TIMELINES) for i, r in enumerate(bad)) or "<p>Every run passed.</p>"
+    failures = "".join(_group(g, i < MAX_TIMELINES) for i, g in enumerate(failure_groups(results))) \
+        or "<p>Every run passed.</p>"
     vacuity = summary.get("vacuity") if isinstance(summary.get("vacuity"), dict) else {}
     findings = vacuity.get("findings") if isinstance(vacuity.get("findings"), list) else []
     vac = "".join(f"<li>{e(f)}</li>" for f in findings)

@@ -4,7 +4,8 @@ One ``<testsuite>`` per case (``name`` = case id, ``package`` = pack), one ``<te
 (case, crash point) (``classname`` = ``crashpoint.<pack>.<case_id>``, ``name`` = ``golden`` or
 ``kill@POINT``, ``time`` = wall seconds). A ``failed`` run has one ``<failure>`` (``type`` = the
 oracle of its first finding; ``message`` = that finding, with how many more;
-the text holds every finding with its evidence and the ``reproduce:`` command); ``error`` and
+the text holds every finding with its evidence, the ``reproduce:`` command and the ``group:`` line of
+its rule and crash-point family, :func:`~crashpoint.reports.summary.failure_groups`); ``error`` and
 ``unknown`` runs have an ``<error>``. Every string is cut at :data:`MAX_ATTRIBUTE` characters.
 Valid against the JUnit schema (``tests/data/junit-10.xsd``). Escaping is ElementTree's; characters XML 1.0 cannot
 carry (control characters) are replaced by ``?``.
@@ -16,7 +17,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from crashpoint.reports.summary import counts, per_case
+from crashpoint.reports.summary import counts, failure_groups, group_title, per_case
 from crashpoint.text import MAX_TEXT, clip
 
 #: Characters kept of one string in an attribute or text line (an engine's 20 MB stop reason is cut
@@ -34,8 +35,8 @@ def _time(seconds: Any) -> str:
     return f"{float(seconds or 0.0):.3f}"
 
 
-def _problem(parent: ET.Element, r: dict[str, Any]) -> None:
-    repro = f"reproduce: {r['reproduce']}" if r.get("reproduce") else ""
+def _problem(parent: ET.Element, r: dict[str, Any], group: str = "") -> None:
+    repro = "\n".join(x for x in (f"reproduce: {r['reproduce']}" if r.get("reproduce") else "", group) if x)
     if r["verdict"] == "failed":
         found = r.get("failures") or []
         if not found:
@@ -58,6 +59,7 @@ def render(stored: dict[str, Any]) -> str:
     """The JUnit XML document (a ``str`` with the XML declaration) of a stored run."""
     run, results = stored["run"], stored["results"]
     total = counts(results)
+    group_of = {id(r): f"group: {group_title(g)}" for g in failure_groups(results) for r in g["runs"]}
     root = ET.Element("testsuites", name=_clean(f"crashpoint {run.get('pack')}"),
                       tests=str(total["runs"]), failures=str(total["failed"]),
                       errors=str(total["error"] + total["unknown"]),
@@ -77,6 +79,6 @@ def render(stored: dict[str, Any]) -> str:
             name = "golden" if r["crash_point"] == "none" else f"kill@{r['crash_point']}"
             case = ET.SubElement(suite, "testcase", name=_clean(name), classname=_clean(f"crashpoint.{run.get('pack')}.{case_id}"),
                                  time=_time(r.get("wall_s")))
-            _problem(case, r)
+            _problem(case, r, group_of.get(id(r), ""))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -12,7 +12,8 @@ import re
 from typing import Any
 
 from crashpoint.text import clip
-from crashpoint.reports.summary import METRICS, counts, fmt_metric, metrics, per_case, result_id, run_title, visible
+from crashpoint.reports.summary import (METRICS, counts, fmt_metric, golden_points, metrics, per_case, result_id,
+                                       run_title, visible)
 
 #: Failing runs shown in detail; the rest are counted.
 MAX_FAILURES = 25
@@ -24,7 +25,7 @@ _SPECIAL = re.compile(r"([\\`*\[\]|#~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
 
 #: Text that GitHub-flavoured Markdown would turn live: ``@mentions`` (a ping), bare URLs and ``www.``
 #: autolinks; each is broken with an entity, so it reads the same and links nothing.
-_LIVE = ((re.compile(r"@"), "&#64;"), (re.compile(r"(?i)(?<=[a-z0-9])://"), "&#58;//"),
+_LIVE = ((re.compile(r"(?<![A-Za-z0-9])@"), "&#64;"), (re.compile(r"(?i)(?<=[a-z0-9])://"), "&#58;//"),
          (re.compile(r"(?i)\bwww\."), "www&#46;"))
 
 
@@ -66,7 +67,8 @@ def render(stored: dict[str, Any]) -> str:
              f"| {c['cases']} | {c['runs']} | {c['passed']} | {c['failed']} | {c['error']} | {c['unknown']} |", "",
              "| metric | value |", "|---|---:|"]
     values = metrics(results)
-    lines += [f"| {label} | {fmt_metric(name, values[name])} |" for name, (label, _) in METRICS.items()]
+    points = golden_points(results)
+    lines += [f"| {label} | {fmt_metric(name, values[name], points)} |" for name, (label, _) in METRICS.items()]
     bad_cases = {cid: x for cid, x in per_case(results).items() if x["passed"] != x["runs"]}
     if bad_cases:
         lines += ["", "| case | runs | passed | failed | errors | unknown |", "|---|---:|---:|---:|---:|---:|"]

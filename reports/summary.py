@@ -82,8 +82,18 @@ def metrics(results: Iterable[dict[str, Any]]) -> dict[str, float | None]:
     }
 
 
-def fmt_metric(name: str, value: float | None) -> str:
-    """A metric value for people: ``97.5%``, ``3600 s``, ``12``, or ``n/a``."""
+def golden_points(results: Iterable[dict[str, Any]]) -> int | None:
+    """Crash points the golden runs passed (the stored ``measures.golden_points``), summed; ``None``
+    when no result recorded it: the denominator of *crash points covered*."""
+    points = [(r.get("measures") or {}).get("golden_points") for r in results]
+    known = [p for p in points if isinstance(p, int)]
+    return sum(known) if known else None
+
+
+def fmt_metric(name: str, value: float | None, of: int | None = None) -> str:
+    """A metric value for people: ``97.5%``, ``3600 s``, ``12``, or ``n/a``. A count of crash points
+    with ``of`` (the crash points there were, :func:`golden_points`) is a percentage like the
+    terminal's: ``100.0% (428 of 428)``."""
     if value is None:
         return "n/a"
     unit = METRICS.get(name, ("", "ratio"))[1]
@@ -91,6 +101,8 @@ def fmt_metric(name: str, value: float | None) -> str:
         return f"{100 * value:.1f}%"
     if unit == "virtual s":
         return f"{value:g} s"
+    if unit == "crash points" and of:
+        return f"{100 * value / of:.1f}% ({value:g} of {of})"
     return f"{value:g}"
 
 
@@ -104,3 +116,56 @@ def run_title(run: dict[str, Any]) -> str:
 def result_id(r: dict[str, Any]) -> str:
     """``case_id[golden]`` or ``case_id[kill@POINT]``: the id of one result, as pytest names it."""
     return f"{r['case_id']}[golden]" if r["crash_point"] == "none" else f"{r['case_id']}[kill@{r['crash_point']}]"
+
+
+def crash_family(point: str | None) -> str:
+    """The family of a crash point: its kind with any name (``before_effect:*``), ``golden`` for a run
+    without a kill, and ``A >> B`` for a kill during the recovery from another (each a family)."""
+    if not point or point == "none":
+        return "golden"
+    if " >> " in point:
+        return " >> ".join(crash_family(p) for p in point.split(" >> "))
+    kind, sep, _ = point.partition(":")
+    return f"{kind}:*" if sep else kind.split("#")[0]
+
+
+def finding_rule(r: dict[str, Any]) -> str:
+    """The rule a run that did not pass broke: its first finding's ``rule`` (or ``oracle``), else its
+    verdict (``error``, ``unknown``)."""
+    first = (r.get("failures") or [None])[0]
+    if isinstance(first, dict):
+        return str(first.get("rule") or first.get("oracle") or r["verdict"])
+    return str(r["verdict"])
+
+
+def failure_groups(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs that did not pass, grouped by verdict and :func:`finding_rule`, and within a group by
+    :func:`crash_family`: twelve failures of one bug are one group with its families counted, not
+    twelve. Largest group first, then first seen; families likewise.
+
+    Returns:
+        ``[{"verdict", "rule", "runs": [result dicts, first seen first], "cases": [ids],
+        "families": {family: [result dicts]}}]``.
+    """
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in results:
+        if r["verdict"] != "passed":
+            groups.setdefault((r["verdict"], finding_rule(r)), []).append(r)
+    out = []
+    for (verdict, rule), runs in sorted(groups.items(), key=lambda kv: -len(kv[1])):  # stable sort
+        families: dict[str, list[dict[str, Any]]] = {}
+        for r in runs:
+            families.setdefault(crash_family(r.get("crash_point")), []).append(r)
+        out.append({"verdict": verdict, "rule": rule, "runs": runs,
+                    "cases": list(dict.fromkeys(r["case_id"] for r in runs)),
+                    "families": dict(sorted(families.items(), key=lambda kv: -len(kv[1])))})
+    return out
+
+
+def group_title(g: dict[str, Any]) -> str:
+    """``FAILED [side_effects]: 14 runs in 1 case, at before_checkpoint:* (4), golden (1), ...``."""
+    runs, cases = len(g["runs"]), len(g["cases"])
+    mark = "FAILED" if g["verdict"] == "failed" else g["verdict"].upper()
+    where = ", ".join(f"{fam} ({len(rs)})" for fam, rs in g["families"].items())
+    return (f"{mark} [{g['rule']}]: {runs} run{'s' * (runs != 1)} in {cases} case{'s' * (cases != 1)}, "
+            f"at {where}")

@@ -6,7 +6,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from crashpoint.reports.summary import visible
+from crashpoint.reports.summary import failure_groups, group_title, result_id, visible
 
 MARK = {"passed": "passed", "failed": "FAILED", "error": "ERROR", "unknown": "UNKNOWN", "unsupported": "UNSUPPORTED"}
 
@@ -32,21 +32,44 @@ def case_tables(data: dict[str, Any]) -> str:
     return visible("\n\n".join(blocks))
 
 
+#: Other runs of a failure group named by id after its first, at most.
+MAX_ALSO = 10
+
+
+def _run_detail(r: dict[str, Any], indent: str) -> list[str]:
+    lines = [f"{indent}{MARK[r['verdict']]} {result_id(r)}: final status {r.get('final_status') or '-'}"]
+    if r["error"]:
+        lines.append(f"{indent}    error: {r['error']}")
+    for f in r["failures"]:
+        lines.append(f"{indent}    [{f.get('rule') or f['oracle']}] {f['message']}")
+        lines.extend(f"{indent}        {e}" for e in f["evidence"][:6])
+    if r.get("reproduce"):
+        lines.append(f"{indent}    reproduce: {r['reproduce']}")
+    return lines
+
+
 def failures(data: dict[str, Any]) -> str:
-    """Every run that did not pass, with each oracle finding and its evidence."""
+    """The runs that did not pass, grouped by rule and crash-point family
+    (:func:`~crashpoint.reports.summary.failure_groups`): each group's title, its first run with every
+    finding, evidence and reproduce command, then the other runs by id."""
     lines = []
-    for r in data["results"]:
-        if r["verdict"] == "passed":
-            continue
-        lines.append(f"{MARK[r['verdict']]} {r['case_id']}[kill@{r['crash_point']}]")
-        if r["error"]:
-            lines.append(f"    error: {r['error']}")
-        for f in r["failures"]:
-            lines.append(f"    [{f['oracle']}] {f['message']}")
-            lines.extend(f"        {e}" for e in f["evidence"][:6])
-        if r.get("reproduce"):
-            lines.append(f"    reproduce: {r['reproduce']}")
+    for g in failure_groups(data["results"]):
+        lines.append(group_title(g))
+        lines.extend(_run_detail(g["runs"][0], "    "))
+        rest = g["runs"][1:]
+        if rest:
+            named = ", ".join(result_id(r) for r in rest[:MAX_ALSO])
+            more = f", and {len(rest) - MAX_ALSO} more" if len(rest) > MAX_ALSO else ""
+            lines.append(f"    same in: {named}{more}")
     return visible("\n".join(lines))
+
+
+def cases_table(data: dict[str, Any]) -> str:
+    """One row per case: its runs by verdict and its crash points (the default view of a sweep; the
+    per-run tables of :func:`case_tables` are ``crashpoint run -v``)."""
+    rows = [[case_id, info["runs"], info["passed"], info["failed"], info["errors"], info["unknown"],
+             info["crash_points"]] for case_id, info in data["per_case"].items()]
+    return visible(tabulate(rows, headers=["case", "runs", "passed", "failed", "errors", "unknown", "crash points"]))
 
 
 def coverage(data: dict[str, Any]) -> str:

@@ -1,8 +1,9 @@
 """The weekly reliability report: stored runs of a date range compared week by week (pandas).
 
 Weeks are 7-day windows from ``since`` (``since``, ``since + 7 d``, ...; the last ends at ``until``,
-inclusive), keyed by the runs' start time (UTC). A *key* is a (case, crash point) pair; a key is
-*failing* in a set of runs when any of its runs there did not pass (failed, error or unknown).
+inclusive), keyed by the runs' start time (UTC). A *key* is an (engine, case, crash point) triple (a
+broken engine's failures next to the reference engine's passes are two keys, not one flaky key); a
+key is *failing* in a set of runs when any of its runs there did not pass (failed, error or unknown).
 The *latest week* is the last week with data; *before* is every earlier run in the range.
 
 * **trends**: each metric of :data:`crashpoint.reports.summary.METRICS` per week (same definitions
@@ -13,8 +14,8 @@ The *latest week* is the last week with data; *before* is every earlier run in t
   ran before. **fixed**: keys whose runs all passed in the latest week and whose last run before it
   failed. Flaky keys are in neither.
 * **flaky**: keys whose verdict flips between runs on the same git commit (anywhere in the range).
-* **disappeared**: cases run before the latest week and not in it (a coverage gap, not a
-  regression).
+* **disappeared**: cases run before the latest week and not in it, on any engine (a coverage gap,
+  not a regression).
 * **incident recurrences**: cases tagged ``incident`` (regression cases from ``crashpoint incident``)
   with a run that did not pass, anywhere in the range.
 * **alerts**: runs with a retry storm (at least :data:`RETRY_STORM` retries scheduled), an approval
@@ -33,6 +34,8 @@ import pandas as pd
 from crashpoint.errors import UsageError
 from crashpoint.reports.summary import METRICS, fmt_metric
 
+#: The columns of a key: which engine, which case, which crash point.
+KEY = ["engine", "case_id", "crash_point"]
 #: A run with at least this many ``retry_scheduled`` events is a retry storm.
 RETRY_STORM = 6
 
@@ -57,7 +60,7 @@ def parse_date(value: str, option: str) -> date:
 
 def _frame(runs: list[dict[str, Any]], results: list[dict[str, Any]], since: date) -> pd.DataFrame:
     info = pd.DataFrame([{"run_id": r["run_id"], "started_at": r["started_at"], "git_commit": r.get("git_commit"),
-                          "complete": bool(r.get("complete"))} for r in runs])
+                          "engine": str(r.get("engine") or "?"), "complete": bool(r.get("complete"))} for r in runs])
     rows = []
     for r in results:
         m = r.get("measures") if isinstance(r.get("measures"), dict) else {}
@@ -73,7 +76,7 @@ def _frame(runs: list[dict[str, Any]], results: list[dict[str, Any]], since: dat
                "approval_wait_s", "retries", *_FLAGS]
     df = pd.DataFrame(rows, columns=columns)
     if df.empty or info.empty:
-        return df.assign(started_at=pd.Series(dtype=object), git_commit=None, week=pd.Series(dtype=int))
+        return df.assign(started_at=pd.Series(dtype=object), git_commit=None, engine=None, week=pd.Series(dtype=int))
     df = df.merge(info, on="run_id", how="inner")
     df["week"] = df["started_at"].map(lambda t: (t.date() - since).days // 7)
     df["failing"] = df["verdict"] != "passed"
@@ -111,18 +114,16 @@ def _direction(name: str, before: float | None, after: float | None) -> str:
     return "improved" if better else "worsened"
 
 
-def _keys(frame: pd.DataFrame) -> list[dict[str, str]]:
-    return [{"case_id": c, "crash_point": p} for c, p in sorted(set(zip(frame["case_id"], frame["crash_point"])))]
-
-
 def weekly(store: Any, since: date, until: date) -> dict[str, Any]:
     """The weekly report of the runs ``store`` holds from ``since`` to ``until`` (dates, inclusive).
 
     Returns ``{"since", "until", "weeks": [{"label", "start", "end", "runs", "incomplete_runs",
     "results", "metrics": {...}}], "trends": {metric: {"label", "values": [...], "previous", "latest",
-    "direction"}}, "new_failures", "fixed", "flaky": [{"case_id", "crash_point", "git_commit"}],
+    "direction"}}, "new_failures", "fixed": [{"engine", "case_id", "crash_point"}],
+    "flaky": [{"engine", "case_id", "crash_point", "git_commit"}],
     "disappeared": [case ids], "incidents": [{"case_id", "failing_runs", "weeks"}],
-    "alerts": [{"kind", "label", "week", "case_id", "crash_point", "run_id", "detail"}]}``.
+    "alerts": [{"kind", "label", "week", "engine", "case_id", "crash_point", "run_id", "detail"}],
+    "engines": [names]}``.
 
     Raises:
         UsageError: ``since`` is after ``until``.
@@ -153,21 +154,23 @@ def weekly(store: Any, since: date, until: date) -> dict[str, Any]:
         prev = earlier[-1] if earlier else None
         trends[name] = {"label": label, "unit": unit, "values": values, "previous": prev, "latest": last,
                         "direction": _direction(name, prev, last)}
-    report: dict[str, Any] = {"since": str(since), "until": str(until), "weeks": weeks, "trends": trends,
+    engines = sorted({str(r.get("engine") or "?") for r in runs})
+    report: dict[str, Any] = {"since": str(since), "until": str(until), "engines": engines, "weeks": weeks,
+                              "trends": trends,
                               "new_failures": [], "fixed": [], "flaky": [], "disappeared": [], "incidents": [],
                               "alerts": []}
     if df.empty:
         return report
     flaky = []
-    for (case_id, point, commit), g in df[df["git_commit"].notna()].groupby(["case_id", "crash_point", "git_commit"]):
+    for (engine, case_id, point, commit), g in df[df["git_commit"].notna()].groupby(KEY + ["git_commit"]):
         if g["failing"].nunique() > 1:
-            flaky.append({"case_id": case_id, "crash_point": point, "git_commit": commit})
-    report["flaky"] = sorted(flaky, key=lambda x: (x["case_id"], x["crash_point"], x["git_commit"]))
-    flaky_keys = {(x["case_id"], x["crash_point"]) for x in flaky}
+            flaky.append({"engine": engine, "case_id": case_id, "crash_point": point, "git_commit": commit})
+    report["flaky"] = sorted(flaky, key=lambda x: (x["case_id"], x["crash_point"], x["engine"], x["git_commit"]))
+    flaky_keys = {(x["engine"], x["case_id"], x["crash_point"]) for x in flaky}
     latest = with_data[-1]
     now, before = df[df["week"] == latest], df[df["week"] < latest]
-    failing_now = now.groupby(["case_id", "crash_point"])["failing"].any()
-    last_before = before.sort_values(["started_at", "result_id"]).groupby(["case_id", "crash_point"])["failing"].last()
+    failing_now = now.groupby(KEY)["failing"].any()
+    last_before = before.sort_values(["started_at", "result_id"]).groupby(KEY)["failing"].last()
     new, fixed = [], []
     for key, failing in failing_now.items():
         if key in flaky_keys:
@@ -177,8 +180,9 @@ def weekly(store: Any, since: date, until: date) -> dict[str, Any]:
             new.append(key)
         elif not failing and prior is not None and prior:
             fixed.append(key)
-    report["new_failures"] = [{"case_id": c, "crash_point": p} for c, p in sorted(new)]
-    report["fixed"] = [{"case_id": c, "crash_point": p} for c, p in sorted(fixed)]
+    order = lambda k: (k[1], k[2], k[0])  # noqa: E731 - by case, crash point, then engine
+    report["new_failures"] = [{"engine": e, "case_id": c, "crash_point": p} for e, c, p in sorted(new, key=order)]
+    report["fixed"] = [{"engine": e, "case_id": c, "crash_point": p} for e, c, p in sorted(fixed, key=order)]
     report["disappeared"] = sorted(set(before["case_id"]) - set(now["case_id"]))
     incidents = df[df["incident"] & df["failing"]]
     report["incidents"] = [{"case_id": cid, "failing_runs": int(len(g)),
@@ -195,14 +199,16 @@ def weekly(store: Any, since: date, until: date) -> dict[str, Any]:
             else:
                 detail = message or f"verdict {row['verdict']}"
             alerts.append({"kind": kind, "label": label, "week": weeks[int(row["week"])]["label"],
-                           "case_id": row["case_id"], "crash_point": row["crash_point"], "run_id": row["run_id"],
-                           "detail": str(detail)})
+                           "engine": row["engine"], "case_id": row["case_id"], "crash_point": row["crash_point"],
+                           "run_id": row["run_id"], "detail": str(detail)})
     report["alerts"] = alerts
     return report
 
 
-def _key(x: dict[str, str]) -> str:
-    return x["case_id"] if x["crash_point"] == "none" else f"{x['case_id']} at {x['crash_point']}"
+def _key(x: dict[str, str], engines: int = 1) -> str:
+    """``case at POINT``, with `` on ENGINE`` when the report covers more than one engine."""
+    where = x["case_id"] if x["crash_point"] == "none" else f"{x['case_id']} at {x['crash_point']}"
+    return f"{where} on {x['engine']}" if engines > 1 and x.get("engine") else where
 
 
 def sentences(report: dict[str, Any]) -> list[str]:
@@ -215,9 +221,10 @@ def sentences(report: dict[str, Any]) -> list[str]:
         else:
             out.append(f"{t['label']}: {t['direction']} from {fmt_metric(name, t['previous'])} to "
                        f"{fmt_metric(name, t['latest'])}")
+    n = len(report.get("engines") or ())
     for field, label in (("new_failures", "new failures"), ("fixed", "fixed")):
-        out.append(f"{label}: " + (", ".join(_key(x) for x in report[field]) or "none"))
-    out.append("flaky: " + (", ".join(f"{_key(x)} (commit {str(x['git_commit'])[:10]})" for x in report["flaky"])
+        out.append(f"{label}: " + (", ".join(_key(x, n) for x in report[field]) or "none"))
+    out.append("flaky: " + (", ".join(f"{_key(x, n)} (commit {str(x['git_commit'])[:10]})" for x in report["flaky"])
                             or "none"))
     out.append("disappeared (coverage gap, not a regression): " + (", ".join(report["disappeared"]) or "none"))
     out.append("incident recurrences: " + (", ".join(f"{x['case_id']} ({x['failing_runs']} failing runs)"
@@ -234,7 +241,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     """The report as Markdown: the sentences, the metric-by-week table, the lists and the alerts."""
     from crashpoint.reports.markdown import escape
 
-    weeks = report["weeks"]
+    weeks, engines = report["weeks"], len(report.get("engines") or ())
     lines = [f"### crashpoint weekly reliability report: {report['since']} to {report['until']}", ""]
     lines += [f"- {escape(s)}" for s in sentences(report)]
     lines += ["", "| metric | " + " | ".join(w["label"] for w in weeks) + " | trend |",
@@ -247,7 +254,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     if not report["alerts"]:
         lines.append("none")
     for a in report["alerts"][:100]:
-        lines.append(f"- **{escape(a['label'])}** ({escape(a['week'])}) {escape(_key(a))}, run "
+        lines.append(f"- **{escape(a['label'])}** ({escape(a['week'])}) {escape(_key(a, engines))}, run "
                      f"{escape(a['run_id'][:8])}: {escape(a['detail'])}")
     if len(report["alerts"]) > 100:
         lines.append(f"- ... and {len(report['alerts']) - 100} more (see --format json)")

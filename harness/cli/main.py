@@ -266,8 +266,11 @@ def _sweep_and_report(args: argparse.Namespace, pack, cases, adapter, executor, 
             point = None if r["crash_point"] == "none" else r["crash_point"]
             r["reproduce"] = repro_command(paths[r["case_id"]], point, args.engine, args.crash_mode,
                                            getattr(args, "adapter", None))
-    if not args.quiet:
+    if getattr(args, "verbose", False):
         print(text.case_tables(data))
+        print()
+    elif not args.quiet:
+        print(text.cases_table(data))
         print()
     bad = text.failures(data)
     if bad:
@@ -322,11 +325,12 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _cmd_incident(args: argparse.Namespace) -> int:
-    from crashpoint.harness.traces.incident import make_incident
+    from crashpoint.harness.traces.incident import make_incident, reproduce_command
+    from crashpoint.harness.traces.tracefile import read_trace
 
     path = make_incident(args.trace, args.out)
     print(f"incident case written to {path}")
-    print("put it in the cases folder of a pack with its workflow, then: crashpoint run PATH_IN_PACK --crash none")
+    print(f"reproduce: {reproduce_command(read_trace(args.trace), str(path))}")
     return ExitCode.OK
 
 
@@ -361,7 +365,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--workdir", type=Path, help="keep run folders (databases, ledgers, crash logs) here")
     run.add_argument("--worker-timeout", type=float, default=60.0, metavar="S",
                      help="wall seconds a worker may take before the run is judged unknown (default 60)")
-    run.add_argument("-q", "--quiet", action="store_true", help="only the summary and the failures")
+    loud = run.add_mutually_exclusive_group()
+    loud.add_argument("-q", "--quiet", action="store_true", help="only the summary and the failures")
+    loud.add_argument("-v", "--verbose", action="store_true",
+                      help="a table per case with a row per run (golden, then each crash point)")
     run.add_argument("--resume", action="store_true",
                      help="with --results-db: finish the latest incomplete run of this pack and engine in the "
                           "store, skipping the runs it already recorded")

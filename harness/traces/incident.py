@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import shlex
 import tempfile
 from pathlib import Path
 from typing import Any, Mapping
@@ -37,10 +38,6 @@ class _Dumper(yaml.SafeDumper):
         return True
 
 
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "'\\''") + "'"
-
-
 def incident_case(trace: Mapping[str, Any], trace_file: str, digest: str, out: str | None = None) -> dict[str, Any]:
     """The regression case (a mapping in the case format) made from ``trace``.
 
@@ -56,10 +53,7 @@ def incident_case(trace: Mapping[str, Any], trace_file: str, digest: str, out: s
     spec = trace["engine"].get("spec")
     engine = spec or f"{trace['engine']['name']} {trace['engine']['version']}"
     why = (run.get("failures") or [{}])[0].get("message") or run.get("error") or f"final status {run.get('status')}"
-    cmd = f"crashpoint run {_in_pack(trace, out or case_id + '.yaml')}"
-    cmd += " --crash none" if point == "none" else f" --crash-point {_quote(point)}"
-    if spec:
-        cmd += f" --engine {spec}"
+    cmd = reproduce_command(trace, out or case_id + ".yaml")
     where = "in the golden run (no crash)" if point == "none" else f"at crash point {point}"
     verdict = {"failed": "failed", "error": "ended in an error", "unknown": "did not finish (unknown)"}.get(
         run.get("verdict") or "", "was recorded")
@@ -68,6 +62,18 @@ def incident_case(trace: Mapping[str, Any], trace_file: str, digest: str, out: s
     model = Case.from_data({k: v for k, v in case.items() if k in CASE_KEYS}, path=trace_file)
     return dataclasses.replace(model, case_id=case_id, description=description,
                                tags=(TAG, *(t for t in model.tags if t != TAG))).to_data()
+
+
+def reproduce_command(trace: Mapping[str, Any], out: str) -> str:
+    """The shell command that re-runs the incident case written to ``out`` as the trace's run ran: at
+    its crash point, on its engine; when ``out`` is not inside a pack, it first copies the case into
+    the recorded pack's cases folder (a case runs with its pack's workflows). Words quoted for a
+    POSIX shell."""
+    target, point, spec = _in_pack(trace, out), trace["crash_point"], trace["engine"].get("spec")
+    words = ["crashpoint", "run", target, *(["--crash", "none"] if point == "none" else ["--crash-point", point]),
+             *(["--engine", spec] if spec else [])]
+    copy = f"{shlex.join(['cp', out, target])} && " if target != out else ""
+    return copy + shlex.join(words)
 
 
 def _in_pack(trace: Mapping[str, Any], out: str) -> str:

@@ -16,6 +16,7 @@ import xmlschema
 from crashpoint.harness.cli.main import ExitCode, main
 from crashpoint.reports import html, journal, junit, markdown
 from crashpoint.reports.store import ResultStore
+from crashpoint.reports.summary import failure_groups, result_id
 from stored_runs import HOSTILE_TEXT, SCRIPT_NAME, broken_engine_run, hostile_run, load
 
 XSD = Path(__file__).resolve().parents[1] / "data" / "junit-10.xsd"
@@ -90,9 +91,13 @@ def test_json_journal_round_trips() -> None:
 
 
 def test_html_is_self_contained_and_shows_timelines() -> None:
-    text = html.render(load(broken_engine_run()))
+    stored = load(broken_engine_run())
+    text = html.render(stored)
     assert "<script" not in text and not re.search(r"(src|href)=\"(https?:|//)", text)
-    assert text.count("Trace timeline") == 13
+    # one timeline per failure group (rule, crash-point family), not one per failing run (13 before)
+    groups = failure_groups(stored["results"])
+    assert text.count("Trace timeline") == len(groups) < 13
+    assert all(result_id(r) in text for g in groups for r in g["runs"]) and sum(len(g["runs"]) for g in groups) == 13
     assert "Durability coverage" in text and "draft_refund" in text
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', text)
     assert len(images) == 2 and all(base64.b64decode(i).startswith(b"\x89PNG") for i in images)

@@ -130,11 +130,11 @@ def test_each_metric_has_the_seeded_trend(report: dict) -> None:
 
 
 def test_new_fixed_flaky_disappeared_incidents(report: dict) -> None:
-    assert report["new_failures"] == [{"case_id": "alpha", "crash_point": "after_effect:p2"},
-                                      {"case_id": "alpha", "crash_point": "after_effect:p3"}]
-    assert report["fixed"] == [{"case_id": "alpha", "crash_point": "after_effect:p1"},
-                               {"case_id": "dup_case", "crash_point": "none"}]
-    assert report["flaky"] == [{"case_id": "flip_case", "crash_point": "none", "git_commit": "c1"}]
+    assert report["new_failures"] == [{"engine": "reference", "case_id": "alpha", "crash_point": "after_effect:p2"},
+                                      {"engine": "reference", "case_id": "alpha", "crash_point": "after_effect:p3"}]
+    assert report["fixed"] == [{"engine": "reference", "case_id": "alpha", "crash_point": "after_effect:p1"},
+                               {"engine": "reference", "case_id": "dup_case", "crash_point": "none"}]
+    assert report["flaky"] == [{"engine": "reference", "case_id": "flip_case", "crash_point": "none", "git_commit": "c1"}]
     assert report["disappeared"] == ["cancel_case"]
     assert report["incidents"] == [{"case_id": "incident_refund_x", "failing_runs": 2, "weeks": WEEKS[2:]}]
 
@@ -190,9 +190,9 @@ def test_weekly_command_in_every_format(store_url: str, tmp_path: Path, capsys: 
 def test_a_quiet_range_has_no_findings(store_url: str) -> None:
     store = ResultStore(store_url, create=False)
     quiet = weekly.weekly(store, date(2026, 11, 23), date(2026, 11, 29))
-    assert quiet["new_failures"] == [{"case_id": "alpha", "crash_point": "after_effect:p2"},
-                                      {"case_id": "alpha", "crash_point": "after_effect:p3"},
-                                      {"case_id": "incident_refund_x", "crash_point": "none"}]
+    assert quiet["new_failures"] == [{"engine": "reference", "case_id": "alpha", "crash_point": "after_effect:p2"},
+                                      {"engine": "reference", "case_id": "alpha", "crash_point": "after_effect:p3"},
+                                      {"engine": "reference", "case_id": "incident_refund_x", "crash_point": "none"}]
     assert all(t["direction"] == "n/a" for t in quiet["trends"].values())
     empty = weekly.weekly(store, date(2025, 1, 1), date(2025, 1, 7))
     assert empty["weeks"][0]["runs"] == 0 and empty["alerts"] == [] and empty["new_failures"] == []
