@@ -16,6 +16,11 @@ faults (the ledger's script), then alternates worker processes with what the out
    gets the next answer; none left: the thread ends waiting for a human;
 5. the run ends when a worker exits with nothing left to deliver.
 
+A case with ``duplicate: start`` (or ``answer``) delivers its first start request (or answer) twice at
+once: a second worker process, started beside the first, waits with it at a barrier and then invokes
+the same thread with the same input (or ``Command``), as a client retrying a slow request or a human
+clicking twice would.
+
 Workers are forked from a warm zygote that imported LangGraph and the team's module (see
 :mod:`crashpoint.harness.run.forkserver`), or started as new interpreters (``warm=False``, the naive way).
 """
@@ -28,6 +33,7 @@ import signal
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,6 +116,8 @@ class _WarmServer(forkserver.ForkServer):
 
 
 _local = threading.local()
+#: Starts the second process of a duplicated request (beside the first, so both run at once).
+_helper = ThreadPoolExecutor(max_workers=4, thread_name_prefix="crashpoint-duplicate")
 
 
 def warm_server(target: Target) -> forkserver.ForkServer:
@@ -166,6 +174,7 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
     delivered: dict[str, dict[str, Any]] = {}
     redelivered: dict[str, int] = {}
     phase, extra = "start", []
+    duplicated = False
     deadline = began + target.budget_s
     try:
         for _ in range(MAX_WORKERS_PER_RUN):
@@ -180,13 +189,33 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
             if left <= 0:
                 raise WorkerTimeout(f"over the budget of {target.budget_s:g} s")
             env = {**forkserver.ISOLATED_ENV, RUN_MARKER: str(run_dir)}
+            cold_env = {**env, "PYTHONPATH": os.pathsep.join([*target.pythonpath, os.environ.get("PYTHONPATH", "")])}
+            twin = None
+            if case.duplicate == phase and not duplicated:  # the same request delivered twice, at once
+                duplicated = True
+                argv += ["--barrier", "2"]
+                twin_args = [*argv, *(["--duplicate"] if phase == "start" else [])]
+                twin_log = log.with_suffix(".twin.log")
+                if warm:  # each helper thread keeps its own warm zygote, so both processes start alike
+                    twin = _helper.submit(lambda: warm_server(target).run(WORKER_MODULE, twin_args, left, env, twin_log))
+                else:
+                    twin = _helper.submit(run_process, [sys.executable, "-m", WORKER_MODULE, *twin_args], left,
+                                          cold_env, twin_log)
+                out.deliveries.append({"kind": f"duplicate_{phase}", "worker": out.workers})
             if warm:
                 rc, leftovers = warm_server(target).run(WORKER_MODULE, argv, left, env, log)
             else:
-                env["PYTHONPATH"] = os.pathsep.join([*target.pythonpath, os.environ.get("PYTHONPATH", "")])
-                rc, leftovers = run_process([sys.executable, "-m", WORKER_MODULE, *argv], left, env, log)
+                rc, leftovers = run_process([sys.executable, "-m", WORKER_MODULE, *argv], left, cold_env, log)
+            if twin is not None:
+                twin_rc, twin_left = twin.result()
+                out.workers += 1
+                leftovers += twin_left
+                if rc == 0 and twin_rc != 0:
+                    rc, log = twin_rc, log.with_suffix(".twin.log")
             pids = _pids(run_dir)
             pid = pids[-1] if len(pids) > pids_before else None
+            if twin is not None:  # both processes of a duplicated request, in the order they started
+                out.pids += [{"pid": p, "phase": phase, "rc": rc, "duplicate": True} for p in pids[pids_before:-1]]
             out.pids.append({"pid": pid, "phase": phase, "rc": rc})
             if leftovers:
                 out.notes.append(f"worker {out.workers} left {len(leftovers)} process(es) running, killed: "
@@ -210,6 +239,8 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
                 raise EngineCrashed(f"worker {out.workers} exited with {rc} (not a harness kill): " + " | ".join(tail))
             threads = json.loads((run_dir / "threads.json").read_text())
             for thread, status in threads.items():
+                for error in status.get("invoke_errors", ()):
+                    out.notes.append(f"thread {thread} (worker {out.workers}): invoke raised {error}")
                 if status.get("trap"):
                     out.notes.append(f"thread {thread} (worker {out.workers}): {status['trap']}")
             lost = [t for t, s in threads.items() if s["status"] == "no_checkpoint"]

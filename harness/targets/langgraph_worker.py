@@ -246,6 +246,18 @@ def _mark_submitted(run_dir: Path, thread: str) -> None:
     _append(run_dir / SUBMITTED_FILE, thread + "\n")
 
 
+#: Wall seconds a worker waits at a barrier for the others before it goes on alone.
+BARRIER_LIMIT_S = 30.0
+
+
+def _barrier(run_dir: Path, n: int) -> None:
+    """Announce this process at ``RUN_DIR/barrier.PID`` and wait until ``n`` have (so two workers race)."""
+    (run_dir / f"barrier.{os.getpid()}").touch()
+    deadline = time.monotonic() + BARRIER_LIMIT_S
+    while len(list(run_dir.glob("barrier.*"))) < n and time.monotonic() < deadline:
+        time.sleep(0.002)
+
+
 def _error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:ERROR_CHARS]
 
@@ -258,6 +270,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--probe-arg", default="")
     parser.add_argument("--durability", choices=("sync", "async", "exit"), default="sync")
     parser.add_argument("--phase", choices=("start", "recover", "answer"), required=True)
+    parser.add_argument("--duplicate", action="store_true",
+                        help="this process is a second delivery of the start request (it ignores submitted.log)")
+    parser.add_argument("--barrier", type=int, default=0, metavar="N",
+                        help="wait until N workers of this run reach the barrier before invoking (a race)")
     parser.add_argument("--entry", help="the target's entry point (read from target.json; named here so that a warm "
                                         "zygote imports its module before forking)")
     parser.add_argument("--resubmit", action="append", default=[],
@@ -301,9 +317,11 @@ def main(argv: list[str] | None = None) -> int:
             errors[thread] = _error(exc)
 
     threads = [i["thread"] for i in target["inputs"]]
+    if args.barrier:
+        _barrier(run_dir, args.barrier)
     if args.phase == "start":
         for item in target["inputs"]:
-            if item["thread"] not in submitted or item["thread"] in args.resubmit:
+            if item["thread"] not in submitted or item["thread"] in args.resubmit or args.duplicate:
                 _mark_submitted(run_dir, item["thread"])
                 submitted.add(item["thread"])
                 run(item["thread"], item["input"])
@@ -326,6 +344,8 @@ def main(argv: list[str] | None = None) -> int:
         status = thread_status(graph, thread, submitted)
         if thread in errors and status["status"] not in ("finished", "waiting"):
             status = {**status, "status": "stuck", "error": errors[thread]}
+        elif thread in errors:  # the thread is fine, but an invoke of this pass raised: say so
+            status = {**status, "invoke_errors": [errors[thread]]}
         if thread in traps:
             status = {**status, "trap": traps[thread]}
         report[thread] = status

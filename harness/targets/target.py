@@ -39,12 +39,13 @@ DURABILITY = ("sync", "async", "exit")
 @dataclass(frozen=True)
 class TargetCase:
     """One variation of a target's run: ``human`` answers and tool ``faults`` (each ``{effect, outcome,
-    times, seconds?}``) replace the target's; ``expect``: thread -> ``finished`` | ``waiting``."""
+    times, seconds?}``) replace the target's; ``duplicate``: ``start`` | ``answer`` delivers the first start
+    request or answer twice at once (two live processes)."""
 
     name: str = "default"
     human: dict[str, list[dict[str, Any]]] | None = None
     faults: list[dict[str, Any]] = field(default_factory=list)
-    expect: dict[str, str] = field(default_factory=dict)
+    duplicate: str | None = None
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ class Target:
         data = copy.deepcopy(data)
         base = Path(file).resolve().parent if file else Path.cwd()
         effects = [e if isinstance(e, dict) else {"path": e} for e in data.get("effects", [])]
-        cases = [TargetCase(c["name"], c.get("human"), c.get("faults", []), c.get("expect", {}))
+        cases = [TargetCase(c["name"], c.get("human"), c.get("faults", []), c.get("duplicate"))
                  for c in data.get("cases", [{"name": "default"}])]
         return cls(name=data["target"], entry=data["entry"], inputs=data["inputs"], engine=data.get("engine", "langgraph"),
                    human=data.get("human", {}), gates=data.get("gates", {}), effects=effects,

@@ -50,3 +50,17 @@ def test_the_correct_graph_passes_the_golden_runs_that_catch_variants(tmp_path: 
     for case in ("approved", "denied-then-approved", "issue-flaky"):
         result = run_one(BASE, BASE.case(case), "sync", tmp_path / case, None, None)
         assert result.verdict == "passed", (case, [f.message for f in result.failures], result.error)
+
+
+@pytest.mark.parametrize("kind", ["start", "answer"])
+def test_two_live_processes_on_one_thread_are_caught_every_time(tmp_path: Path, kind: str) -> None:
+    """LangGraph does not serialise two invocations of one thread: a start request or an approval delivered
+    twice at once runs the same step in two live processes (the app must hold a lock per thread)."""
+    from crashpoint.harness.targets.target import TargetCase
+
+    target = dataclasses.replace(BASE, cases=[TargetCase(f"twice-{kind}", duplicate=kind)])
+    for n in range(3):
+        result = run_one(target, target.cases[0], "sync", tmp_path / str(n), None, None)
+        assert result.verdict == "failed", result.error
+        assert "target.single_live_process" in {f.oracle for f in result.failures}
+        assert sum(1 for p in result.pids if p.get("duplicate")) == 1
