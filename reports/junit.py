@@ -7,8 +7,9 @@ oracle of its first finding; ``message`` = that finding, with how many more;
 the text holds every finding with its evidence, the ``reproduce:`` command and the ``group:`` line of
 its rule and crash-point family, :func:`~crashpoint.reports.summary.failure_groups`); ``error`` and
 ``unknown`` runs have an ``<error>``. Every string is cut at :data:`MAX_ATTRIBUTE` characters.
-Valid against the JUnit schema (``tests/data/junit-10.xsd``). Escaping is ElementTree's; characters XML 1.0 cannot
-carry (control characters) are replaced by ``?``.
+Valid against the JUnit schema (``tests/data/junit-10.xsd``). Escaping is ElementTree's, after
+control and bidirectional characters are shown as ``\\xNN`` / ``\\uNNNN``
+(:func:`~crashpoint.reports.summary.visible`); any other character XML 1.0 cannot carry is ``?``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from crashpoint.reports.summary import counts, failure_groups, group_title, per_case
+from crashpoint.reports.summary import counts, failure_groups, group_title, per_case, visible
 from crashpoint.text import MAX_TEXT, clip
 
 #: Characters kept of one string in an attribute or text line (an engine's 20 MB stop reason is cut
@@ -28,7 +29,7 @@ _BAD_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def _clean(value: Any) -> str:
-    return _BAD_XML.sub("?", clip("" if value is None else str(value), MAX_ATTRIBUTE))
+    return _BAD_XML.sub("?", visible(clip("" if value is None else str(value), MAX_ATTRIBUTE)))
 
 
 def _time(seconds: Any) -> str:

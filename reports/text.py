@@ -84,7 +84,7 @@ def coverage(data: dict[str, Any]) -> str:
     if vac.get("findings"):
         lines.append(f"vacuity: {vac['runs_with_findings']} run(s) with faults or events that did nothing:")
         lines.extend(f"  - {f}" for f in vac["findings"][:10])
-    return "\n".join(lines)
+    return visible("\n".join(lines))
 
 
 def summary(data: dict[str, Any]) -> str:
@@ -99,4 +99,4 @@ def summary(data: dict[str, Any]) -> str:
         rows.append(["unsupported", s["unsupported"]])
     rows += [[name.replace("_", " "), _ratio(value)] for name, value in s["metrics"].items()]
     rows.append(["wall time", f"{data['wall_s']:.1f} s"])
-    return tabulate(rows, tablefmt="simple", headers=["summary", ""])
+    return visible(tabulate(rows, tablefmt="simple", headers=["summary", ""]))

@@ -219,6 +219,8 @@ def _sweep_and_report(args: argparse.Namespace, pack, cases, adapter, executor, 
     from crashpoint.harness.judge.results import sweep_data
     from crashpoint.harness.run.sweep import sweep
     from crashpoint.reports import json_report, text
+    from crashpoint.reports.summary import visible
+    from crashpoint.text import clip
 
     resumed = None
     if getattr(args, "resume", False):
@@ -246,9 +248,9 @@ def _sweep_and_report(args: argparse.Namespace, pack, cases, adapter, executor, 
         bar.result(result)
 
     began = time.perf_counter()
-    print(f"crashpoint: sweeping pack {pack.name} {pack.version} ({len(cases)} case(s)) on engine "
-          f"{adapter.name} {adapter.version()}, crash={args.crash}, crash mode={args.crash_mode}, on {where}",
-          flush=True)
+    print(visible(f"crashpoint: sweeping pack {pack.name} {pack.version} ({len(cases)} case(s)) on engine "
+                  f"{clip(adapter.name)} {clip(adapter.version())}, crash={args.crash}, crash mode={args.crash_mode}, "
+                  f"on {where}"), flush=True)
     try:
         result = sweep(pack, resumed.todo if resumed else cases, adapter, crash=args.crash, executor=executor,
                        workdir=args.workdir, keep=bool(args.workdir), worker_timeout_s=args.worker_timeout,

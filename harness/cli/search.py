@@ -113,9 +113,10 @@ def cmd_search(args: argparse.Namespace) -> int:
     print(f"seed {seed}: {generated} schedule(s) generated, {total} run(s) with shrinking, "
           f"{sum(r.vacuous for r in results)} vacuous, {len(found)} failing case(s), {len(broken)} broken golden "
           f"run(s) in {time.perf_counter() - began:.1f} s")
-    print(f"rerun: crashpoint search {args.path} --seed {seed} --schedules {args.schedules} "
-          f"--max-faults {args.max_faults}" + (f" --kinds {args.kinds}" if args.kinds else "")
-          + (f" --engine {args.engine}" if args.engine else "") + (f" --adapter {args.adapter}" if args.adapter else ""))
+    rerun = ["crashpoint", "search", args.path, "--seed", str(seed), "--schedules", str(args.schedules),
+             "--max-faults", str(args.max_faults), *(["--kinds", args.kinds] if args.kinds else []),
+             *(["--engine", args.engine] if args.engine else []), *(["--adapter", args.adapter] if args.adapter else [])]
+    print(f"rerun: {shlex.join(rerun)}")
     if args.json:
         from crashpoint.reports.json_report import write_atomic
 

@@ -14,6 +14,7 @@ never passed, never failed).
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import tempfile
 import time
@@ -61,10 +62,11 @@ class TargetRunResult:
                 "pids": self.pids, "notes": self.notes, "wall_s": round(self.wall_s, 3)}
 
     def repro(self, target: Target) -> str:
-        """The command that runs this run alone."""
-        where = target.file or "TARGET.yaml"
-        cp = f" --crash-point '{self.crash_point}'" if self.crash_point else " --crash none"
-        return f"crashpoint run {where} --case {self.case} --durability {self.durability}{cp}"
+        """The command that runs this run alone, every word quoted for a POSIX shell."""
+        where = str(target.file or "TARGET.yaml")
+        cp = ["--crash-point", self.crash_point] if self.crash_point else ["--crash", "none"]
+        return shlex.join(["crashpoint", "run", where, "--case", str(self.case), "--durability", str(self.durability),
+                           *cp])
 
 
 @dataclass

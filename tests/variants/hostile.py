@@ -20,7 +20,7 @@ class HostileStopReason(ReferenceAdapter):
     """The reference engine, with the hostile stop reason on every terminal status."""
 
     def __init__(self) -> None:
-        super().__init__(name="hostile-stop-reason")
+        super().__init__(name="hostile\x1b[31m-stop-reason\u202e")  # its name reaches the terminal too
 
     def status(self, run: RunContext, workflow_id: str) -> dict[str, Any]:
         out = super().status(run, workflow_id)
