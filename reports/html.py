@@ -6,12 +6,18 @@ the durability-coverage matrix (step x fault kind, ``passed/runs``; recorded whe
 finished), and the runs that did not pass grouped by rule and crash-point family: each group's first
 run with its findings, its reproduce command and its **timeline**, the others a row each. The
 timeline is: the external deliveries and kills, then the trace events with virtual time since the
-first event. Every string from a case, an engine or a trace goes through :func:`html.escape`; a
-Content-Security-Policy forbids scripts as a second line of defence.
+first event.
+
+The page is the Jinja2 template ``templates/run.html.j2`` (the weekly report's is
+``weekly.html.j2``; both extend ``_layout.html.j2``). The environment autoescapes, and every value a
+template prints goes through :func:`e` (its ``finalize``): escaping is the default, not a call to
+remember; only what this package builds itself (chart data URIs, the style sheet, the policy) is
+marked safe. A Content-Security-Policy forbids scripts as a second line of defence.
 """
 
 from __future__ import annotations
 
+import functools
 import html
 from typing import Any
 
@@ -43,128 +49,102 @@ def e(value: Any) -> str:
     return html.escape(visible(clip("" if value is None else str(value), 4 * MAX_TEXT)), quote=True)
 
 
-def table(head: list[str], rows: list[list[str]], numeric: set[int] = frozenset()) -> str:
-    """An HTML table: ``head`` is escaped here; ``rows`` cells must already be HTML (escape with
-    :func:`e`); columns whose index is in ``numeric`` are right-aligned."""
-    out = ["<table><thead><tr>", *(f"<th>{e(h)}</th>" for h in head), "</tr></thead><tbody>"]
-    for row in rows:
-        cells = "".join(f'<td class="n">{c}</td>' if i in numeric else f"<td>{c}</td>" for i, c in enumerate(row))
-        out.append(f"<tr>{cells}</tr>")
-    out.append("</tbody></table>")
-    return "".join(out)
+def _shown(value: Any) -> Any:
+    """The environment's ``finalize``: a value the code marked safe as it is, anything else as :func:`e`."""
+    from markupsafe import Markup
+
+    return value if isinstance(value, Markup) else Markup(e(value))
 
 
-def _coverage(coverage: dict[str, dict[str, dict[str, int]]] | None) -> str:
+@functools.lru_cache(maxsize=1)
+def environment() -> Any:
+    """The Jinja2 environment of the report templates (``templates/``): autoescape on, every printed
+    value through :func:`e`, undefined names an error."""
+    import jinja2
+
+    return jinja2.Environment(loader=jinja2.PackageLoader("crashpoint.reports", "templates"), autoescape=True,
+                              finalize=_shown, undefined=jinja2.StrictUndefined, trim_blocks=True,
+                              lstrip_blocks=True, keep_trailing_newline=True)
+
+
+def page(template: str, title: str, **context: Any) -> str:
+    """Render the report template ``template`` with ``title`` and ``context`` inside the shared layout
+    (style sheet and Content-Security-Policy)."""
+    from markupsafe import Markup
+
+    return environment().get_template(template).render(title=title, csp=Markup(CSP), style=Markup(STYLE), **context)
+
+
+def _coverage(coverage: Any) -> dict[str, Any] | None:
     if not isinstance(coverage, dict) or not coverage:
-        return "<p>No coverage matrix recorded (it is written when a run finishes).</p>"
+        return None
     coverage = {step: row for step, row in coverage.items() if isinstance(row, dict)}
     kinds = sorted({str(k) for row in coverage.values() for k in row})
-    rows = []
-    for step, row in coverage.items():
-        cells = [e(step)]
-        for k in kinds:
-            cell = row.get(k)
-            ok = isinstance(cell, dict) and isinstance(cell.get("runs"), int) and isinstance(cell.get("passed"), int)
-            cells.append("-" if not ok else f'<span class="{"passed" if cell["passed"] == cell["runs"] else "failed"}">'
-                                              f'{cell["passed"]}/{cell["runs"]}</span>')
-        rows.append(cells)
-    return table(["step", *[k.replace("_", " ") for k in kinds]], rows, set(range(1, len(kinds) + 1)))
+
+    def cell(value: Any) -> dict[str, int] | None:
+        ok = isinstance(value, dict) and isinstance(value.get("runs"), int) and isinstance(value.get("passed"), int)
+        return {"passed": value["passed"], "runs": value["runs"]} if ok else None
+
+    return {"kinds": [k.replace("_", " ") for k in kinds],
+            "rows": [(step, [cell(row.get(k)) for k in kinds]) for step, row in coverage.items()]}
 
 
-def _timeline(r: dict[str, Any]) -> str:
+def _run(r: dict[str, Any], with_timeline: bool) -> dict[str, Any]:
+    """The context of one run that did not pass: its findings and timeline as plain values."""
     tl = r.get("timeline") or {}
     events, deliveries = tl.get("events") or [], tl.get("deliveries") or []
-    parts = []
-    if deliveries:
-        rows = []
-        for d in deliveries:
-            fields = ", ".join(f"{k}={v}" for k, v in d.items() if k not in ("step", "kind"))
-            rows.append(f'<tr class="{"kill" if d.get("kind") == "kill" else ""}"><td class="n">{e(d.get("step"))}</td>'
-                        f"<td>{e(d.get('kind'))}</td><td>{e(fields)}</td></tr>")
-        parts.append("<h4>Deliveries and kills</h4><table><thead><tr><th>step</th><th>kind</th><th>detail</th></tr>"
-                     "</thead><tbody>" + "".join(rows) + "</tbody></table>")
-    if events:
-        t0 = next((ev["at"] for ev in events if isinstance(ev.get("at"), (int, float))), None)
-        rows = []
-        for ev in events:
-            at = ev.get("at")
-            rel = f"+{at - t0:g} s" if isinstance(at, (int, float)) and t0 is not None else "-"
-            cls = "resume" if ev.get("kind") == "workflow_resumed" else ""
-            rows.append(f'<tr class="{cls}"><td class="n">{e(ev.get("seq"))}</td><td class="n">{e(rel)}</td>'
-                        f"<td>{e(ev.get('kind'))}</td><td>{e(ev.get('text'))}</td></tr>")
-        note = f"<p>{tl['truncated']} earlier event(s) not stored.</p>" if tl.get("truncated") else ""
-        parts.append(f"<h4>Trace timeline ({len(events)} events; resumes highlighted)</h4>{note}"
-                     "<table><thead><tr><th>#</th><th>virtual time</th><th>kind</th><th>event</th></tr></thead>"
-                     "<tbody>" + "".join(rows) + "</tbody></table>")
-    return "".join(parts) or "<p>No timeline: the run left no trace.</p>"
+    t0 = next((ev["at"] for ev in events if isinstance(ev.get("at"), (int, float))), None)
+
+    def since(at: Any) -> str:
+        return f"+{at - t0:g} s" if isinstance(at, (int, float)) and t0 is not None else "-"
+
+    return {
+        "verdict": r["verdict"], "id": result_id(r), "final_status": r.get("final_status"),
+        "stop_reason": r.get("stop_reason"), "error": r.get("error"), "reproduce": r.get("reproduce"),
+        "findings": [{"oracle": f["oracle"], "message": f["message"], "evidence": "\n".join(f.get("evidence") or [])}
+                     for f in r.get("failures") or []],
+        "with_timeline": with_timeline, "truncated": tl.get("truncated"),
+        "deliveries": [{"step": d.get("step"), "kind": d.get("kind"),
+                        "detail": ", ".join(f"{k}={v}" for k, v in d.items() if k not in ("step", "kind"))}
+                       for d in deliveries],
+        "events": [{"seq": ev.get("seq"), "at": since(ev.get("at")), "kind": ev.get("kind"), "text": ev.get("text")}
+                   for ev in events],
+    }
 
 
-def _failure(r: dict[str, Any], with_timeline: bool) -> str:
-    findings = "".join(f"<li>[{e(f['oracle'])}] {e(f['message'])}"
-                       + ("<pre>" + e("\n".join(f.get("evidence") or [])) + "</pre>" if f.get("evidence") else "")
-                       + "</li>" for f in r.get("failures") or [])
-    error = f"<p>{e(r['error'])}</p>" if r.get("error") else ""
-    repro = f"<p>reproduce: <code>{e(r['reproduce'])}</code></p>" if r.get("reproduce") else ""
-    body = _timeline(r) if with_timeline else "<p>(timeline omitted: too many failures)</p>"
-    return (f'<details class="run" open><summary><span class="{e(r["verdict"])}">{e(r["verdict"].upper())}</span> '
-            f"{e(result_id(r))} - final status {e(r.get('final_status') or '-')} "
-            f"({e(r.get('stop_reason') or '')})</summary>{error}<ul>{findings}</ul>{repro}{body}</details>")
-
-
-def _group(g: dict[str, Any], with_timeline: bool) -> str:
-    """One failure group: its title, its first run in full (timeline included), the others in a table."""
-    rest = [[e(result_id(r)), e(r.get("final_status") or "-"),
-             e((r.get("failures") or [{}])[0].get("message") or r.get("error") or ""),
-             f"<code>{e(r['reproduce'])}</code>" if r.get("reproduce") else ""] for r in g["runs"][1:]]
-    others = f"<p>The same in {len(rest)} other run(s):</p>" + table(["run", "final status", "first finding",
-                                                                       "reproduce"], rest) if rest else ""
-    return (f'<section class="group"><h3 class="{e(g["verdict"])}">{e(group_title(g))}</h3>'
-            f"{_failure(g['runs'][0], with_timeline)}{others}</section>")
+def _group(g: dict[str, Any], with_timeline: bool) -> dict[str, Any]:
+    """The context of one failure group: its title and verdict, its first run in full (timeline
+    included), the others as rows (run, final status, first finding, reproduce)."""
+    return {"title": group_title(g), "verdict": g["verdict"], "first": _run(g["runs"][0], with_timeline),
+            "rest": [(result_id(r), r.get("final_status") or "-",
+                      (r.get("failures") or [{}])[0].get("message") or r.get("error") or "", r.get("reproduce"))
+                     for r in g["runs"][1:]]}
 
 
 def render(stored: dict[str, Any]) -> str:
-    """The HTML document (``str``) of a stored run."""
+    """The HTML document (``str``) of a stored run (``{"run": {...}, "results": [...]}``, as
+    :meth:`crashpoint.reports.store.ResultStore.load_run` returns it)."""
+    from markupsafe import Markup
+
     run, results = stored["run"], stored["results"]
     c, cases, values = counts(results), per_case(results), metrics(results)
     summary = (run.get("summary") or {})
-    banner = "" if run.get("complete") else \
-        '<p class="banner">This run did not finish: the results below are those recorded before it stopped.</p>'
-    info = table(["field", "value"], [[e(k), e(run.get(k))] for k in
-                                       ("run_id", "engine", "engine_version", "adapter", "pack", "pack_version",
-                                        "crash", "seed", "git_commit", "host", "source", "started_at", "ended_at",
-                                        "complete")])
-    verdicts = table(["cases", "runs", "passed", "failed", "errors", "unknown"],
-                      [[str(c["cases"]), str(c["runs"]), str(c["passed"]), str(c["failed"]), str(c["error"]),
-                        str(c["unknown"])]], set(range(6)))
-    points = golden_points(results)
-    metric_rows = [[e(label), e(fmt_metric(name, values[name], points))] for name, (label, _) in METRICS.items()]
-    case_rows = [[e(cid), str(x["runs"]), str(x["passed"]), str(x["failed"]), str(x["error"]), str(x["unknown"])]
-                 for cid, x in cases.items()]
     ratio_labels = {k: label for k, (label, unit) in METRICS.items() if unit == "ratio"}
-    images = ""
-    if results:
-        images = (f'<img alt="runs by verdict per case" src="{charts.verdicts_by_case(cases)}">'
-                  f'<img alt="ratio metrics" src="{charts.ratios(values, ratio_labels)}">')
+    images = [("runs by verdict per case", Markup(charts.verdicts_by_case(cases))),
+              ("ratio metrics", Markup(charts.ratios(values, ratio_labels)))] if results else []
     bad = [r for r in results if r["verdict"] != "passed"]
-    failures = "".join(_group(g, i < MAX_TIMELINES) for i, g in enumerate(failure_groups(results))) \
-        or "<p>Every run passed.</p>"
     vacuity = summary.get("vacuity") if isinstance(summary.get("vacuity"), dict) else {}
     findings = vacuity.get("findings") if isinstance(vacuity.get("findings"), list) else []
-    vac = "".join(f"<li>{e(f)}</li>" for f in findings)
     ok = c["passed"] == c["runs"] and run.get("complete")
     title = f"crashpoint: {'PASSED' if ok else 'FAILED' if run.get('complete') else 'INCOMPLETE'} - {run_title(run)}"
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{CSP}">
-<title>{e(title)}</title><style>{STYLE}</style></head>
-<body>
-<h1 id="summary">{e(title)}</h1>
-{banner}
-<section><h2>Summary</h2>{verdicts}{info}</section>
-<section><h2>Metrics</h2>{table(["metric", "value"], metric_rows, {1})}{images}</section>
-<section><h2>Cases</h2>{table(["case", "runs", "passed", "failed", "errors", "unknown"], case_rows, {1, 2, 3, 4, 5})}</section>
-<section><h2>Durability coverage</h2>{_coverage(summary.get("coverage"))}
-{f"<h3>Vacuity findings</h3><ul>{vac}</ul>" if vac else ""}</section>
-<section id="failures"><h2>Runs that did not pass ({len(bad)})</h2>{failures}</section>
-</body></html>
-"""
+    return page(
+        "run.html.j2", title, complete=bool(run.get("complete")),
+        verdicts=[c["cases"], c["runs"], c["passed"], c["failed"], c["error"], c["unknown"]],
+        info=[(k, run.get(k)) for k in ("run_id", "engine", "engine_version", "adapter", "pack", "pack_version",
+                                         "crash", "seed", "git_commit", "host", "source", "started_at", "ended_at",
+                                         "complete")],
+        metrics=[(label, fmt_metric(name, values[name], golden_points(results))) for name, (label, _) in METRICS.items()],
+        images=images,
+        cases=[(cid, x["runs"], x["passed"], x["failed"], x["error"], x["unknown"]) for cid, x in cases.items()],
+        coverage=_coverage(summary.get("coverage")), vacuity=findings,
+        bad=len(bad), groups=[_group(g, i < MAX_TIMELINES) for i, g in enumerate(failure_groups(results))])

@@ -8,6 +8,7 @@ from a case, an engine or a trace goes through :func:`escape`.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -50,6 +51,34 @@ def code(value: Any) -> str:
     fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
     pad = " " if text[:1] == "`" or text[-1:] == "`" or not text.strip() else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _shown(value: Any) -> Any:
+    """The ``finalize`` of :func:`environment`: a value a filter already formatted (``| code``) as it
+    is, anything else through :func:`escape`."""
+    from markupsafe import Markup
+
+    return value if isinstance(value, Markup) else escape(value)
+
+
+@functools.lru_cache(maxsize=1)
+def environment() -> Any:
+    """The Jinja2 environment of the Markdown templates (``templates/*.md.j2``): every printed value
+    escaped for Markdown (:func:`escape`; escaping is the default, as HTML's autoescape), the filter
+    ``code`` for a code span (:func:`code`), undefined names an error."""
+    import jinja2
+    from markupsafe import Markup
+
+    env = jinja2.Environment(loader=jinja2.PackageLoader("crashpoint.reports", "templates"), autoescape=False,
+                             finalize=_shown, undefined=jinja2.StrictUndefined, trim_blocks=True,
+                             lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters["code"] = lambda value: Markup(code(value))
+    return env
+
+
+def page(template: str, **context: Any) -> str:
+    """Render the Markdown template ``template`` (a name in ``templates/``) with ``context``."""
+    return environment().get_template(template).render(**context)
 
 
 def _fence(line: str) -> str:

@@ -262,28 +262,21 @@ def render_markdown(report: dict[str, Any]) -> str:
 
 
 def render_html(report: dict[str, Any]) -> str:
-    """The report as one self-contained HTML file with a trend chart of the ratio metrics."""
+    """The report as one self-contained HTML file with a trend chart of the ratio metrics (the
+    template ``templates/weekly.html.j2``, escaped like every report: :mod:`crashpoint.reports.html`)."""
+    from markupsafe import Markup
+
     from crashpoint.reports import charts
-    from crashpoint.reports.html import CSP, STYLE, e, table
+    from crashpoint.reports.html import page
 
     weeks = report["weeks"]
-    rows = [[e(t["label"]), *(e(fmt_metric(n, v)) for v in t["values"]), e(t["direction"])]
-            for n, t in report["trends"].items()]
     ratios = {t["label"]: [None if v is None else 100 * v for v in t["values"]]
               for n, t in report["trends"].items() if t["unit"] == "ratio"}
-    chart = charts.trends([w["start"] for w in weeks], ratios) if weeks else ""
-    alerts = table(["alert", "week", "case", "crash point", "run", "detail"],
-                    [[e(a["label"]), e(a["week"]), e(a["case_id"]), e(a["crash_point"]), e(a["run_id"][:8]),
-                      e(a["detail"])] for a in report["alerts"]])
-    title = f"crashpoint weekly reliability report: {report['since']} to {report['until']}"
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{CSP}">
-<title>{e(title)}</title><style>{STYLE}</style></head><body>
-<h1>{e(title)}</h1>
-<ul>{"".join(f"<li>{e(s)}</li>" for s in sentences(report))}</ul>
-<h2>Metrics by week</h2>{table(["metric", *[w["label"] for w in weeks], "trend"], rows)}
-<img alt="ratio metrics by week (%)" src="{chart}">
-<h2>Alerts ({len(report["alerts"])})</h2>{alerts}
-</body></html>
-"""
+    return page(
+        "weekly.html.j2", f"crashpoint weekly reliability report: {report['since']} to {report['until']}",
+        sentences=sentences(report), weeks=[w["label"] for w in weeks],
+        trends=[[t["label"], *(fmt_metric(n, v) for v in t["values"]), t["direction"]]
+                for n, t in report["trends"].items()],
+        chart=Markup(charts.trends([w["start"] for w in weeks], ratios) if weeks else ""),
+        alerts=[[a["label"], a["week"], a["case_id"], a["crash_point"], a["run_id"][:8], a["detail"]]
+                for a in report["alerts"]])

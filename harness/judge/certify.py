@@ -175,30 +175,13 @@ def grade(sweep_result: Any, adapter: EngineAdapter, adapter_spec: str) -> dict[
 
 
 def markdown(cert: dict[str, Any]) -> str:
-    """The certificate as Markdown: a heading, the summary, a table of claims, the failures with repro
-    commands. Every string from the engine, its adapter or a pack is escaped for Markdown
-    (:func:`crashpoint.reports.markdown.escape`, or a :func:`~crashpoint.reports.markdown.code` span)."""
-    from crashpoint.reports.markdown import code, escape as x
+    """The certificate as Markdown (the template ``certificate.md.j2`` of :mod:`crashpoint.reports`): a
+    heading, the summary, a table of claims, the failures with repro commands. Every string from the
+    engine, its adapter or a pack is escaped for Markdown by the template environment
+    (:func:`crashpoint.reports.markdown.environment`), or shown as a code span."""
+    from crashpoint.reports.markdown import page
 
-    e, s = cert["engine"], cert["summary"]
-    lines = [f"# crashpoint certificate: {x(e['name'])} ({x(e['version'])})", "",
-             f"Pack {x(cert['pack']['name'])} {x(cert['pack']['version'])}, adapter {code(e['adapter'])}, "
-             f"{x(cert['created_at'])}. **Level {cert['level']}** ({x(cert['level_name'])}).", "",
-             f"{s['cases']} cases, {s['crash_points']} crash points, {s['runs']} runs: {s['passed']} passed, "
-             f"{s['failed']} failed, {s['errors']} errors, {s['unknown']} unknown, {s['wall_s']} s.", "",
-             "| level | claim | verdict | runs passed | first failure | known finding |", "|---|---|---|---|---|---|"]
-    for c in cert["claims"]:
-        first = c["failing"][0] if c["failing"] else None
-        where = f"{x(first['case'])} @ {x(first['crash_point'])}" if first else ""
-        lines.append(f"| {c['level']} | {x(c['claim'])} | {x(c['verdict'])} | {c['passed']}/{c['runs']} | {where} | "
-                     f"{x(c.get('known_finding') or '')} |")
-    failing = [(c, f) for c in cert["claims"] for f in c["failing"]]
-    if failing:
-        lines += ["", "## Failures", ""]
-        for c, f in failing:
-            lines += [f"- **{x(c['claim'])}**: {x(f['case'])} @ {code(f['crash_point'])} ({x(f['verdict'])}): "
-                      f"{x(f['why'])}", f"  {code(f['reproduce'])}"]
-    return "\n".join(lines) + "\n"
+    return page("certificate.md.j2", cert=cert, e=cert["engine"], s=cert["summary"])
 
 
 def write(cert: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:

@@ -1,14 +1,16 @@
-"""Progress of a sweep on standard error: a dot per run, or a progress bar on long sweeps.
+"""Progress of a sweep on standard error: a dot per run, or a progress bar (rich) on long sweeps.
 
 ``crashpoint run`` and ``crashpoint certify`` print a dot per passed run (``F`` otherwise). On a
 terminal, once the sweep turns out long (more than :data:`MIN_RUNS` runs planned, or
-:data:`MIN_SECONDS` seconds gone), the dots give way to one line redrawn in place::
+:data:`MIN_SECONDS` seconds gone), the dots give way to a :mod:`rich.progress` bar redrawn in place::
 
-    [##########..............]  45/120  37%  5.2 runs/s  ETA 0:14  2 not passed
+    ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╺━━━━━━  45/120  37%  5.2 runs/s  ETA 0:00:14  2 not passed
 
 ``--progress`` forces the bar from the first run (even when standard error is not a terminal or
 with ``-q``); ``--no-progress`` never shows it. ``-q`` shows neither dots nor an automatic bar.
 The bar is only ever written to standard error, never to standard output or a ``--json`` file.
+It is redrawn from the calling thread at most every :data:`REDRAW_S` seconds (no refresh thread),
+with colours only on a terminal.
 """
 
 from __future__ import annotations
@@ -27,49 +29,20 @@ REDRAW_S = 0.1
 MODES = ("auto", "on", "off")
 
 
-def format_duration(seconds: float) -> str:
-    """``M:SS`` below an hour, ``H:MM:SS`` above (seconds rounded up): ``75.2`` -> ``"1:16"``."""
-    s = int(-(-max(0.0, seconds) // 1))
-    h, rest = divmod(s, 3600)
-    m, s = divmod(rest, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+def progress_bar(stream: TextIO, clock: Callable[[], float], *, terminal: bool) -> Any:
+    """A :class:`rich.progress.Progress` writing to ``stream``: bar, ``done/total``, then the
+    ``percent``, ``rate`` and ``not_passed`` fields of its task (text), and the estimated time left
+    (rich's, from ``clock``, monotonic seconds). Redrawn only by its ``refresh()``; colours only on a
+    ``terminal`` (elsewhere, with ``--progress``, the redraws are plain text and ``\\r``)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-
-def render_bar(done: int, total: int, elapsed_s: float, *, width: int = 80, not_passed: int = 0) -> str:
-    """One line of progress, at most ``width - 1`` characters (so it never wraps), no newline.
-
-    Args:
-        done: runs finished (count); ``total``: runs planned (count; raised to ``done`` if below).
-        elapsed_s: wall seconds since the sweep began.
-        width: the terminal's width in columns.
-        not_passed: runs done that did not pass (shown when > 0).
-
-    Returns:
-        ``"[####......]  45/120  37%  5.2 runs/s  ETA 0:14"``: the bar, runs done / planned, percent
-        (floored, so 100% only when all are done), runs per second, estimated time left at that
-        rate (``ETA --:--`` before the first run ends), then ``N not passed``. When the line would
-        not fit, the bar shrinks (to 10 cells), then the trailing fields are dropped.
-    """
-    total = max(total, done)
-    percent = 100 * done // total if total else 100
-    rate = done / elapsed_s if elapsed_s > 0 and done else 0.0
-    eta = format_duration((total - done) / rate) if rate > 0 else "--:--"
-    if done == total and total:
-        eta = format_duration(0)
-    fields = [f"{done}/{total}", f"{percent}%", f"{rate:.1f} runs/s", f"ETA {eta}"]
-    if not_passed:
-        fields.append(f"{not_passed} not passed")
-    limit = max(20, width - 1)
-    while True:
-        text = "  ".join(fields)
-        cells = min(40, limit - len(text) - 4)  # "[" + cells + "]" + two spaces
-        if cells >= 10 or len(fields) <= 2:
-            break
-        fields.pop()
-    cells = max(cells, 10)
-    filled = cells * done // total if total else cells
-    line = f"[{'#' * filled}{'.' * (cells - filled)}]  {text}"
-    return line[:limit]
+    console = Console(file=stream, force_terminal=True, color_system="auto" if terminal else None,
+                      width=shutil.get_terminal_size((80, 24)).columns, highlight=False, soft_wrap=False)
+    return Progress(BarColumn(bar_width=None), MofNCompleteColumn(), TextColumn("{task.fields[percent]}"),
+                    TextColumn("{task.fields[rate]}"), TextColumn("ETA"), TimeRemainingColumn(),
+                    TextColumn("{task.fields[not_passed]}"), console=console, auto_refresh=False,
+                    get_time=clock, expand=True, redirect_stdout=False, redirect_stderr=False)  # stdout stays ours
 
 
 class SweepProgress:
@@ -95,10 +68,13 @@ class SweepProgress:
         self.mode, self.quiet, self.clock = mode, quiet, clock
         self.began = clock()
         self.planned = self.done = self.not_passed = 0
-        self.bar = mode == "on"
+        self.bar = False
         self._dots = 0  # dots on the current line
         self._drawn = 0.0
-        self._width = 0  # length of the last line drawn
+        self._progress: Any = None  # the rich Progress, once the bar is on
+        self._task: Any = None
+        if mode == "on":
+            self._start_bar()
 
     def _tty(self) -> bool:
         try:
@@ -110,10 +86,17 @@ class SweepProgress:
         if self.bar or self.mode != "auto" or self.quiet or not self._tty():
             return
         if self.planned > MIN_RUNS or self.clock() - self.began >= MIN_SECONDS:
-            self.bar = True
             if self._dots:
                 self.stream.write("\n")
                 self._dots = 0
+            self._start_bar()
+
+    def _start_bar(self) -> None:
+        self.bar = True
+        self._progress = progress_bar(self.stream, self.clock, terminal=self._tty())
+        self._task = self._progress.add_task("sweep", total=max(self.planned, self.done), completed=self.done,
+                                             percent="", rate="", not_passed="")
+        self._progress.start()
 
     def plan(self, total: int) -> None:
         """The sweep plans ``total`` runs so far (count; see ``sweep(on_plan=...)``)."""
@@ -139,17 +122,20 @@ class SweepProgress:
         if not force and now - self._drawn < REDRAW_S:
             return
         self._drawn = now
-        width = shutil.get_terminal_size((80, 24)).columns
-        line = render_bar(self.done, self.planned, now - self.began, width=width, not_passed=self.not_passed)
-        self.stream.write("\r" + line + " " * max(0, self._width - len(line)))
-        self._width = len(line)
-        self.stream.flush()
+        elapsed = now - self.began
+        rate = self.done / elapsed if elapsed > 0 and self.done else 0.0
+        total = max(self.planned, self.done)
+        self._progress.update(self._task, total=total, completed=self.done,
+                              percent=f"{100 * self.done // total if total else 100}%",  # 100% only when done
+                              rate=f"{rate:.1f} runs/s",
+                              not_passed=f"{self.not_passed} not passed" if self.not_passed else "")
+        self._progress.refresh()
 
     def close(self) -> None:
         """Draw the final bar and end the line (or end the line of dots)."""
         if self.bar:
             self._draw(force=True)
-            self.stream.write("\n")
+            self._progress.stop()
         elif not self.quiet:
             self.stream.write("\n")
         self.stream.flush()

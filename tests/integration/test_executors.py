@@ -4,6 +4,7 @@ give the same verdicts; bad executors are usage errors; and the sweep's progress
 from __future__ import annotations
 
 import io
+import re
 import json
 import os
 import pickle
@@ -22,7 +23,7 @@ from crashpoint.harness.cli.main import ExitCode, build_parser, main
 from crashpoint.harness.run.driver import Driver
 from crashpoint.harness.run.executors import dask_address, make_executor
 from crashpoint.harness.load.loader import load_target
-from crashpoint.harness.run.progress import SweepProgress, format_duration, render_bar
+from crashpoint.harness.run.progress import SweepProgress
 from crashpoint.harness.run.sweep import _run_one, sweep
 from crashpoint.scenarios import builtin_pack
 
@@ -201,18 +202,43 @@ def test_a_dask_cluster_gives_the_local_pool_verdicts(dask_cluster, tmp_path: Pa
 
 # --------------------------------------------------------------------------- the progress bar
 
-def test_render_bar_is_a_pure_function_of_the_counts() -> None:
-    line = render_bar(45, 120, 8.65, width=80)
-    assert line.startswith("[") and "]  45/120  37%  5.2 runs/s  ETA 0:15" in line
-    assert len(line) <= 79 and line.count("#") == (line.index("]") - 1) * 45 // 120
-    assert render_bar(45, 120, 8.65, width=80) == line
-    assert "0/10  0%  0.0 runs/s  ETA --:--" in render_bar(0, 10, 0.0)
-    assert "10/10  100%" in render_bar(10, 10, 2.0) and "ETA 0:00" in render_bar(10, 10, 2.0)
-    assert "99%" in render_bar(199, 200, 10.0)  # floored: 100% only when every run is done
-    assert "3 not passed" in render_bar(5, 9, 1.0, not_passed=3)
-    narrow = render_bar(45, 120, 8.65, width=30)
-    assert len(narrow) <= 29 and "45/120" in narrow
-    assert format_duration(3725) == "1:02:05" and format_duration(75.2) == "1:16"
+def _frames(text: str) -> list[str]:
+    """The frames a bar drew (rich redraws a line with ``\\r`` and an erase), escape codes dropped."""
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
+    return [f for f in re.split(r"[\r\n]", plain) if f.strip()]
+
+
+def test_the_bar_shows_counts_percent_rate_eta_and_failures_within_the_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    now = [0.0]
+    stream = _Stream(tty=True)
+    progress = SweepProgress(stream, mode="on", clock=lambda: now[0])
+    progress.plan(120)
+    for i in range(45):
+        now[0] = 8.65 * (i + 1) / 45
+        progress.result(_Run("failed" if i < 3 else "passed"))
+    last = _frames(stream.getvalue())[-1]
+    assert re.search(r"45/120\s+37%\s+5\.2 runs/s\s+ETA \d:\d\d:\d\d\s+3 not passed", last), last
+    assert "━" in last and len(last.rstrip()) <= 80
+    for i in range(154):
+        progress.result(_Run())
+    assert "199/200" not in _frames(stream.getvalue())[-1]  # planned 120: total follows done
+    progress.plan(200)
+    progress.result(_Run())
+    progress.plan(201)
+    now[0] += 1
+    progress.result(_Run())
+    assert re.search(r"201/201\s+100%", _frames(stream.getvalue())[-1])
+    progress.close()
+    assert stream.getvalue().endswith("\n") or stream.getvalue().endswith("\x1b[?25h")
+    floored = _Stream(tty=True)
+    bar = SweepProgress(floored, mode="on", clock=lambda: 1.0)
+    bar.plan(200)
+    for _ in range(199):
+        bar.result(_Run())
+    bar.close()
+    assert re.search(r"199/200\s+99%", _frames(floored.getvalue())[-1])  # floored: 100% only when all are done
+    assert "\x1b[9" in floored.getvalue() or "\x1b[3" in floored.getvalue()  # colours on a terminal
 
 
 class _Stream(io.StringIO):
@@ -240,12 +266,12 @@ def test_progress_shows_dots_then_a_bar_on_a_terminal_once_the_sweep_is_long() -
     now[0] = 5.0  # a few seconds gone: the bar takes over on a new line
     progress.result(_Run())
     progress.close()
-    assert tty.getvalue().startswith(".F\n\r[") and "3/10" in tty.getvalue() and tty.getvalue().endswith("\n")
+    assert tty.getvalue().startswith(".F\n") and "3/10" in _frames(tty.getvalue())[-1]
 
     long = _Stream(tty=True)
     progress = SweepProgress(long, clock=lambda: 0.0)
     progress.plan(60)  # more than 50 runs planned: a bar from the start
-    assert long.getvalue().startswith("\r[") and "0/60" in long.getvalue()
+    assert "0/60" in _frames(long.getvalue())[-1] and not long.getvalue().startswith(".")
 
     for stream, mode, quiet, want in ((_Stream(tty=False), "auto", False, ".\n"), (_Stream(tty=True), "auto", True, ""),
                                       (_Stream(tty=True), "off", False, ".\n")):
@@ -259,7 +285,8 @@ def test_progress_shows_dots_then_a_bar_on_a_terminal_once_the_sweep_is_long() -
     progress.plan(1)
     progress.result(_Run())
     progress.close()
-    assert "1/1  100%" in forced.getvalue()
+    assert re.search(r"1/1\s+100%", _frames(forced.getvalue())[-1])
+    assert "\x1b[3" not in forced.getvalue() and "\x1b[9" not in forced.getvalue()  # no colours off a terminal
 
 
 def test_run_with_forced_progress_draws_the_bar_on_stderr_only(tmp_path: Path,
@@ -268,6 +295,6 @@ def test_run_with_forced_progress_draws_the_bar_on_stderr_only(tmp_path: Path,
     assert main(["run", str(SEED), "--crash-point", POINTS[0], "--progress", "--workers", "1",
                  "--json", str(out)]) == ExitCode.OK
     captured = capsys.readouterr()
-    assert "\r[" in captured.err and "2/2  100%" in captured.err and "runs/s" in captured.err
+    assert re.search(r"2/2\s+100%", captured.err) and "runs/s" in captured.err and "\r" in captured.err
     assert "runs/s" not in captured.out and "runs/s" not in out.read_text()
     assert "on 1 process(es)" in captured.out

@@ -186,3 +186,16 @@ def test_a_sweep_recorded_in_postgresql_renders_like_any_other(schema: xmlschema
         schema.validate(junit.render(stored))
         assert main(["report", "--db", url, "--format", "html", "--out", str(tmp_path / "r.html")]) == ExitCode.OK
         assert "Durability coverage" in (tmp_path / "r.html").read_text()
+
+
+def test_templates_escape_by_default() -> None:
+    """HTML and Markdown templates escape every printed value unless the code marked it safe."""
+    from markupsafe import Markup
+
+    env = html.environment()
+    assert env.autoescape is True
+    assert env.from_string("<p title='{{ x }}'>{{ x }}</p>").render(x="<b onclick=\"a\">'\x1b") == \
+        "<p title='&lt;b onclick=&quot;a&quot;&gt;&#x27;\\x1b'>&lt;b onclick=&quot;a&quot;&gt;&#x27;\\x1b</p>"
+    assert env.from_string("{{ x }}").render(x=Markup("<i>ours</i>")) == "<i>ours</i>"
+    md = markdown.environment()
+    assert md.from_string("{{ x }} {{ x | code }}").render(x="*a* | @here") == "\\*a\\* \\| &#64;here `*a* | @here`"
