@@ -9,9 +9,10 @@ file, line and field).
 from __future__ import annotations
 
 import argparse
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
-from crashpoint.fakes.tools import BUILTIN_TOOLS, Tool
+if TYPE_CHECKING:  # imported in the command: the fake world is heavy for a parser (crashpoint --version)
+    from crashpoint.fakes.tools import Tool
 
 
 def add_tools_parser(sub: argparse._SubParsersAction) -> None:
@@ -41,6 +42,7 @@ def render(tools: Mapping[str, Tool], origin: Mapping[str, str], used: Mapping[s
 
 
 def _cmd_tools(args: argparse.Namespace) -> int:
+    from crashpoint.fakes.tools import BUILTIN_TOOLS
     from crashpoint.harness.cli.main import ExitCode, resolve_path
 
     if args.path is None:
