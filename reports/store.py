@@ -44,6 +44,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, ProgrammingError
 
 from crashpoint.errors import CrashpointError, StoreError, UsageError
+from crashpoint.sqlite import BUSY_TIMEOUT_S
 
 FORMAT = "crashpoint.store/1"
 DEFAULT_PATH = Path(".crashpoint") / "results.db"
@@ -124,7 +125,7 @@ def _now() -> datetime:
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")  # the wait of every SQLite file crashpoint keeps
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.close()
 
@@ -231,7 +232,7 @@ class ResultStore:
                 if head and head != b"SQLite format 3\x00":
                     raise StoreError(f"results database {path}: not a SQLite database (refusing to touch it)",
                                      file=str(path))
-            self.engine: Engine = create_engine(self.url, connect_args={"timeout": 30})
+            self.engine: Engine = create_engine(self.url, connect_args={"timeout": BUSY_TIMEOUT_S})
             event.listen(self.engine, "connect", _sqlite_pragmas)
         else:
             try:
