@@ -197,7 +197,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if getattr(args, "adapter", None):  # any engine's adapter (crashpoint certify grades these)
         from crashpoint.harness.judge.certify import load_adapter
 
-        adapter = load_adapter(args.adapter)
+        adapter = load_adapter(args.adapter, call_timeout_s=args.worker_timeout)
     if args.crash_point and args.crash != "every":
         raise UsageError("--crash-point needs --crash every (a schedule 'A >> B' kills twice)")
     if args.budget is not None and (args.crash != "recovery" or args.budget < 1):

@@ -79,7 +79,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.adapter:
         from crashpoint.harness.judge.certify import load_adapter
 
-        adapter = load_adapter(args.adapter)
+        adapter = load_adapter(args.adapter, call_timeout_s=args.worker_timeout)
     if args.schedules < 1 or args.max_faults < 1:
         raise UsageError("--schedules and --max-faults must be at least 1")
     check_sweep_options(args)

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import json
 import os
+import queue
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from crashpoint import __version__
-from crashpoint.errors import CrashpointError, UsageError
+from crashpoint.errors import CrashpointError, UsageError, WorkerTimeout
 from crashpoint.harness.adapters.protocol import EngineAdapter
 
 #: ``(level, claim, what it means)``: the claims of the conformance pack, graded.
@@ -47,44 +49,108 @@ class AdapterError(CrashpointError, RuntimeError):
     """An adapter method raised; the message names the adapter, the method and the original error."""
 
 
+#: Wall seconds one harness-side adapter call (``status``, ``trace``, ``start``...) may take by default.
+CALL_TIMEOUT_S = 60.0
+
+
+class AdapterTimeout(WorkerTimeout):
+    """A harness-side adapter call did not return in time: the run is ``unknown`` (a hang is never a pass)."""
+
+
+class _Lane:
+    """A daemon thread that runs one calling thread's adapter calls, in order, so that the adapter's own
+    connections always live on one thread (SQLite checks that), while the caller waits with a timeout."""
+
+    def __init__(self) -> None:
+        self.calls: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._loop, daemon=True, name="crashpoint-adapter-call").start()
+
+    def _loop(self) -> None:
+        while True:
+            fn, box, done = self.calls.get()
+            try:
+                box.append((True, fn()))
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller as it is
+                box.append((False, exc))
+            done.set()
+
+    def run(self, fn: Callable[[], Any], timeout_s: float) -> tuple[bool, Any]:
+        """``(True, (ok, value_or_exception))``, or ``(False, None)`` when ``fn`` did not return within
+        ``timeout_s`` seconds. Waits in short slices, so Ctrl-C (SIGINT) stops the caller at once."""
+        box: list[tuple[bool, Any]] = []
+        done = threading.Event()
+        self.calls.put((fn, box, done))
+        deadline = time.monotonic() + timeout_s
+        while not done.wait(min(0.1, max(0.0, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                return False, None
+        return True, box[0]
+
+
+_lanes = threading.local()
+
+
 class GuardedAdapter:
     """Wraps an adapter so that an exception from any protocol method names the adapter and the method
-    (``AdapterError``; ``NotImplementedError`` stays one, so the claim is graded ``unsupported``).
-    It pickles (for process pools and Dask) when the wrapped adapter does.
+    (``AdapterError``; ``NotImplementedError`` stays one, so the claim is graded ``unsupported``), and so
+    that no call hangs the harness: each protocol method (and ``open_run`` / ``close_run``) runs on a helper
+    thread while the caller waits at most ``call_timeout_s`` wall seconds (then :class:`AdapterTimeout`, an
+    ``unknown`` verdict; later calls for the same run fail at once, the hung call is abandoned). Ctrl-C
+    interrupts the wait. It pickles (for process pools and Dask) when the wrapped adapter does.
 
     Args:
         inner: the adapter (also ``wrapped``, so that :func:`~crashpoint.harness.adapters.protocol.adapter_class`
             names it). Every other attribute is read from it.
+        call_timeout_s: wall seconds one call may take (> 0).
     """
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, call_timeout_s: float = CALL_TIMEOUT_S) -> None:
         self._inner = inner
         self.wrapped = inner
         self.name = inner.name
+        self.call_timeout_s = float(call_timeout_s)
+        self._hung: set[str] = set()
 
     def __getattr__(self, attr: str) -> Any:
-        if attr.startswith("__") or attr == "_inner":  # pickle and copy probe dunders on a bare instance
+        if attr.startswith("__") or attr in ("_inner", "_hung"):  # pickle and copy probe dunders on a bare instance
             raise AttributeError(attr)
         value = getattr(self._inner, attr)
-        if attr not in METHODS:
+        if attr not in METHODS and attr not in ("open_run", "close_run"):
             return value
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return value(*args, **kwargs)
-            except NotImplementedError as exc:
+            run = str(getattr(args[0], "run_dir", "")) if args else ""
+            if run and run in self._hung:
+                if attr == "close_run":  # nothing to close that a hung call does not hold: leave it abandoned
+                    return None
+                raise AdapterTimeout(f"adapter {self.name}: {attr}() not called: an earlier call for this run hung")
+            lanes = getattr(_lanes, "by_adapter", None)
+            if lanes is None:
+                lanes = _lanes.by_adapter = {}
+            lane = lanes.get(id(self)) or lanes.setdefault(id(self), _Lane())
+            finished, outcome = lane.run(lambda: value(*args, **kwargs), self.call_timeout_s)
+            if not finished:
+                lanes.pop(id(self), None)  # that thread is stuck in the hung call: later calls get a new one
+                if run:
+                    self._hung.add(run)
+                raise AdapterTimeout(f"adapter {self.name}: {attr}() did not return within {self.call_timeout_s:g} s "
+                                     "(abandoned; a hang is unknown, never a pass)")
+            ok, result = outcome
+            if ok:
+                return result
+            exc = result
+            if isinstance(exc, NotImplementedError):
                 raise NotImplementedError(f"adapter {self.name}: {attr}() is not implemented: {exc}") from exc
-            except CrashpointError:
-                raise
-            except Exception as exc:
-                raise AdapterError(f"adapter {self.name}: {attr}() raised {type(exc).__name__}: {exc}") from exc
+            if isinstance(exc, CrashpointError) or not isinstance(exc, Exception):
+                raise exc
+            raise AdapterError(f"adapter {self.name}: {attr}() raised {type(exc).__name__}: {exc}") from exc
 
         return call
 
 
-def load_adapter(spec: str) -> EngineAdapter:
+def load_adapter(spec: str, call_timeout_s: float = CALL_TIMEOUT_S) -> EngineAdapter:
     """Build the adapter named ``MODULE:ATTR`` (a class or factory called with no arguments, or an instance),
-    wrapped in :class:`GuardedAdapter`.
+    wrapped in :class:`GuardedAdapter` (each harness-side call at most ``call_timeout_s`` wall seconds).
 
     Raises:
         UsageError: it cannot be imported or built, or lacks a method of the protocol.
@@ -103,7 +169,7 @@ def load_adapter(spec: str) -> EngineAdapter:
     if missing or not isinstance(getattr(adapter, "name", None), str):
         raise UsageError(f"--adapter {spec}: not an EngineAdapter (missing: {', '.join(missing) or 'name'}); "
                          "see crashpoint.harness.adapters.protocol.EngineAdapter")
-    return GuardedAdapter(adapter)
+    return GuardedAdapter(adapter, call_timeout_s)
 
 
 def repro(case_path: Path, crash_point: str | None, adapter_spec: str) -> str:
@@ -212,7 +278,7 @@ def certify(adapter_spec: str, pack_path: Path, *, jobs: int | None = None, work
     from crashpoint.harness.load.loader import load_target
     from crashpoint.harness.run.sweep import sweep
 
-    adapter = load_adapter(adapter_spec)
+    adapter = load_adapter(adapter_spec, call_timeout_s=worker_timeout_s)
     pack, cases = load_target(pack_path)
     result = sweep(pack, cases, adapter, crash="every", jobs=jobs, executor=executor, workdir=workdir,
                    keep=bool(workdir), worker_timeout_s=worker_timeout_s, only=only, on_result=progress,

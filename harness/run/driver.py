@@ -407,7 +407,7 @@ class Driver:
                 ctx.run_dir, crash_point, list(held.events), simulate=simulate))
             out.workers += 1
             log = ctx.run_dir / f"worker-{out.workers:03d}.log"
-            env = {**ctx.env, **forkserver.ISOLATED_ENV, RUN_MARKER: str(ctx.run_dir)}
+            env = {**ctx.env, **forkserver.ISOLATED_ENV, RUN_MARKER: str(Path(ctx.run_dir).resolve())}
             rc, leftovers = self._launch(argv, env, log, poll=held.poll if held.events else None)
             if leftovers:
                 out.notes.append(f"worker {out.workers} left {len(leftovers)} process(es) running, killed: "
@@ -533,6 +533,26 @@ def reap(marker: str | None, pgid: int) -> list[str]:
         except (ProcessLookupError, PermissionError, FileNotFoundError, OSError):
             continue
     _kill_group(pgid)
+    return killed
+
+
+def reap_under(root: Path) -> list[str]:
+    """SIGKILL every process whose :data:`RUN_MARKER` names a run folder under ``root`` (a sweep's folder):
+    what the workers of an interrupted sweep left, whatever group or session they are in. Linux ``/proc``;
+    returns ``"PID COMMAND"`` descriptions."""
+    prefix = f"{RUN_MARKER}={Path(root).resolve()}".encode()
+    killed = []
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if not any(v == prefix or v.startswith(prefix + b"/") for v in (entry / "environ").read_bytes().split(b"\0")):
+                continue
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+            os.kill(int(entry.name), signal.SIGKILL)
+            killed.append(f"{entry.name} {cmd[:80]}")
+        except (ProcessLookupError, PermissionError, FileNotFoundError, OSError):
+            continue
     return killed
 
 

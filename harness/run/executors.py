@@ -25,6 +25,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
@@ -107,7 +108,8 @@ def make_executor(spec: str | None = None, workers: int | None = None, *,
 
     Returns:
         ``(executor, close)``: call ``close()`` once done; it waits for the running calls, cancels
-        the queued ones and, for Dask, disconnects the client.
+        the queued ones and, for Dask, disconnects the client. Called while a Ctrl-C propagates, the
+        process pool's close kills its processes instead of waiting.
 
     Raises:
         UsageError: a bad spec or ``workers`` < 1; the ``distributed`` package is missing; no Dask
@@ -124,8 +126,24 @@ def make_executor(spec: str | None = None, workers: int | None = None, *,
     if kind == "processes":
         procs = ProcessPoolExecutor(max_workers=size, mp_context=multiprocessing.get_context("spawn"),
                                     initializer=_init_pool_process, initargs=(os.getpid(),))
-        return procs, lambda: procs.shutdown(wait=True, cancel_futures=True)
+        return procs, lambda: _close_processes(procs)
     return _dask_executor(spec, connect_timeout_s)
+
+
+def _close_processes(procs: ProcessPoolExecutor) -> None:
+    """Wait for the running calls, cancel the queued ones; when called while a Ctrl-C (or SIGTERM's exit)
+    propagates, kill the pool processes instead of waiting (a run stuck in a hung adapter call would hold
+    the command forever): their warm-worker zygotes and forked workers die with them (``PR_SET_PDEATHSIG``),
+    and the caller reaps what carries its runs' marker."""
+    if isinstance(sys.exc_info()[1], (KeyboardInterrupt, SystemExit)):
+        for proc in list((getattr(procs, "_processes", None) or {}).values()):
+            try:
+                proc.kill()
+            except (OSError, ValueError):
+                pass
+        procs.shutdown(wait=False, cancel_futures=True)
+        return
+    procs.shutdown(wait=True, cancel_futures=True)
 
 
 def _dask_executor(spec: str, connect_timeout_s: float) -> tuple[Executor, Callable[[], None]]:

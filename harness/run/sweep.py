@@ -25,7 +25,7 @@ from crashpoint.harness.run import crashpoints
 from crashpoint.harness.adapters.protocol import EngineAdapter
 from crashpoint.harness.adapters.support import lacking, unsupported_message
 from crashpoint.harness.judge.coverage import vacuity
-from crashpoint.harness.run.driver import Driver, RunOutcome
+from crashpoint.harness.run.driver import Driver, RunOutcome, reap_under
 from crashpoint.harness.load.loader import Case, Pack
 from crashpoint.harness.judge.oracles import Failure, differential, judge
 
@@ -316,6 +316,7 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
         elif pending:
             for f in pending:
                 f.cancel()
+        reap_under(root)  # an interrupted sweep's workers (and what they started) die with it
         if not keep and workdir is None:
             shutil.rmtree(root, ignore_errors=True)
     results = [golden_results[c.case_id] for c in cases

@@ -46,3 +46,17 @@ class HangsAndLeavesChild(ReferenceAdapter):
         code = ("import subprocess, time; subprocess.Popen(['sleep', '300'], start_new_session=True); "
                 "time.sleep(300)")
         return [sys.executable, "-c", code]
+
+
+class HangsInStatus(ReferenceAdapter):
+    """An adapter whose harness-side ``status`` never returns (a client call that hangs): the run must be
+    ``unknown`` after the adapter-call timeout, and Ctrl-C must stop the command."""
+
+    def __init__(self) -> None:
+        super().__init__(name="hangs-in-status")
+
+    def status(self, run: RunContext, workflow_id: str) -> dict:
+        import threading
+
+        threading.Event().wait()  # forever
+        return {}

@@ -1,0 +1,54 @@
+"""A harness-side adapter call that hangs (issue 17, item 6): the run is ``unknown`` after the call timeout,
+and Ctrl-C stops the command at once. Before, ``status`` hanging hung the command, and Ctrl-C did not stop
+it (the pool's shutdown waited for the hung call)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from crashpoint.harness.judge.certify import load_adapter
+from crashpoint.harness.load.loader import load_target
+from crashpoint.harness.run.sweep import sweep
+from crashpoint.scenarios import builtin_pack
+
+TESTS = Path(__file__).resolve().parents[1]
+CASE = builtin_pack("refunds") / "cases" / "refund_approved_happy_path.yaml"
+
+
+def test_a_hanging_status_call_is_unknown_after_the_call_timeout(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.syspath_prepend(str(TESTS))
+    pack, cases = load_target(CASE)
+    began = time.monotonic()
+    result = sweep(pack, cases, load_adapter("variants.adapters:HangsInStatus", call_timeout_s=2.0), crash="none",
+                   executor="threads", jobs=1, workdir=tmp_path)
+    assert [r.verdict for r in result.results] == ["unknown"]
+    assert "status() did not return within 2 s" in result.results[0].error
+    assert time.monotonic() - began < 30
+
+
+def test_ctrl_c_stops_a_command_whose_adapter_hangs(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from crashpoint.harness.cli.main import main; "
+                             "sys.exit(main(sys.argv[1:]))", "run", str(CASE), "--crash", "none",
+                             "--adapter", "variants.adapters:HangsInStatus", "--worker-timeout", "600",
+                             "--workdir", str(tmp_path / "runs")],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)  # a terminal's Ctrl-C goes to the whole foreground group
+    try:
+        deadline = time.monotonic() + 120
+        while not list((tmp_path / "runs").rglob("worker-001.log")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(3)  # the worker has run; the harness is now stuck in status()
+        assert proc.poll() is None
+        os.killpg(proc.pid, signal.SIGINT)
+        rc = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert rc == 130, proc.stdout.read().decode(errors="replace")[-2000:]
