@@ -46,7 +46,8 @@ class SweepRecorder:
             (for reproduce commands).
 
     Raises:
-        UsageError: the store cannot be opened (named in the message).
+        UsageError: no store there, or a malformed URL. StoreError: the store cannot be read (both named
+            in the message).
     """
 
     def __init__(self, url: str, pack: Any, cases: list[Any], adapter: Any, crash: str,
@@ -158,7 +159,7 @@ def _list_runs(db: str | None) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """``crashpoint report``: see the module docstring. Returns an exit code (0, 1; 2 via UsageError)."""
+    """``crashpoint report``: see the module docstring. Returns an exit code (0, 1; 2 via UsageError, 3 via StoreError)."""
     from crashpoint.reports.store import ResultStore
 
     _check_out(args.out)

@@ -119,7 +119,7 @@ class Recorder:
         started_at: the run's start (UTC; default now).
 
     Raises:
-        UsageError: the store cannot be opened (see :class:`~crashpoint.reports.store.ResultStore`).
+        UsageError, StoreError: the store cannot be opened (see :class:`~crashpoint.reports.store.ResultStore`).
     """
 
     def __init__(self, url: str | None, info: dict[str, Any], started_at: datetime | None = None) -> None:
@@ -138,7 +138,7 @@ class Recorder:
         """A recorder that appends to the existing run ``run_id`` (``crashpoint run --resume``).
 
         Raises:
-            UsageError: the store cannot be opened.
+            UsageError, StoreError: the store cannot be opened.
         """
         from crashpoint.reports.store import ResultStore
 

@@ -105,7 +105,7 @@ def plan(url: str | None, pack: Pack, cases: Sequence[Case], adapter: Any, crash
     engine, ``--crash`` and ``--crash-mode`` (stored together, see :func:`~crashpoint.harness.run.driver.crash_label`).
 
     Raises:
-        UsageError: ``crash`` is not in :data:`RESUMABLE`, or the store cannot be opened.
+        UsageError: ``crash`` is not in :data:`RESUMABLE`, or no store there. StoreError: the store cannot be read.
     """
     if crash not in RESUMABLE:
         raise UsageError(f"--resume works with --crash every or none, not {crash!r} (recovery pairs come from "

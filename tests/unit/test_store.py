@@ -225,3 +225,16 @@ def test_rows_of_any_shape_render(tmp_path: Path) -> None:
     assert stored["results"][1]["failures"] == [{"oracle": "3", "message": "", "evidence": []}]
     for render in (html.render, junit.render, markdown.render, journal.render):
         assert render(stored)
+
+
+def test_a_write_that_fails_is_a_store_error_naming_the_store(tmp_path: Path) -> None:
+    path = tmp_path / "r.db"
+    store = ResultStore(str(path))
+    run_id = store.begin_run(INFO)
+    with sqlite3.connect(path) as conn:  # the table goes away behind the writer's back
+        conn.execute("drop table crashpoint_results")
+    with pytest.raises(StoreError, match=f"results database {path}: cannot be written .*OperationalError") as info:
+        store.add_result(run_id, result("a"))
+    assert info.value.file == str(path)
+    with pytest.raises(StoreError, match="cannot be read"):
+        store.results([run_id])
