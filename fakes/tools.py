@@ -93,7 +93,8 @@ class Toolbox:
         clash = sorted(set(tools or ()) & set(BUILTIN_TOOLS))
         if clash:
             raise ValueError(f"tool(s) {', '.join(clash)} are built in; give a pack's own tools other names")
-        self.handlers: dict[str, Handler] = {name: t.handler for name, t in {**BUILTIN_TOOLS, **(tools or {})}.items()}
+        self.handlers: dict[str, Handler] = dict(HANDLERS)
+        self.handlers.update((name, t.handler) for name, t in (tools or {}).items())
 
     def call(self, tool: str, args: Mapping[str, Any], idempotency_key: str) -> dict[str, Any]:
         """Call ``tool``; see the module docstring for the idempotency contract.
