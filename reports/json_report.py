@@ -10,8 +10,15 @@ from typing import Any
 
 
 def render(data: dict[str, Any]) -> str:
-    """The document as indented JSON text (keys in insertion order, UTF-8 safe)."""
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    """The document as indented JSON text (keys in insertion order, UTF-8 safe). A lone surrogate
+    (an engine's string may hold one; UTF-8 cannot) makes the whole text ASCII with ``\\uXXXX``
+    escapes, which ``json.loads`` reads back to the same strings (a trace file replays as recorded)."""
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data, indent=2, ensure_ascii=True) + "\n"
+    return text
 
 
 def write_atomic(path: str | Path, text: str) -> None:

@@ -300,6 +300,14 @@ def _sweep_and_report(args: argparse.Namespace, pack, cases, adapter, executor, 
     return ExitCode.OK if s["passed"] == s["runs"] else ExitCode.FAILED
 
 
+def _shown(line: str) -> str:
+    """``line`` for the terminal: control and bidi characters escaped, at most 4 x MAX_TEXT characters."""
+    from crashpoint.reports.summary import visible
+    from crashpoint.text import MAX_TEXT, clip
+
+    return visible(clip(line, 4 * MAX_TEXT))
+
+
 def _cmd_replay(args: argparse.Namespace) -> int:
     from crashpoint.harness.traces.replay import replay
     from crashpoint.harness.traces.tracefile import read_trace
@@ -312,17 +320,18 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if args.workdir:
         output_folder(args.workdir, "--workdir")
     case, engine = trace["case"]["case_id"], trace["engine"].get("spec") or trace["engine"]["name"]
-    print(f"crashpoint: replaying {args.trace} (case {case}, crash point {trace['crash_point']}, recorded on "
-          f"engine {engine}) on engine {adapter.name} {adapter.version()}", flush=True)
+    shown = _shown  # engine strings reach the terminal escaped and cut (crashpoint.text)
+    print(shown(f"crashpoint: replaying {args.trace} (case {case}, crash point {trace['crash_point']}, recorded "
+                f"on engine {engine}) on engine {adapter.name} {adapter.version()}"), flush=True)
     result = replay(trace, adapter=adapter, workdir=args.workdir, worker_timeout_s=args.worker_timeout)
     for note in result.notes:
-        print(f"note: {note}")
+        print(shown(f"note: {note}"))
     if result.divergence is not None and result.divergence.index > 1:
         from crashpoint.harness.traces.replay import decisions, render_decision
 
         common = decisions(trace["journal"])[result.divergence.index - 2]
-        print(f"last common decision #{result.divergence.index - 1}: {render_decision(common)}")
-    print(result.message())
+        print(shown(f"last common decision #{result.divergence.index - 1}: {render_decision(common)}"))
+    print(shown(result.message()))
     return ExitCode.OK if result.ok else ExitCode.FAILED
 
 
@@ -332,7 +341,7 @@ def _cmd_incident(args: argparse.Namespace) -> int:
 
     path = make_incident(args.trace, args.out)
     print(f"incident case written to {path}")
-    print(f"reproduce: {reproduce_command(read_trace(args.trace), str(path))}")
+    print(_shown(f"reproduce: {reproduce_command(read_trace(args.trace), str(path))}"))
     return ExitCode.OK
 
 

@@ -27,8 +27,12 @@ from crashpoint.errors import CaseError, UsageError
 from crashpoint.harness.load.loader import CASE_KEYS, Case
 from crashpoint.harness.traces.tracefile import read_trace
 from crashpoint.reports.json_report import write_atomic
+from crashpoint.text import clip
 
 TAG = "incident"
+#: Characters of the failure message (and engine name) kept in the description (the schema allows
+#: 10000 for the whole description).
+MAX_WHY = 1000
 
 
 class _Dumper(yaml.SafeDumper):
@@ -53,6 +57,7 @@ def incident_case(trace: Mapping[str, Any], trace_file: str, digest: str, out: s
     spec = trace["engine"].get("spec")
     engine = spec or f"{trace['engine']['name']} {trace['engine']['version']}"
     why = (run.get("failures") or [{}])[0].get("message") or run.get("error") or f"final status {run.get('status')}"
+    why, engine = clip(str(why), MAX_WHY), clip(engine, MAX_WHY)  # an engine's 5 MB message fits no case file
     cmd = reproduce_command(trace, out or case_id + ".yaml")
     where = "in the golden run (no crash)" if point == "none" else f"at crash point {point}"
     verdict = {"failed": "failed", "error": "ended in an error", "unknown": "did not finish (unknown)"}.get(

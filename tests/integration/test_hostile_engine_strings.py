@@ -110,3 +110,24 @@ def test_certificate_markdown_escapes_engine_strings() -> None:
     rows = [line for line in md.splitlines() if line.startswith("| ")]
     cells = {len(re.findall(r"(?<!\\)\|", line)) for line in rows}
     assert cells == {7}, "an engine string split or added a table cell"
+
+
+def test_trace_replay_and_incident_of_a_hostile_run(tmp_path: Path, monkeypatch, capsys) -> None:
+    """--save-traces raised UnicodeEncodeError on the lone surrogate (exit 3 after the sweep); replay
+    printed the engine's ESC and bidi characters raw; incident made a 5 MB case the loader refused."""
+    import sys
+
+    monkeypatch.syspath_prepend(str(TESTS))
+    monkeypatch.chdir(tmp_path)
+    case = builtin_pack("refunds") / "cases" / "draft_fatal_failure.yaml"
+    assert main(["run", str(case), "--crash", "none", "--adapter", "variants.hostile:HostileStopReason",
+                 "--executor", "threads", "--save-traces", "traces", "--no-progress"]) == 1
+    trace = next((tmp_path / "traces").iterdir())
+    doc = json.loads(trace.read_text(encoding="utf-8"))
+    assert doc["run"]["stop_reason"].startswith("<script>") and "\ud800" in doc["run"]["stop_reason"]  # as recorded
+    capsys.readouterr()
+    assert main(["replay", str(trace)]) == 0
+    _no_raw_controls(capsys.readouterr().out, "replay")
+    assert main(["incident", str(trace), "--out", "incident.yaml"]) == 0
+    assert (tmp_path / "incident.yaml").stat().st_size < 20_000
+    _no_raw_controls(capsys.readouterr().out, "incident")
