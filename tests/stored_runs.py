@@ -31,7 +31,7 @@ def broken_engine_run() -> str:
     """URL of a store holding one real, complete run with failures (about 6 s to make)."""
     url = f"sqlite:///{Path(tempfile.mkdtemp(prefix='crashpoint-reports-')) / 'results.db'}"
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        code = main(["run", str(SEED), "--engine", BROKEN, "-q", "--results-db", url])
+        code = main(["run", str(SEED), "--crash", "every", "--engine", BROKEN, "-q", "--results-db", url])
     assert code == 1, "the broken engine should fail some runs"
     return url
 

@@ -198,8 +198,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from crashpoint.harness.judge.certify import load_adapter
 
         adapter = load_adapter(args.adapter, call_timeout_s=args.worker_timeout)
-    if args.crash_point and args.crash != "every":
-        raise UsageError("--crash-point needs --crash every (a schedule 'A >> B' kills twice)")
+    if args.crash_point and args.crash not in ("every", "sampled"):
+        raise UsageError("--crash-point needs --crash every or sampled (a schedule 'A >> B' kills twice)")
     if args.budget is not None and (args.crash != "recovery" or args.budget < 1):
         raise UsageError("--budget N (N >= 1) applies to --crash recovery only")
     check_sweep_options(args)
@@ -355,8 +355,10 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="sweep a pack or a case: a golden run, then a SIGKILL at every crash point")
     run.add_argument("path", help="pack folder, case file, built-in pack name (refunds), or a target file "
                                   "(TARGET.yaml: the team's own workflow code)")
-    run.add_argument("--crash", choices=("every", "none", "recovery"), default="every",
-                     help="every: kill at each crash point of the golden run; none: golden runs only; "
+    run.add_argument("--crash", choices=("sampled", "every", "none", "recovery"), default="sampled",
+                     help="sampled (default): every, plus per case 2 kills during a recovery, 1 second live "
+                          "worker next to a held one, 1 recovery by 3 workers at once (README, 'Crash modes'); "
+                          "every: kill at each crash point of the golden run; none: golden runs only; "
                           "recovery: every, plus a second kill at each crash point of each recovery")
     run.add_argument("--budget", type=int, default=None, metavar="N",
                      help="with --crash recovery: at most N double-kill runs per case (default: all pairs)")

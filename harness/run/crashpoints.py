@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -46,9 +48,55 @@ def point_id(name: str, occurrence: int) -> str:
 THEN = " >> "
 
 
+#: A crash spec's part that holds the worker at a point while a second worker runs: ``"P || worker"``.
+ALONGSIDE = " || worker"
+#: A crash spec's last part that makes the recovery several workers at once: ``"A >> 3 workers"``.
+_TOGETHER = re.compile(r"^(\d+) workers$")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A crash spec (the ``crash_point`` of a sweep run) taken apart.
+
+    Forms: ``"A"`` (kill at A), ``"A >> B"`` (and again at B during the recovery), ``"A >> 3 workers"``
+    (kill at A, then 3 workers recover at once), ``"P || worker"`` (no kill: hold the worker at P while a
+    second worker process runs on the same files: a zombie, or a slow old worker, next to a new one).
+
+    Attributes:
+        kills: crash point ids to kill at, in order. ``alongside``: points where a second worker runs
+            while the first is held. ``together``: workers (count) that recover at once after each kill.
+    """
+
+    kills: tuple[str, ...] = ()
+    alongside: tuple[str, ...] = ()
+    together: int = 1
+
+    @property
+    def first(self) -> str | None:
+        """The first crash point the spec acts at (``None`` for an empty spec)."""
+        return (self.kills or self.alongside or (None,))[0]
+
+
+def parse(crash_point: str | None) -> Spec:
+    """The :class:`Spec` of a crash spec string (``None`` -> an empty spec)."""
+    kills: list[str] = []
+    alongside: list[str] = []
+    together = 1
+    for part in (p.strip() for p in crash_point.split(THEN.strip())) if crash_point else ():
+        many = _TOGETHER.match(part)
+        if many and kills:
+            together = int(many.group(1))
+        elif part.endswith(ALONGSIDE.strip()) and "||" in part:
+            alongside.append(part.split("||", 1)[0].strip())
+        else:
+            kills.append(part)
+    return Spec(tuple(kills), tuple(alongside), together)
+
+
 def schedule(crash_point: str | None) -> list[str]:
-    """The points of a crash point string: ``None`` -> ``[]``, ``"A >> B"`` -> ``["A", "B"]``."""
-    return [p.strip() for p in crash_point.split(THEN.strip())] if crash_point else []
+    """The kill points of a crash spec: ``None`` -> ``[]``, ``"A >> B"`` -> ``["A", "B"]``,
+    ``"A >> 3 workers"`` -> ``["A"]``, ``"P || worker"`` -> ``[]`` (see :func:`parse`)."""
+    return list(parse(crash_point).kills)
 
 
 class SimulatedCrash(BaseException):
@@ -179,5 +227,8 @@ def passed(run_dir: str | Path) -> list[str]:
 
 
 def fired(run_dir: str | Path, crash_point: str | None) -> bool:
-    """``True`` once every point of ``crash_point`` (an id or a schedule) has killed a worker here."""
-    return fired_points(run_dir) == schedule(crash_point) and bool(crash_point)
+    """``True`` once every kill of ``crash_point`` (a spec) has killed a worker here and every worker held
+    for a second one (``P || worker``) was held."""
+    spec = parse(crash_point)
+    return bool(crash_point) and fired_points(run_dir) == list(spec.kills) and \
+        all(p in paused_points(run_dir) for p in spec.alongside)

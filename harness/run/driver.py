@@ -21,6 +21,7 @@ import signal
 import subprocess
 import time
 import zlib
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -31,6 +32,7 @@ from crashpoint.fakes.ledger import Ledger
 from crashpoint.fakes.world import LEDGER_FILE, write_world
 from crashpoint.harness.faults import kinds as fault_kinds
 from crashpoint.harness.faults.kinds.tool import TOOL_EVENTS, script_event
+from crashpoint.harness.faults.kinds.zombie import WORKER_EVENT
 from crashpoint.harness.run import crashpoints, forkserver, inprocess
 from crashpoint.harness.run.forkserver import forkable
 from crashpoint.harness.adapters.protocol import EngineAdapter, RunContext
@@ -156,8 +158,11 @@ class Driver:
         workflow_id = f"wf-{case.case_id}"
         out = RunOutcome(case.case_id, crash_point, workflow_id, run_dir)
         injected = fault_kinds.injection(case.faults)
-        kills, holds = injected.kills, injected.holds
-        targets = crashpoints.THEN.join(kills + crashpoints.schedule(crash_point)) or None
+        kills, holds = injected.kills, {point: list(evs) for point, evs in injected.holds.items()}
+        spec = crashpoints.parse(crash_point)
+        for point in spec.alongside:  # "P || worker": a second worker while this one is held at P
+            holds.setdefault(point, []).append(dict(WORKER_EVENT))
+        targets = crashpoints.THEN.join(kills + list(spec.kills)) or None
         start = self._start_from(case, crash_point, golden)
         if start is not None:
             start.restore(run_dir, out)
@@ -170,7 +175,8 @@ class Driver:
             starts = external.pop(0)["deliveries"] if external and external[0]["type"] == "start" else 1
             if start is None:
                 self._set_up(case, ctx, out, ledger, clock, external, starts)
-            held = _Holds(self, ctx, out, ledger, clock, holds, len(case.events), case.workflow)
+            held = _Holds(self, ctx, out, ledger, clock, holds, len(case.events), case.workflow,
+                          max(injected.together, spec.together))
             # worker segments: the first after the start request, then one after each event
             segments = [None] + [(index, ev) for index, ev in enumerate(external) if not ev.get("before_wait")]
             record = self.snapshots and crash_point is None and not case.faults and \
@@ -203,8 +209,9 @@ class Driver:
             ledger.close()
             out.crash_points = crashpoints.passed(run_dir)
             fired = crashpoints.fired_points(run_dir)
-            out.crash_fired = bool(crash_point) and fired == crashpoints.schedule(targets)
             paused = crashpoints.paused_points(run_dir)
+            out.crash_fired = bool(crash_point) and fired == crashpoints.schedule(targets) and \
+                all(point in paused for point in spec.alongside)
             out.faults_missed = injected.missed(fired, paused)
             out.wall_s = time.perf_counter() - began
         if out.snapshots:
@@ -361,8 +368,90 @@ class Driver:
                                        "definition": data})
         elif kind == "restart":
             pass  # the next worker is a new process on the same files, like every worker
+        elif kind == "redeliver":
+            self._redeliver(ctx, out, ev, index)
+        elif kind == "worker":  # a second live worker while this one is held (the ``zombie`` fault kind)
+            self._alongside(ctx, out, 1)
+            out.deliveries_log.append({"step": out.deliveries_log[-1]["step"] if out.deliveries_log else 0,
+                                       "kind": "worker", "workers": 1})
         else:  # the loader rejects unknown types; this guards programmatic callers
             raise ValueError(f"event {index}: unknown event type {kind!r}")
+
+    def _redeliver(self, ctx: RunContext, out: RunOutcome, ev: dict[str, Any], index: int) -> None:
+        """Deliver again what delivery step ``ev["of"]`` delivered (0: the start request; N: the N-th external
+        event's start, approval or cancel), with the same idempotency key and payload, ``deliveries`` times:
+        a duplicate that is not back to back. Nothing is recorded as a new human decision."""
+        of = int(ev["of"])
+        kinds = ("start",) if of == 0 else ("approval", "cancel")
+        first: dict[str, dict[str, Any]] = {}
+        for d in out.deliveries_log:
+            if d.get("step") == of and d.get("kind") in kinds and "redelivery_of" not in d:
+                first.setdefault(d["idempotency_key"], d)
+        if not first:
+            out.notes.append(f"event {index} redeliver: delivery step {of} delivered no start, approval or cancel "
+                             "(yet), so nothing was delivered again")
+            return
+        wid = out.workflow_id
+        for d in first.values():
+            for _ in range(ev.get("deliveries", 1)):
+                if d["kind"] == "start":
+                    accepted = self.adapter.start(ctx, d["workflow_id"], d["workflow"], d["input"],
+                                                  initial_step=d.get("initial_step"), idempotency_key=d["idempotency_key"])
+                elif d["kind"] == "approval":
+                    accepted = self.adapter.send_approval(ctx, wid, d["approval_id"], granted=d["granted"], by=d["by"],
+                                                          idempotency_key=d["idempotency_key"])
+                else:
+                    accepted = self.adapter.cancel(ctx, wid, reason=d["reason"], idempotency_key=d["idempotency_key"])
+                self._count_delivery(out, 1, accepted)
+                out.deliveries_log.append({**d, "step": index + 1, "accepted": accepted, "redelivery_of": of})
+
+    def _worker_argv(self, ctx: RunContext, out: RunOutcome, crash_point: str | None,
+                     holds: list[str], simulate: bool = False) -> tuple[list[str], dict[str, str], Path]:
+        """The command, environment and log file of the run's next worker process (counted in ``out.workers``)."""
+        argv = self.adapter.worker_command(ctx, PROBE_SPEC, crashpoints.probe_arg(ctx.run_dir, crash_point, holds,
+                                                                                  simulate=simulate))
+        out.workers += 1
+        log = ctx.run_dir / f"worker-{out.workers:03d}.log"
+        return argv, {**ctx.env, **forkserver.ISOLATED_ENV, RUN_MARKER: str(Path(ctx.run_dir).resolve())}, log
+
+    def _start_alongside(self, ctx: RunContext, out: RunOutcome, n: int) -> list[tuple[Future, Path]]:
+        """Start ``n`` more worker processes (no kills, no holds) on other threads, each forked from that
+        thread's own zygote (a zygote runs one worker at a time), or as new interpreters."""
+        started = []
+        for _ in range(n):
+            argv, env, log = self._worker_argv(ctx, out, None, [])
+            started.append((_alongside_pool().submit(self._launch_alongside, argv, env, log), log))
+        return started
+
+    def _wait_alongside(self, out: RunOutcome, started: list[tuple[Future, Path]],
+                        poll: Callable[[], None] | None = None) -> None:
+        """Wait for the workers of :meth:`_start_alongside`, calling ``poll`` meanwhile.
+
+        Raises:
+            EngineCrashed: one exited non-zero (nothing of the harness kills them).
+            WorkerTimeout: one ran past ``worker_timeout_s``.
+        """
+        while poll is not None and not all(f.done() for f, _ in started):
+            poll()
+            time.sleep(0.002)
+        for future, log in started:
+            rc, leftovers = future.result()
+            if leftovers:
+                out.notes.append(f"a worker alongside left {len(leftovers)} process(es) running, killed: "
+                                 + "; ".join(leftovers))
+            if rc != 0:
+                tail = log.read_text(errors="replace").strip().splitlines()[-6:] if log.exists() else []
+                raise EngineCrashed(f"a worker started alongside another exited with {rc}: " + " | ".join(tail))
+
+    def _alongside(self, ctx: RunContext, out: RunOutcome, n: int) -> None:
+        """Run ``n`` more worker processes at once to their end (while this thread's worker is held)."""
+        self._wait_alongside(out, self._start_alongside(ctx, out, n))
+
+    def _launch_alongside(self, argv: list[str], env: dict[str, str], log: Path) -> tuple[int, list[str]]:
+        target = forkable(argv) if getattr(self.adapter, "fork_workers", False) else None
+        if target is None or self.crash_mode == "kill-cold":
+            return run_process(argv, self.worker_timeout_s, env, log)
+        return forkserver.for_this_thread().run(target[0], target[1], self.worker_timeout_s, env, log)
 
     def _launch(self, argv: list[str], env: dict[str, str], log: Path,
                 poll: Callable[[], None] | None) -> tuple[int, list[str]]:
@@ -400,15 +489,15 @@ class Driver:
             self.adapter.close_run(ctx)
 
     def _run_workers(self, ctx: RunContext, out: RunOutcome, crash_point: str | None, held: "_Holds") -> None:
+        together = 1  # after a kill: held.together workers recover at once (the ``workers`` fault kind)
         for _ in range(MAX_WORKERS_PER_RUN):
             fired_before = len(crashpoints.fired_points(ctx.run_dir))
-            simulate = self.inprocess and not held.events and getattr(self.adapter, "fork_workers", False)
-            argv = self.adapter.worker_command(ctx, PROBE_SPEC, crashpoints.probe_arg(
-                ctx.run_dir, crash_point, list(held.events), simulate=simulate))
-            out.workers += 1
-            log = ctx.run_dir / f"worker-{out.workers:03d}.log"
-            env = {**ctx.env, **forkserver.ISOLATED_ENV, RUN_MARKER: str(Path(ctx.run_dir).resolve())}
-            rc, leftovers = self._launch(argv, env, log, poll=held.poll if held.events else None)
+            simulate = self.inprocess and not held.events and getattr(self.adapter, "fork_workers", False) \
+                and together == 1
+            others = self._start_alongside(ctx, out, together - 1) if together > 1 else []
+            argv, env, log = self._worker_argv(ctx, out, crash_point, list(held.events), simulate)
+            rc, leftovers = self._launch(argv, env, log, poll=held.poll if held.events or others else None)
+            self._wait_alongside(out, others, held.poll)
             if leftovers:
                 out.notes.append(f"worker {out.workers} left {len(leftovers)} process(es) running, killed: "
                                  + "; ".join(leftovers))
@@ -420,6 +509,7 @@ class Driver:
                                            "kind": "kill", "worker": out.workers,
                                            "crash_point": crashpoints.fired_points(ctx.run_dir)[-1],
                                            "ledger_gseq": held.ledger.last_gseq()})
+                together = held.together
                 continue
             tail = log.read_text(errors="replace").strip().splitlines()[-6:] if log.exists() else []
             raise EngineCrashed(f"worker exited with {rc} (not a harness kill): " + " | ".join(tail))
@@ -448,9 +538,10 @@ class _Holds:
     """Delivers the events of a case's ``at`` faults while a worker is held at their crash point."""
 
     def __init__(self, driver: Driver, ctx: RunContext, out: RunOutcome, ledger: Ledger, clock: VirtualClock,
-                 events: dict[str, list[dict[str, Any]]], first_index: int, workflow: str) -> None:
+                 events: dict[str, list[dict[str, Any]]], first_index: int, workflow: str, together: int = 1) -> None:
         self.driver, self.ctx, self.out, self.ledger, self.clock = driver, ctx, out, ledger, clock
         self.events, self.index, self.workflow = events, first_index, workflow
+        self.together = together  # workers (count) that recover at once after a kill
         self.handled = 0
 
     def poll(self) -> None:
@@ -467,6 +558,19 @@ class _Holds:
                 self.index += 1
             crashpoints.release(self.ctx.run_dir, self.handled)
             self.handled += 1
+
+
+#: Threads that start workers alongside the driver's own (each keeps its own zygote), at the most.
+ALONGSIDE_THREADS = 3
+_ALONGSIDE: ThreadPoolExecutor | None = None
+
+
+def _alongside_pool() -> ThreadPoolExecutor:
+    """The threads that run workers alongside another (made on first use, kept for the process's life)."""
+    global _ALONGSIDE
+    if _ALONGSIDE is None:
+        _ALONGSIDE = ThreadPoolExecutor(max_workers=ALONGSIDE_THREADS, thread_name_prefix="crashpoint-alongside")
+    return _ALONGSIDE
 
 
 #: Environment variable set for every worker of a run; its value is the run folder. Children
@@ -567,14 +671,16 @@ def snapshot_for(adapter: EngineAdapter, case: Case, crash_point: str | None,
                  golden: RunOutcome | None) -> "Snapshot | None":
     """The golden run's snapshot a crash run at ``crash_point`` may start from, or ``None`` (run it all).
 
-    Only for a single crash point of a case without faults of its own, on an adapter that declares its
-    runs deterministic (``deterministic_runs``): the latest segment that starts before the point.
+    Only for a case without faults of its own, on an adapter that declares its runs deterministic
+    (``deterministic_runs``): the latest segment that starts before the spec's first point (a run up to
+    its first kill or hold is the golden run's; ``"A >> B"``, ``"A >> 3 workers"`` and ``"P || worker"``
+    start from the snapshot before ``A`` or ``P``).
     """
-    if not (golden is not None and golden.snapshots and crash_point and not case.faults
-            and crashpoints.THEN.strip() not in crash_point and getattr(adapter, "deterministic_runs", False)
-            and crash_point in golden.crash_points):
+    first = crashpoints.parse(crash_point).first
+    if not (golden is not None and golden.snapshots and first and not case.faults
+            and getattr(adapter, "deterministic_runs", False) and first in golden.crash_points):
         return None
-    at = golden.crash_points.index(crash_point)
+    at = golden.crash_points.index(first)
     usable = [snap for snap in golden.snapshots if snap.log_length <= at]
     return usable[-1] if usable else None
 

@@ -29,7 +29,41 @@ from crashpoint.harness.run.driver import Driver, RunOutcome, reap_under
 from crashpoint.harness.load.loader import Case, Pack
 from crashpoint.harness.judge.oracles import Failure, differential, judge
 
-CRASH_MODES = ("every", "none", "recovery")
+CRASH_MODES = ("sampled", "every", "none", "recovery")
+#: ``sampled``: per case, the crash runs added to ``every`` (see :func:`sampled_specs`).
+SAMPLED_PAIRS = 2       #: kills during the recovery from a kill ("A >> B"), count per case
+SAMPLED_ALONGSIDE = 1   #: a second live worker while one is held ("P || worker"), count per case
+SAMPLED_TOGETHER = 1    #: several workers recovering at once after a kill ("A >> 3 workers"), count per case
+#: Workers that recover at once in a sampled "A >> N workers" run.
+TOGETHER_WORKERS = 3
+
+
+def _spread(items: Sequence[str], n: int) -> list[str]:
+    """``n`` items of ``items`` evenly spread (the middle of each of ``n`` equal slices), in order."""
+    if not items or n <= 0:
+        return []
+    n = min(n, len(items))
+    return list(dict.fromkeys(items[(2 * k + 1) * len(items) // (2 * n)] for k in range(n)))
+
+
+def sampled_points(points: Sequence[str]) -> dict[str, list[str]]:
+    """What ``--crash sampled`` adds for a case whose golden run passed ``points``, before the single
+    kills are known: ``{"pairs": [A, ...], "alongside": [P, ...], "together": [A, ...]}``.
+
+    * pairs: :data:`SAMPLED_PAIRS` kill points spread evenly over the run; each gets a second kill at the
+      first crash point of its recovery, once the single kill at ``A`` tells what that is;
+    * alongside: :data:`SAMPLED_ALONGSIDE` points spread over the ``after_effect`` points (an effect
+      applied, its checkpoint not yet written: where a second worker that ignores the first one's lease
+      repeats the step), else over all points;
+    * together: :data:`SAMPLED_TOGETHER` points spread over the ``before_checkpoint`` points (else all):
+      a kill there, then :data:`TOGETHER_WORKERS` workers recover at once.
+    """
+    effects = [p for p in points if p.startswith("after_effect:")]
+    commits = [p for p in points if p.startswith("before_checkpoint:") and "workflow_started" not in p]
+    return {"pairs": _spread(points, SAMPLED_PAIRS), "alongside": _spread(effects or points, SAMPLED_ALONGSIDE),
+            "together": _spread(commits or points, SAMPLED_TOGETHER)}
+
+
 VERDICTS = ("passed", "failed", "error", "unknown", "unsupported")
 
 
@@ -183,7 +217,10 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
         pack, cases: what to run (from :func:`crashpoint.harness.load.loader.load_target`).
         adapter: the engine under test.
         crash: ``every`` | ``none`` | ``recovery`` (``every``, then for each kill ``A`` a run per crash
-            point ``B`` of the recovery from ``A``, killed at ``A`` and again at ``B``: ``"A >> B"``).
+            point ``B`` of the recovery from ``A``, killed at ``A`` and again at ``B``: ``"A >> B"``) |
+            ``sampled`` (``every``, plus per case a sample of kills during recovery, of a second live
+            worker and of workers recovering at once: see :func:`sampled_points`; ``crashpoint run``'s
+            default). With ``only``, ``sampled`` is ``every``.
         budget: for ``recovery``, at most this many double-kill runs per case, spread evenly over
             the pairs (default: every pair).
         jobs: size of the local pool this call makes (``crashpoint run --workers``; default: the
@@ -242,6 +279,7 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
     #: future -> (phase, case id, crash point, index in its case's list)
     pending: dict[Future, tuple[str, str, str | None, int]] = {}
     left = {c.case_id: 0 for c in cases}  # single-kill runs of the case still running (recovery)
+    pair_from: dict[str, set[str]] = {}  # (sampled) single kills whose recovery gets a second kill
 
     def plan(more: int) -> None:
         nonlocal planned
@@ -269,8 +307,28 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
             singles[case.case_id].append(None)
             submit("single", case, run_dir, point, golden.outcome, len(singles[case.case_id]) - 1)
         left[case.case_id] = len(todo)
+        if crash == "sampled" and not only:
+            sample = sampled_points(points[case.case_id])
+            pair_from[case.case_id] = set(sample["pairs"])
+            for point in sample["pairs"]:  # resumed: a stored single kill is run again (unreported) for its pair
+                if (case.case_id, point) in skip and not any(
+                        c == case.case_id and p and p.startswith(point + crashpoints.THEN) for c, p in skip):
+                    submit("probe", case, root / case.case_id / f"p-{re.sub(r'[^A-Za-z0-9_.-]', '_', point)[:80]}",
+                           point, golden.outcome, 0)
+            extra([f"{p}{crashpoints.ALONGSIDE}" for p in sample["alongside"]]
+                  + [f"{p}{crashpoints.THEN}{TOGETHER_WORKERS} workers" for p in sample["together"]], case)
         if crash == "recovery" and not todo:
             double_runs(case)
+
+    def extra(specs: list[str], case: Case) -> None:
+        """Submit the runs of crash specs beyond single kills (``sampled``), as double runs."""
+        specs = [p for p in specs if (case.case_id, p) not in skip]
+        plan(len(specs))
+        golden = golden_results[case.case_id].outcome
+        for spec in specs:
+            doubles[case.case_id].append(None)
+            n = len(doubles[case.case_id]) - 1
+            submit("double", case, root / case.case_id / f"r{n:04d}", spec, golden, n)
 
     def double_runs(case: Case) -> None:
         mine = [r for r in singles[case.case_id] if r is not None]
@@ -297,16 +355,20 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
                 result = _lost(f, cid, point)
                 if result is None:
                     continue
-                if phase != "golden" or (cid, None) not in skip:
+                if (phase != "golden" or (cid, None) not in skip) and phase != "probe":
                     if on_result:
                         on_result(result)
                 if phase == "golden":
                     golden_results[cid] = result
                     crash_runs(by_id[cid], result)
-                elif phase == "single":
-                    singles[cid][index] = result
-                    left[cid] -= 1
-                    if crash == "recovery" and left[cid] == 0:
+                elif phase in ("single", "probe"):
+                    if phase == "single":
+                        singles[cid][index] = result
+                        left[cid] -= 1
+                    if point in pair_from.get(cid, ()) and result.outcome is not None and result.outcome.crash_fired:
+                        after = crashpoints.recovery_points(result.outcome.crash_points, point)[:1]
+                        extra([f"{point}{crashpoints.THEN}{b}" for b in after], by_id[cid])
+                    if crash == "recovery" and left[cid] == 0 and phase == "single":
                         double_runs(by_id[cid])
                 else:
                     doubles[cid][index] = result

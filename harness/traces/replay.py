@@ -426,7 +426,8 @@ def _deliver(adapter: EngineAdapter, ctx: RunContext, ledger: Ledger, clock: Vir
         adapter.start(ctx, d["workflow_id"], d["workflow"], d["input"], initial_step=d.get("initial_step"),
                       idempotency_key=d["idempotency_key"])
     elif kind == "approval":
-        ledger.record_decision(d["approval_id"], d["granted"], d["by"], clock.now())
+        if "redelivery_of" not in d:  # a late duplicate is no new human decision
+            ledger.record_decision(d["approval_id"], d["granted"], d["by"], clock.now())
         adapter.send_approval(ctx, wid, d["approval_id"], granted=d["granted"], by=d["by"],
                               idempotency_key=d["idempotency_key"])
     elif kind == "cancel":

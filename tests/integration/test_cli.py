@@ -28,7 +28,7 @@ def pack_copy(tmp_path: Path) -> Path:
 def test_validate_builtin_pack_by_path_and_name(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", str(PACK)]) == ExitCode.OK
     assert main(["validate", "refunds"]) == ExitCode.OK
-    assert "30 case(s) valid" in capsys.readouterr().out
+    assert "31 case(s) valid" in capsys.readouterr().out
 
 
 def test_run_golden_only_writes_the_json_document(tmp_path: Path) -> None:

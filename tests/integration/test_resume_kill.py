@@ -184,12 +184,13 @@ def test_resume_with_nothing_to_resume_starts_a_new_run(tmp_path: Path, crash: s
     assert "no incomplete run" in capsys.readouterr().out
 
 
-def _recorded_then_cut(db: Path) -> tuple:
-    """A recorded sweep of CASE whose last 3 results and end stamp are then taken away (what a kill
-    leaves); returns the complete run's row as :func:`_runs` gives it, from before the cut."""
+def _recorded_then_cut(db: Path, *extra: str) -> tuple:
+    """A recorded sweep of CASE (``crashpoint run``'s default ``--crash sampled``, or ``extra`` options)
+    whose last 3 results and end stamp are then taken away (what a kill leaves); returns the complete
+    run's row as :func:`_runs` gives it, from before the cut."""
     from crashpoint.harness.cli.main import main
 
-    assert main(["run", str(CASE), "--results-db", str(db), "-q", "--jobs", "2"]) == 0
+    assert main(["run", str(CASE), "--results-db", str(db), "-q", "--jobs", "2", *extra]) == 0
     (complete,) = _runs(db)
     con = sqlite3.connect(db)
     with con:
@@ -222,9 +223,9 @@ def test_resume_never_mixes_crash_modes(tmp_path: Path, capsys: pytest.CaptureFi
     from crashpoint.harness.cli.main import main
 
     db = tmp_path / "r.db"
-    _recorded_then_cut(db)
+    _recorded_then_cut(db, "--crash", "every")
     capsys.readouterr()
-    assert main(["run", str(CASE), "--results-db", str(db), "-q", "--jobs", "2", "--resume",
+    assert main(["run", str(CASE), "--results-db", str(db), "-q", "--jobs", "2", "--resume", "--crash", "every",
                  "--crash-mode", "inprocess"]) == 0
     assert "resuming run" not in capsys.readouterr().out
     con = sqlite3.connect(db)

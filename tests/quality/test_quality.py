@@ -259,7 +259,7 @@ def test_running_the_latest_version_after_a_deploy_is_caught() -> None:
 # ------------------------------------------------------------------ issue 15: what slipped through
 # Each broken engine below passed every oracle before the rule (or fault kind) its docstring names.
 
-ISSUE_15_CASES = ("approval_timeout_after_restart_escalates", "cancel_while_drafting_compensates_draft",
+ISSUE_15_CASES = ("approval_timeout_after_restart_escalates", "duplicate_start_while_waiting", "cancel_while_drafting_compensates_draft",
                   "cancel_while_draft_retrying", "cancel_after_approval_before_issue",
                   "cancel_after_refund_issued_completes_forward", "deploy_renaming_issue_step_keeps_pinned_version",
                   "refund_denied_after_restart_compensates_draft", "compensation_retryable_failure_then_compensated",
@@ -322,11 +322,43 @@ def test_decision_consumed_before_it_is_applied_is_lost_by_a_kill() -> None:
     assert_caught(result, "final_status", "expected final status succeeded, got waiting_approval")
 
 
-def test_recovery_claim_of_a_dead_worker_leaves_the_run_running() -> None:
+def run_sampled(engine: str, *case_ids: str) -> SweepResult:
+    """The default sweep (``crashpoint run``'s ``--crash sampled``) of ``case_ids`` on ``engine``."""
     pack, cases = _target()
-    result = sweep(pack, [cases[HAPPY]], ReferenceAdapter(engine="variants.engines:RecoveryClaimNeverExpires"),
-                   crash="recovery", budget=2, jobs=2, only=["after_effect:refunds.draftRefundRequest"])
+    return sweep(pack, [cases[c] for c in case_ids], ReferenceAdapter(engine=engine, name=engine),
+                 crash="sampled", jobs=2)
+
+
+def test_reference_engine_passes_the_sampled_sweep() -> None:
+    result = run_sampled("crashpoint.engine.engine:Engine", HAPPY, "cancel_while_draft_retrying")
+    specs = [r.crash_point for r in result.results if r.crash_point]
+    assert sum(" >> " in p and not p.endswith("workers") for p in specs) == 4, specs
+    assert sum(p.endswith(" || worker") for p in specs) == 2 and sum(p.endswith(" >> 3 workers") for p in specs) == 2
+    assert {r.verdict for r in result.results} == {"passed"}, describe(result.results)
+    alongside = [r for r in result.results if (r.crash_point or "").endswith("|| worker")]
+    assert all(r.outcome.workers >= 2 and any(d["kind"] == "worker" for d in r.outcome.deliveries_log)
+               for r in alongside)
+
+
+def test_recovery_claim_of_a_dead_worker_leaves_the_run_running() -> None:
+    result = run_sampled("variants.engines:RecoveryClaimNeverExpires", HAPPY)
     singles = [r for r in result.results if r.crash_point and ">>" not in r.crash_point]
     assert {r.verdict for r in singles} == {"passed"}, "one kill is recovered: " + describe(singles)
     hits = assert_caught(result, "final_status", "expected final status succeeded, got running")
     assert all(">>" in r.crash_point for r in hits)
+
+
+def test_second_live_worker_without_a_lease_is_caught_by_the_default_sweep() -> None:
+    result = run_sampled("variants.engines:NoLease", HAPPY)
+    hits = caught(result, "side_effects", "tool calls repeated an idempotency key after 0 kill(s)")
+    assert hits and all(r.crash_point.endswith("|| worker") for r in hits), describe(result.results)
+    assert not [r for r in result.results if " || " not in (r.crash_point or "") and " workers" not in
+                (r.crash_point or "") and r.verdict != "passed"], "one worker at a time hides this bug"
+
+
+def test_late_duplicate_start_forks_a_second_run() -> None:
+    result = run_golden("variants.engines:LateDuplicateStartForks", "duplicate_start_while_waiting",
+                        "duplicate_start_request")
+    assert golden(result, "duplicate_start_request").verdict == "passed", "back-to-back duplicates are recognised"
+    hits = assert_caught(result, "side_effects", "effect draft_refund (refunds.draftRefundRequest) applied 2 times")
+    assert golden(result, "duplicate_start_while_waiting") in hits

@@ -93,17 +93,20 @@ class Injection:
             from the one before).
         holds: ``{crash point: [external event, ...]}``: a worker held there while the events are delivered.
         tool_faults: faults placed on a tool's ``call``-th call (see ``driver.tool_script``).
+        together: worker processes (count) that recover at once after each kill (the ``workers`` kind).
     """
 
     kills: list[str] = field(default_factory=list)
     holds: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     tool_faults: list[Fault] = field(default_factory=list)
+    together: int = 1
 
     def missed(self, fired: Sequence[str], paused: Sequence[str]) -> list[str]:
         """What never fired in a run, as phrases (a vacuity signal): kills beyond the ``fired`` ones
         (crash points a kill fired at, in order) and holds at points not in ``paused``."""
         return [f"kill at {k}" for k in self.kills[len(fired):]] + \
-            [f"event {ev['type']} at {point}" for point, evs in self.holds.items() if point not in paused for ev in evs]
+            [f"event {ev['type']} at {point}" for point, evs in self.holds.items() if point not in paused for ev in evs] \
+            + ([f"{self.together} workers at once: no kill to recover from"] if self.together > 1 and not fired else [])
 
 
 class FaultKind:

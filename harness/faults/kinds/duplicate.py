@@ -1,7 +1,11 @@
 """``duplicate``: deliver one external event several times with the same idempotency key.
 
 ``{kind: duplicate, event: N, times: T}``: external event ``N`` (0 is the start request; taken modulo
-the number of external events) goes out ``T`` times. A correct engine masks it.
+the number of external events) goes out ``T`` times, back to back. Duplicates also come late (issue
+15): with ``after: M`` the ``T - 1`` copies go out after external event ``M`` (a ``redeliver`` event;
+never before the original), with ``at: POINT`` while a worker is held at that crash point (a ``hold``
+of a ``redeliver`` event): a start request retried after the run began, an approval or a cancel
+redelivered mid-step. A correct engine masks every form.
 """
 
 from __future__ import annotations
@@ -21,25 +25,49 @@ class Duplicate(FaultKind):
     name = "duplicate"
     order = 20
     summary = ("`event` (index among the external events; 0 is the start request), `times`: deliver it "
-               "`times` times with the same idempotency key")
+               "`times` times with the same idempotency key, back to back; with `after: M` the copies go out "
+               "after external event `M`, with `at: POINT` while a worker is held there (late duplicates)")
     masked = True
     columns = ("duplicate_delivery",)
 
     def apply(self, fault: Fault, plan: Plan) -> None:
-        ev = plan.external[fault["event"] % len(plan.external)]
-        if ev["type"] in REDELIVERABLE:
+        n = fault["event"] % len(plan.external)
+        ev = plan.external[n]
+        if ev["type"] not in REDELIVERABLE:
+            return
+        if ev.get("before_wait"):  # early decisions go out with the start request: step 0
+            n = 0 if ev is plan.external[0] else n
+        copy = {"type": "redeliver", "of": n, "deliveries": fault["times"] - 1}
+        if "at" in fault:
+            plan.faults.append({"kind": "hold", "at": fault["at"], "event": copy})
+        elif "after" in fault:
+            after = max(fault["after"] % len(plan.external), n)
+            while after + 1 < len(plan.external) and plan.external[after + 1].get("before_wait"):
+                after += 1  # early decisions stay right after the start request
+            plan.external.insert(after + 1, copy)
+        else:
             ev["deliveries"] = ev.get("deliveries", 1) + fault["times"] - 1
 
     def strategy(self, space: Space) -> Any:
         from hypothesis import strategies as st
 
-        return st.builds(lambda i, n: {"kind": "duplicate", "event": i, "times": n},
-                         st.integers(0, space.n_external - 1), st.integers(2, 3))
+        events, times = st.integers(0, space.n_external - 1), st.integers(2, 3)
+        return st.one_of(
+            st.builds(lambda i, n: {"kind": "duplicate", "event": i, "times": n}, events, times),
+            st.builds(lambda i, n, m: {"kind": "duplicate", "event": i, "times": n, "after": m}, events, times,
+                      st.integers(0, space.n_external - 1)),
+            st.builds(lambda i, n, p: {"kind": "duplicate", "event": i, "times": n, "at": p}, events, times,
+                      st.sampled_from(space.points)))
 
     def describe(self, fault: Fault) -> str:
+        if "at" in fault:
+            return f"deliver external event {fault['event']} again x{fault['times'] - 1} while held at {fault['at']}"
+        if "after" in fault:
+            return f"deliver external event {fault['event']} again x{fault['times'] - 1} after external event " \
+                   f"{fault['after']}"
         return f"deliver external event {fault['event']} x{fault['times']}"
 
 
 def event_cells(events: list[dict[str, Any]]) -> list[tuple[str, str | None]]:
-    """Coverage cells of a case's events delivered more than once."""
-    return [("duplicate_delivery", None) for ev in events if ev.get("deliveries", 1) > 1]
+    """Coverage cells of a case's events delivered more than once (back to back, or again later)."""
+    return [("duplicate_delivery", None) for ev in events if ev.get("deliveries", 1) > 1 or ev["type"] == "redeliver"]

@@ -1,7 +1,8 @@
 """``hold``: hold the worker at a crash point and deliver an external event while the step is in flight.
 
 ``{kind: hold, at: POINT, event: EVENT}`` with an event of type ``cancel``, ``approval_granted``,
-``approval_denied`` or ``advance_clock``: a cancellation, an approval or a clock jump at any point.
+``approval_denied``, ``advance_clock`` or ``redeliver``: a cancellation, an approval, a clock jump or a
+late duplicate of an earlier delivery at any point.
 It changes the story (a cancel, a denial), so a correct engine does not mask it.
 """
 
@@ -14,7 +15,7 @@ from crashpoint.harness.faults.kinds import Fault, FaultError, FaultKind, Inject
 #: Clock jumps the generator draws, seconds (a minute, an hour, past a day-long approval deadline).
 CLOCK_JUMPS = (60.0, 3600.0, 90000.0)
 #: Event types a held worker may receive.
-HELD_EVENTS = ("approval_granted", "approval_denied", "cancel", "advance_clock")
+HELD_EVENTS = ("approval_granted", "approval_denied", "cancel", "advance_clock", "redeliver")
 
 
 def with_approval_id(ev: dict[str, Any], gate: dict[str, Any] | None) -> dict[str, Any]:
