@@ -24,7 +24,7 @@ from typing import Any
 from crashpoint.reports import charts
 from crashpoint.text import MAX_TEXT, clip
 from crashpoint.reports.summary import (METRICS, counts, failure_groups, fmt_metric, golden_points, group_title,
-                                       metrics, per_case, result_id, run_title, visible)
+                                       metrics, per_case, result_id, rule_of, run_title, visible)
 
 #: Failure groups whose first run is shown with a timeline (:func:`~crashpoint.reports.summary.failure_groups`;
 #: the other runs of a group are a table row each, never a timeline).
@@ -101,7 +101,7 @@ def _run(r: dict[str, Any], with_timeline: bool) -> dict[str, Any]:
     return {
         "verdict": r["verdict"], "id": result_id(r), "final_status": r.get("final_status"),
         "stop_reason": r.get("stop_reason"), "error": r.get("error"), "reproduce": r.get("reproduce"),
-        "findings": [{"oracle": f["oracle"], "message": f["message"], "evidence": "\n".join(f.get("evidence") or [])}
+        "findings": [{"oracle": rule_of(f), "message": f["message"], "evidence": "\n".join(f.get("evidence") or [])}
                      for f in r.get("failures") or []],
         "with_timeline": with_timeline, "truncated": tl.get("truncated"),
         "deliveries": [{"step": d.get("step"), "kind": d.get("kind"),

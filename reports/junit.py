@@ -3,7 +3,7 @@
 One ``<testsuite>`` per case (``name`` = case id, ``package`` = pack), one ``<testcase>`` per
 (case, crash point) (``classname`` = ``crashpoint.<pack>.<case_id>``, ``name`` = ``golden`` or
 ``kill@POINT``, ``time`` = wall seconds). A ``failed`` run has one ``<failure>`` (``type`` = the
-oracle of its first finding; ``message`` = that finding, with how many more;
+rule id of its first finding, such as ``side_effects.at_most_once``; ``message`` = that finding, with how many more;
 the text holds every finding with its evidence, the ``reproduce:`` command and the ``group:`` line of
 its rule and crash-point family, :func:`~crashpoint.reports.summary.failure_groups`); ``error`` and
 ``unknown`` runs have an ``<error>``. Every string is cut at :data:`MAX_ATTRIBUTE` characters.
@@ -18,7 +18,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from crashpoint.reports.summary import counts, failure_groups, group_title, per_case, visible
+from crashpoint.reports.summary import counts, failure_groups, group_title, per_case, rule_of, visible
 from crashpoint.text import MAX_TEXT, clip
 
 #: Characters kept of one string in an attribute or text line (an engine's 20 MB stop reason is cut
@@ -45,8 +45,8 @@ def _problem(parent: ET.Element, r: dict[str, Any], group: str = "") -> None:
             return
         first = found[0]
         more = f" (+{len(found) - 1} more finding(s))" if len(found) > 1 else ""
-        el = ET.SubElement(parent, "failure", type=_clean(first["oracle"]), message=_clean(f"{first['message']}{more}"))
-        body = [line for f in found for line in (f"[{_clean(f['oracle'])}] {_clean(f['message'])}",
+        el = ET.SubElement(parent, "failure", type=_clean(rule_of(first)), message=_clean(f"{first['message']}{more}"))
+        body = [line for f in found for line in (f"[{_clean(rule_of(f))}] {_clean(f['message'])}",
                                                  *(f"    {_clean(e)}" for e in f.get("evidence", [])))]
         el.text = "\n".join([*body, _clean(repro)]).strip()
     elif r["verdict"] in ("error", "unknown"):

@@ -14,7 +14,7 @@ from typing import Any
 
 from crashpoint.text import clip
 from crashpoint.reports.summary import (METRICS, counts, fmt_metric, golden_points, metrics, per_case, result_id,
-                                       run_title, visible)
+                                       rule_of, run_title, visible)
 
 #: Failing runs shown in detail; the rest are counted.
 MAX_FAILURES = 25
@@ -110,7 +110,7 @@ def render(stored: dict[str, Any]) -> str:
             lines.append(f"- **{escape(r['verdict'].upper())}** {escape(result_id(r))}: final status "
                          f"{escape(r.get('final_status') or '-')}")
             for f in r.get("failures") or []:
-                lines.append(f"  - \\[{escape(f['oracle'])}\\] {escape(f['message'])}")
+                lines.append(f"  - \\[{escape(rule_of(f))}\\] {escape(f['message'])}")
             if r.get("error"):
                 lines.append(f"  - {escape(r['error'])}")
         if len(bad) > MAX_FAILURES:

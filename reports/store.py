@@ -17,7 +17,8 @@ NULL), ``host``, ``source`` (``cli`` | ``pytest``), ``started_at``/``ended_at`` 
 
 ``crashpoint_results``: one row per (case, crash point/fault) of a run, committed as it arrives:
 ``id`` (order of arrival), ``run_id``, ``case_id``, ``crash_point`` (``none`` for a golden run),
-``verdict`` (passed|failed|error|unknown|unsupported), ``oracle`` (first failing oracle or NULL), ``message``
+``verdict`` (passed|failed|error|unknown|unsupported), ``oracle`` (the rule id of the first finding, such as
+``side_effects.at_most_once``, or NULL; rows stored before rule ids hold the oracle family), ``message``
 (first finding or the error), ``final_status``, ``wall_s``, ``recorded_at``, ``reproduce`` (or
 NULL), ``tags`` (JSON list), ``measures`` (JSON: per-run metric inputs, see
 :mod:`crashpoint.harness.judge.record`) and ``data`` (JSON: the full result dict, with ``timeline`` for a
@@ -162,14 +163,16 @@ def _strs(value: Any) -> list[str]:
 def clean_result(row: dict[str, Any]) -> dict[str, Any]:
     """The result dict of a ``crashpoint_results`` row with the shape every renderer relies on:
     ``case_id``, ``crash_point``, ``verdict`` from their columns; ``failures`` a list of
-    ``{"oracle", "message", "evidence"}``; ``measures`` and ``timeline`` dicts (``timeline`` with
+    ``{"rule", "oracle", "message", "evidence"}`` (no ``rule`` in findings stored before rule ids: their
+    ``oracle`` family stands for it, see :func:`crashpoint.reports.summary.rule_of`); ``measures`` and ``timeline`` dicts (``timeline`` with
     lists of dict ``events`` and ``deliveries``); ``tags`` and ``notes`` lists of strings; ``wall_s``
     a number. Other keys are kept as stored."""
     data = dict(row["data"]) if isinstance(row.get("data"), dict) else {}
     data.update(case_id=str(row["case_id"]), crash_point=str(row["crash_point"]), verdict=str(row["verdict"]))
     failures = data.get("failures") if isinstance(data.get("failures"), list) else []
-    data["failures"] = [{"oracle": str(f.get("oracle", "?")), "message": str(f.get("message", "")),
-                         "evidence": _strs(f.get("evidence"))} for f in failures if isinstance(f, dict)]
+    data["failures"] = [({"rule": str(f["rule"])} if f.get("rule") is not None else {})
+                        | {"oracle": str(f.get("oracle", "?")), "message": str(f.get("message", "")),
+                           "evidence": _strs(f.get("evidence"))} for f in failures if isinstance(f, dict)]
     measures = data.get("measures", row.get("measures"))
     data["measures"] = measures if isinstance(measures, dict) else {}
     data["tags"], data["notes"] = _strs(data.get("tags")), _strs(data.get("notes"))
@@ -325,7 +328,7 @@ class ResultStore:
         with self.engine.begin() as conn:
             conn.execute(results_table.insert().values(
                 run_id=run_id, case_id=str(result["case_id"]), crash_point=str(result.get("crash_point") or "none"),
-                verdict=str(result["verdict"]), oracle=text_of(first.get("oracle")) if first else None,
+                verdict=str(result["verdict"]), oracle=text_of(first.get("rule") or first.get("oracle")) if first else None,
                 message=text_of(first.get("message")) if first else text_of(result.get("error")),
                 final_status=text_of(result.get("final_status")),
                 wall_s=float(wall) if isinstance(wall, (int, float)) and not isinstance(wall, bool) else None,

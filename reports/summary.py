@@ -39,6 +39,12 @@ def visible(text: str) -> str:
     return no_surrogates(text)
 
 
+def rule_of(finding: dict[str, Any]) -> str:
+    """The rule id of a stored finding (``side_effects.at_most_once``); a finding stored before rule
+    ids has only its oracle family, which then stands for the rule."""
+    return str(finding.get("rule") or finding.get("oracle") or "?")
+
+
 def counts(results: Iterable[dict[str, Any]]) -> dict[str, int]:
     """``{"runs", "passed", "failed", "error", "unknown", "unsupported", "cases"}`` over ``results``."""
     out = {"runs": 0, **{v: 0 for v in VERDICTS}}

@@ -6,7 +6,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from crashpoint.reports.summary import failure_groups, group_title, result_id, visible
+from crashpoint.reports.summary import failure_groups, group_title, result_id, rule_of, visible
 
 MARK = {"passed": "passed", "failed": "FAILED", "error": "ERROR", "unknown": "UNKNOWN", "unsupported": "UNSUPPORTED"}
 
@@ -24,7 +24,7 @@ def case_tables(data: dict[str, Any]) -> str:
             if r["case_id"] != case_id:
                 continue
             first = r["failures"][0] if r["failures"] else None
-            detail = f"[{first['oracle']}] {first['message']}" if first else (r["error"] or "")
+            detail = f"[{rule_of(first)}] {first['message']}" if first else (r["error"] or "")
             rows.append([f"kill@{r['crash_point']}" if r["crash_point"] != "none" else "golden (no kill)",
                          MARK[r["verdict"]], r["final_status"] or "-", f"{r['wall_s']:.2f}", detail[:100]])
         head = (f"{case_id}: {info['passed']}/{info['runs']} passed, {info['crash_points']} crash points")
@@ -41,7 +41,7 @@ def _run_detail(r: dict[str, Any], indent: str) -> list[str]:
     if r["error"]:
         lines.append(f"{indent}    error: {r['error']}")
     for f in r["failures"]:
-        lines.append(f"{indent}    [{f.get('rule') or f['oracle']}] {f['message']}")
+        lines.append(f"{indent}    [{rule_of(f)}] {f['message']}")
         lines.extend(f"{indent}        {e}" for e in f["evidence"][:6])
     if r.get("reproduce"):
         lines.append(f"{indent}    reproduce: {r['reproduce']}")

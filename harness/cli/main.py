@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import shlex
 import sys
 import time
 from enum import IntEnum
@@ -89,22 +88,13 @@ def resolve_path(raw: str) -> Path:
 
 def repro_command(case_path: Path, crash_point: str | None, engine: str | None = None,
                   crash_mode: str = "kill", adapter: str | None = None) -> str:
-    """The one-line command that re-runs one case at one crash point (path relative to the cwd if
-    inside it), every word quoted for a POSIX shell (:func:`shlex.join`): a case file named
-    ``x$(touch P).yaml`` or a crash point holding ``'`` runs nothing when the line is pasted."""
-    try:
-        case_path = case_path.resolve().relative_to(Path.cwd())
-    except ValueError:
-        pass
-    words = ["crashpoint", "run", str(case_path)]
-    words += ["--crash-point", crash_point] if crash_point else ["--crash", "none"]
-    if engine:
-        words += ["--engine", engine]
-    if crash_mode != "kill":
-        words += ["--crash-mode", crash_mode]
-    if adapter:
-        words += ["--adapter", adapter]
-    return shlex.join(words)
+    """:func:`crashpoint.harness.judge.verdict.repro_command` with the engine named by ``engine``
+    (``--engine``), ``crash_mode`` and ``adapter`` (``--adapter``): the one-line, shell-quoted command
+    that re-runs one case at one crash point."""
+    from crashpoint.harness.judge.verdict import Invocation
+    from crashpoint.harness.judge.verdict import repro_command as build
+
+    return build(case_path, crash_point, Invocation(engine, adapter, crash_mode))
 
 
 def _adapter(spec: str | None):
@@ -217,6 +207,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _sweep_and_report(args: argparse.Namespace, pack, cases, adapter, executor, where: str) -> int:
     from crashpoint.harness.cli import report as cli_report
     from crashpoint.harness.judge.results import sweep_data
+    from crashpoint.harness.judge.verdict import Invocation, repro_command
     from crashpoint.harness.run.sweep import sweep
     from crashpoint.reports import json_report, text
     from crashpoint.reports.summary import visible
@@ -234,13 +225,14 @@ def _sweep_and_report(args: argparse.Namespace, pack, cases, adapter, executor, 
             print("crashpoint: --resume: no incomplete run of this pack and engine in the store; starting a new one")
     if resumed is not None and resumed.run_id is not None:
         recorder = resume.reopen(args.results_db, resumed.run_id, pack, cases, adapter, args.crash, args.engine,
-                                 args.crash_mode)
+                                 args.crash_mode, getattr(args, "adapter", None))
         print(f"crashpoint: resuming run {resumed.run_id}: {len(resumed.stored)} result(s) already recorded, "
               f"{len(resumed.todo)} case(s) with runs left")
     else:
         recorder = cli_report.start_recording(args, pack, cases, adapter)
 
     bar = progress_for(args)
+    how = Invocation(args.engine, getattr(args, "adapter", None), args.crash_mode)
 
     def progress(result) -> None:
         if recorder is not None:
@@ -256,18 +248,17 @@ def _sweep_and_report(args: argparse.Namespace, pack, cases, adapter, executor, 
                        workdir=args.workdir, keep=bool(args.workdir), worker_timeout_s=args.worker_timeout,
                        only=args.crash_point or (), budget=args.budget,
                        on_result=progress, on_plan=bar.plan, skip=resumed.skip if resumed else (),
-                       crash_mode=args.crash_mode)
+                       crash_mode=args.crash_mode, how=how)
     finally:
         bar.close()
     if resumed is not None:
         result = resume.merge(result, resumed, cases)
     data = sweep_data(result)
     paths = {c.case_id: c.path for c in cases}
-    for r in data["results"]:
-        if r["verdict"] != "passed":
+    for r in data["results"]:  # restored results, and runs the executor lost, have none yet
+        if r["verdict"] != "passed" and not r.get("reproduce"):
             point = None if r["crash_point"] == "none" else r["crash_point"]
-            r["reproduce"] = repro_command(paths[r["case_id"]], point, args.engine, args.crash_mode,
-                                           getattr(args, "adapter", None))
+            r["reproduce"] = repro_command(paths[r["case_id"]], point, how)
     if getattr(args, "verbose", False):
         print(text.case_tables(data))
         print()

@@ -41,9 +41,9 @@ class SweepRecorder:
     Args:
         url: the ``--results-db`` value (``""``: the default store).
         pack, cases, adapter: the sweep's pack, cases and engine adapter.
-        crash: the stored crash setting (:func:`~crashpoint.harness.run.driver.crash_label`); ``engine_spec``
-            ``crash_mode`` and ``adapter_spec``: the ``--engine``, ``--crash-mode`` and ``--adapter`` values
-            (for reproduce commands).
+        crash: the stored crash setting (:func:`~crashpoint.harness.run.driver.crash_label`); ``engine_spec``,
+            ``crash_mode`` and ``adapter_spec``: the ``--engine``, ``--crash-mode`` and ``--adapter``
+            values (for the reproduce commands of results that carry none).
 
     Raises:
         UsageError: no store there, or a malformed URL. StoreError: the store cannot be read (both named
@@ -57,8 +57,8 @@ class SweepRecorder:
 
         self.cases = {c.case_id: c for c in cases}
         self.engine_spec = engine_spec
-        self.crash_mode = crash_mode
         self.adapter_spec = adapter_spec
+        self.crash_mode = crash_mode
         info = {"engine": adapter.name, "engine_version": adapter.version(), "adapter": adapter_class(adapter),
                 "pack": pack.name, "pack_version": pack.version, "crash": crash, "seed": None, "source": "cli"}
         self.recorder = Recorder(url or None, info)
@@ -70,12 +70,13 @@ class SweepRecorder:
 
     def on_result(self, result: Any) -> None:
         """Store one :class:`~crashpoint.harness.run.sweep.RunResult` (called as each run finishes)."""
-        from crashpoint.harness.cli.main import repro_command
         from crashpoint.harness.judge.record import stored_result
+        from crashpoint.harness.judge.verdict import Invocation, repro_command
 
         case = self.cases.get(result.case_id)
-        repro = repro_command(case.path, result.crash_point, self.engine_spec, self.crash_mode, self.adapter_spec) \
-            if case is not None and result.verdict != "passed" else None
+        repro = result.reproduce or (repro_command(case.path, result.crash_point,
+                                                   Invocation(self.engine_spec, self.adapter_spec, self.crash_mode))
+                                     if case is not None and result.verdict != "passed" else None)
         self.recorder.add(stored_result(result, tuple(case.tags) if case is not None else (), repro))
 
     def finish(self, document: dict[str, Any]) -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import shutil
 import tempfile
 import time
@@ -132,11 +131,8 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def repro_line(case_path: Path, engine: str | None = None, adapter: str | None = None) -> str:
-    """The one-line command that runs a repro case on its own (``--crash none``: its faults are in the file),
-    on the same engine (``--engine``) or adapter (``--adapter``)."""
-    try:
-        shown = case_path.resolve().relative_to(Path.cwd())
-    except ValueError:
-        shown = case_path
-    return shlex.join(["crashpoint", "run", str(shown), "--crash", "none", *(["--engine", engine] if engine else []),
-                       *(["--adapter", adapter] if adapter else [])])
+    """The one-line command that runs a repro case on its own (``--crash none``: its faults are in the
+    file): :func:`crashpoint.harness.judge.verdict.repro_command` of it."""
+    from crashpoint.harness.judge.verdict import Invocation, repro_command
+
+    return repro_command(case_path, None, Invocation(engine, adapter))

@@ -24,6 +24,7 @@ from typing import Any, Callable, Sequence
 from crashpoint import __version__
 from crashpoint.errors import CrashpointError, UsageError, WorkerTimeout
 from crashpoint.harness.adapters.protocol import EngineAdapter
+from crashpoint.harness.judge.verdict import Invocation, repro_command
 
 #: ``(level, claim, what it means)``: the claims of the conformance pack, graded.
 CLAIMS: tuple[tuple[int, str, str], ...] = (
@@ -174,10 +175,8 @@ def load_adapter(spec: str, call_timeout_s: float = CALL_TIMEOUT_S) -> EngineAda
 
 def repro(case_path: Path, crash_point: str | None, adapter_spec: str) -> str:
     """``crashpoint run CASE --crash-point P --adapter SPEC`` (``--crash none`` for a golden run),
-    quoted for a POSIX shell (see :func:`crashpoint.harness.cli.main.repro_command`)."""
-    from crashpoint.harness.cli.main import repro_command
-
-    return repro_command(case_path, crash_point, adapter=adapter_spec)
+    quoted for a POSIX shell: :func:`crashpoint.harness.judge.verdict.repro_command`."""
+    return repro_command(case_path, crash_point, Invocation(adapter=adapter_spec))
 
 
 def grade(sweep_result: Any, adapter: EngineAdapter, adapter_spec: str) -> dict[str, Any]:
@@ -213,10 +212,10 @@ def grade(sweep_result: Any, adapter: EngineAdapter, adapter_spec: str) -> dict[
         else:
             entry["verdict"] = "failed" if bad else "passed"
         for r in bad[:5]:
-            why = r.error or "; ".join(f"[{f.oracle}] {f.message}" for f in r.failures[:2])
+            why = r.error or "; ".join(f"[{f.rule}] {f.message}" for f in r.failures[:2])
             entry["failing"].append({"case": r.case_id, "crash_point": r.crash_point or "none", "verdict": r.verdict,
-                                     "why": why[:400], "reproduce": repro(cases[r.case_id].path, r.crash_point,
-                                                                          adapter_spec)})
+                                     "why": why[:400], "reproduce": r.reproduce or repro_command(
+                                         cases[r.case_id].path, r.crash_point, Invocation(adapter=adapter_spec))})
         claims.append(entry)
     level = 0
     for n in sorted(LEVEL_NAMES):
@@ -282,5 +281,5 @@ def certify(adapter_spec: str, pack_path: Path, *, jobs: int | None = None, work
     pack, cases = load_target(pack_path)
     result = sweep(pack, cases, adapter, crash="every", jobs=jobs, executor=executor, workdir=workdir,
                    keep=bool(workdir), worker_timeout_s=worker_timeout_s, only=only, on_result=progress,
-                   on_plan=on_plan)
+                   on_plan=on_plan, how=Invocation(adapter=adapter_spec))
     return grade(result, adapter, adapter_spec)

@@ -36,6 +36,7 @@ from collections import defaultdict
 from typing import Any, Callable
 
 from crashpoint.harness.judge.oracles import Failure, call_line, trace_line
+from crashpoint.harness.judge.rules import RuleContext, rule
 from crashpoint.harness.load.loader import APPROVAL_TOOL, Case, Pack
 from crashpoint.harness.run.driver import RunOutcome
 
@@ -215,3 +216,29 @@ RULES: dict[str, Callable[[Case, Pack, RunOutcome], list[Failure]]] = {
 def check(case: Case, pack: Pack, out: RunOutcome) -> list[Failure]:
     """Every rule of :data:`RULES` on one run."""
     return [f for func in RULES.values() for f in func(case, pack, out)]
+
+
+#: One-line descriptions of :data:`RULES`, as the registry lists them (README "Oracle rules").
+DESCRIPTIONS = {
+    "side_effects.retry_budget": "the calls of a task under one key, across every worker process, stay within its retry "
+                                 "budget plus one per kill and lost response",
+    "trace.attempts_monotonic": "the attempt numbers of a task's calls under one key never go back",
+    "side_effects.no_rerun_after_checkpoint": "after a kill right after a checkpoint that committed a step's success, "
+                                              "no worker calls that step's tool again under its key",
+    "versions.pinned": "the run stays on the definition version deployed when it was accepted (read from the "
+                       "engine's durable state and the definitions the harness deployed)",
+}
+
+
+def _register(rule_id: str, func: Callable[[Case, Pack, RunOutcome], list[Failure]]) -> None:
+    """Register ``func`` as rule ``rule_id`` of :mod:`crashpoint.harness.judge.rules` (one signature:
+    ``rule(ctx)``)."""
+    def check_rule(ctx: RuleContext) -> list[Failure]:
+        return func(ctx.case, ctx.pack, ctx.outcome)
+
+    check_rule.__qualname__ = f"{func.__qualname__}_rule"
+    rule(rule_id, description=DESCRIPTIONS[rule_id])(check_rule)
+
+
+for _id, _func in RULES.items():
+    _register(_id, _func)

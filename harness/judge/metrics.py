@@ -18,15 +18,18 @@ seguridad ante eventos duplicados, éxito de retries, éxito de compensaciones")
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import pandas as pd
 
+from crashpoint.harness.judge.oracles import DUPLICATE_RULES
 from crashpoint.harness.run.crashpoints import THEN
-from crashpoint.harness.run.sweep import RunResult
+
+if TYPE_CHECKING:
+    from crashpoint.harness.judge.verdict import RunResult
 
 
-def _row(r: RunResult) -> dict[str, Any]:
+def _row(r: "RunResult") -> dict[str, Any]:
     out = r.outcome
     trace = out.trace if out else []
     retried = {e["task"] for e in trace if e["kind"] == "retry_scheduled"}
@@ -35,7 +38,7 @@ def _row(r: RunResult) -> dict[str, Any]:
     comp_ok = compensating and all(e.get("ok") for e in trace if e["kind"] == "compensation_result") and \
         out is not None and out.status in ("failed", "cancelled") and "compensation of" not in (out.stop_reason or "")
     dup_sent = out.deliveries["duplicates_sent"] if out else 0
-    dup_effect = any(f.oracle == "side_effects" and "times" in f.message for f in r.failures)
+    dup_effect = any(f.rule in DUPLICATE_RULES for f in r.failures)
     return {
         "case_id": r.case_id,
         "point": r.crash_point,
@@ -52,11 +55,26 @@ def _row(r: RunResult) -> dict[str, Any]:
     }
 
 
-def run_row(r: RunResult) -> dict[str, Any]:
+def run_row(r: "RunResult") -> dict[str, Any]:
     """The per-run inputs of the metrics: ``{"case_id", "point", "crashed", "is_crash_run", "passed",
     "dup", "dup_safe", "retry", "retry_ok", "comp", "comp_ok", "golden_points"}`` (booleans, one int).
     The results store keeps them with each result, so trends over weeks use the same definitions."""
     return _row(r)
+
+
+#: The per-run inputs a result's stored ``measures`` carry (see :mod:`crashpoint.harness.judge.record`).
+MEASURED = ("crashed", "dup", "dup_safe", "retry", "retry_ok", "comp", "comp_ok", "golden_points")
+
+
+def _stored_row(r: "RunResult") -> dict[str, Any]:
+    """The row of a result from the measures it carries (a result restored from the store, whose
+    outcome is gone, counts as it did when it ran); from its outcome when it carries none."""
+    measures = r.measures
+    if not measures or any(k not in measures for k in MEASURED):
+        return _row(r)
+    row = {k: bool(measures[k]) for k in MEASURED if k != "golden_points"}
+    return {"case_id": r.case_id, "point": r.crash_point, "is_crash_run": r.crash_point is not None,
+            "passed": r.verdict == "passed", **row, "golden_points": int(measures["golden_points"] or 0)}
 
 
 def _ratio(num: int, den: int) -> float | None:
@@ -76,9 +94,10 @@ def _metrics(df: pd.DataFrame) -> dict[str, float | None]:
     }
 
 
-def aggregate(results: Iterable[RunResult]) -> dict[str, Any]:
-    """``{"overall": {metric: ratio}, "per_case": {case_id: {metric: ratio}}}`` (pandas group-by)."""
-    df = pd.DataFrame([_row(r) for r in results])
+def aggregate(results: Iterable["RunResult"]) -> dict[str, Any]:
+    """``{"overall": {metric: ratio}, "per_case": {case_id: {metric: ratio}}}`` (pandas group-by), from
+    each result's measures (restored results included)."""
+    df = pd.DataFrame([_stored_row(r) for r in results])
     if df.empty:
         return {"overall": {}, "per_case": {}}
     return {"overall": _metrics(df),

@@ -24,12 +24,14 @@ from __future__ import annotations
 import subprocess
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crashpoint.harness.judge.metrics import run_row
-from crashpoint.harness.judge.oracles import trace_line
-from crashpoint.harness.run.sweep import RunResult
+from crashpoint.harness.judge.oracles import DUPLICATE_RULES, trace_line
 from crashpoint.text import bounded
+
+if TYPE_CHECKING:
+    from crashpoint.harness.judge.verdict import RunResult
 
 #: Most trace events kept in a stored timeline (the refund pack's longest run has about 60).
 TIMELINE_MAX = 400
@@ -53,8 +55,9 @@ def _approval(trace: list[dict[str, Any]], status: str | None) -> tuple[float | 
     return wait, overdue
 
 
-def measures(r: RunResult) -> dict[str, Any]:
-    """The per-run measures stored with a result (see the module docstring)."""
+def measures(r: "RunResult") -> dict[str, Any]:
+    """The per-run measures stored with a result (see the module docstring), computed from its
+    outcome (:func:`crashpoint.harness.judge.verdict.judge` keeps them on the result)."""
     out = r.outcome
     trace = out.trace if out else []
     base = run_row(r)
@@ -67,12 +70,12 @@ def measures(r: RunResult) -> dict[str, Any]:
         "cancel": cancel, "cancel_ok": cancel and r.verdict == "passed",
         "approval_wait_s": wait, "approval_overdue": overdue,
         "retries": sum(1 for e in trace if e.get("kind") == "retry_scheduled"),
-        "dup_effect": any(f.oracle == "side_effects" and "times" in f.message for f in r.failures),
+        "dup_effect": any(f.rule in DUPLICATE_RULES for f in r.failures),
         "replay_failed": any(f.oracle == "differential" for f in r.failures),
     }
 
 
-def timeline(r: RunResult) -> dict[str, Any]:
+def timeline(r: "RunResult") -> dict[str, Any]:
     """The trace timeline and deliveries of a run (see the module docstring)."""
     out = r.outcome
     if out is None:
@@ -85,16 +88,16 @@ def timeline(r: RunResult) -> dict[str, Any]:
     return {"events": events[cut:], "deliveries": deliveries, "truncated": cut}
 
 
-def stored_result(r: RunResult, tags: list[str] | tuple[str, ...] = (), reproduce: str | None = None) -> dict[str, Any]:
+def stored_result(r: "RunResult", tags: list[str] | tuple[str, ...] = (), reproduce: str | None = None) -> dict[str, Any]:
     """The result dict to store for ``r``: ``r.to_dict()`` plus ``tags``, ``measures`` and, for a
     run that did not pass, ``timeline`` and ``reproduce``."""
     data = r.to_dict()
     data["tags"] = list(tags)
-    data["measures"] = measures(r)
+    data["measures"] = dict(r.measures) if r.measures is not None else measures(r)
     if r.verdict != "passed":
         data["timeline"] = timeline(r)
-        if reproduce:
-            data["reproduce"] = reproduce
+        if reproduce or r.reproduce:
+            data["reproduce"] = reproduce or r.reproduce
     return bounded(data)
 
 

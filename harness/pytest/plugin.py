@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -161,15 +162,37 @@ def _adapter(config: pytest.Config):
     return ReferenceAdapter(engine=engine) if engine else ReferenceAdapter()
 
 
-def _run(config: pytest.Config, case, pack, crash_point):
+def _run(config: pytest.Config, case, pack, crash_point, golden=None):
     from crashpoint.harness.run.driver import Driver
 
     root = Path(tempfile.mkdtemp(prefix="crashpoint-pytest-"))
     try:
         driver = Driver(_adapter(config), pack, worker_timeout_s=config.getoption("crashpoint_worker_timeout"))
-        return driver.run(case, root / "run", crash_point)
+        return driver.run(case, root / "run", crash_point, golden)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _attempt(config: pytest.Config, case, pack, crash_point, golden=None):
+    """:func:`_run`, or the exception it raised (judged like any other front end judges it)."""
+    try:
+        return _run(config, case, pack, crash_point, golden)
+    except (Exception, SystemExit) as exc:
+        return exc
+
+
+def needs_fault_free(case) -> bool:
+    """See :func:`crashpoint.harness.judge.verdict.needs_fault_free` (imported when called)."""
+    from crashpoint.harness.judge.verdict import needs_fault_free as needs
+
+    return needs(case)
+
+
+def fault_free(case):
+    """See :func:`crashpoint.harness.run.sweep.fault_free` (imported when called)."""
+    from crashpoint.harness.run.sweep import fault_free as clean
+
+    return clean(case)
 
 
 class CaseFailed(Exception):
@@ -184,29 +207,39 @@ class CaseItem(pytest.Item):
         self.case, self.pack, self.crash_point, self.golden = case, pack, crash_point, golden
 
     def runtest(self) -> None:
-        from crashpoint.harness.cli.main import repro_command
-        from crashpoint.harness.judge.oracles import judge, trace_line
+        from crashpoint.harness.judge.oracles import trace_line
+        from crashpoint.harness.judge.verdict import Invocation, judge
         from crashpoint.text import clip
 
-        outcome = self.golden if (self.crash_point is None and self.golden is not None) else \
-            _run(self.config, self.case, self.pack, self.crash_point)
-        failures = judge(self.case, self.pack, outcome, self.golden)
-        self.crashpoint_result = (outcome, failures)  # read by pytest_results.after_call
-        if self.crash_point is not None and not outcome.crash_fired:
-            message = f"crash point {self.crash_point} was never reached: nothing was tested"
-            raise CaseFailed(message + "\nreproduce: " + repro_command(self.case.path, self.crash_point))
-        if failures:
-            lines = [f"{self.case.case_id}: final status {clip(str(outcome.status))} ({clip(str(outcome.stop_reason))})"]
-            for f in failures:
-                lines.append(f"[{f.oracle}] {clip(f.message)}")
-                lines.extend(f"    {clip(e)}" for e in f.evidence[:6])
+        began = time.perf_counter()
+        if self.crash_point is None and self.golden is not None:
+            outcome, clean = self.golden, None
+            if needs_fault_free(self.case):
+                clean = _attempt(self.config, fault_free(self.case), self.pack, None)
+        else:
+            outcome = _attempt(self.config, self.case, self.pack, self.crash_point, self.golden)
+            clean = _attempt(self.config, fault_free(self.case), self.pack, None) \
+                if needs_fault_free(self.case) and not isinstance(outcome, BaseException) else None
+        result = judge(self.case, self.pack, outcome, crash_point=self.crash_point, golden=self.golden,
+                       fault_free=clean, how=Invocation(self.config.getoption("crashpoint_engine")), began=began)
+        self.crashpoint_result = result  # read by pytest_results.after_call
+        if result.verdict == "passed":
+            return
+        run = result.outcome
+        lines = [f"{self.case.case_id}: {result.verdict}" + (
+            f", final status {clip(str(run.status))} ({clip(str(run.stop_reason))})" if run is not None else "")]
+        if result.error:
+            lines.append(f"{result.verdict}: {clip(result.error)}")
+        for f in result.failures:
+            lines.append(f"[{f.rule}] {clip(f.message)}")
+            lines.extend(f"    {clip(e)}" for e in f.evidence[:6])
+        if run is not None and result.failures:
             lines.append("last trace events:")
-            lines.extend(f"    {clip(trace_line(e))}" for e in outcome.trace[-8:])
-            engine = self.config.getoption("crashpoint_engine")
-            lines.append("reproduce: " + repro_command(self.case.path, self.crash_point, engine))
-            raise CaseFailed("\n".join(lines))
+            lines.extend(f"    {clip(trace_line(e))}" for e in run.trace[-8:])
+        lines.append(f"reproduce: {result.reproduce}")
+        raise CaseFailed("\n".join(lines))
 
-    crashpoint_result: tuple[Any, list[Any]] | None = None
+    crashpoint_result: Any = None
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         """The oracle report instead of a Python traceback."""

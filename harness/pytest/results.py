@@ -4,7 +4,8 @@ The plugin (:mod:`crashpoint.harness.pytest.plugin`) calls :func:`after_call` fo
 once it ran, and :func:`finish` at the end of the session:
 
 * every item that did not pass gets ``user_properties`` ``crashpoint_verdict``,
-  ``crashpoint_oracle`` (the oracles that failed, comma-separated), ``crashpoint_crash_point`` and
+  ``crashpoint_oracle`` (the oracle families that failed, comma-separated), ``crashpoint_rule`` (the
+  rule ids of the findings, comma-separated), ``crashpoint_crash_point`` and
   ``crashpoint_reproduce`` (the one-line command), which ``--junitxml`` writes as ``<property>``
   elements of its ``<testcase>``; the failure text itself carries each finding and the command;
 * with ``--crashpoint-results-db URL`` (``""``: the default store), the session is one stored run
@@ -70,36 +71,31 @@ def _recorder(config: pytest.Config, info: dict[str, Any]) -> Any:
 
 
 def after_call(item: Any, call: pytest.CallInfo[None]) -> None:
-    """Judge a finished case item's call phase: properties for ``--junitxml``, and a stored result.
+    """Record a finished case item's call phase: properties for ``--junitxml``, and a stored result.
 
-    ``item.crashpoint_result`` is ``(outcome, failures)`` when the run got that far; an item whose
-    run raised before (the engine or its adapter broke) is stored as an ``error``."""
-    from crashpoint.harness.cli.main import repro_command
+    ``item.crashpoint_result`` is the item's :class:`~crashpoint.harness.judge.verdict.RunResult` (the
+    one verdict every front end gives); an item whose call raised before it was judged (a bug in the
+    plugin) is stored as an ``error`` naming the exception."""
     from crashpoint.harness.judge.record import stored_result
-    from crashpoint.harness.run.sweep import RunResult
+    from crashpoint.harness.judge.verdict import Invocation, RunResult, repro_command
 
-    outcome, failures = getattr(item, "crashpoint_result", None) or (None, [])
-    error = None
-    if outcome is None:
-        verdict = "error"
+    result = getattr(item, "crashpoint_result", None)
+    if result is None:
         error = call.excinfo.exconly() if call.excinfo else "the run produced no outcome"
-    elif item.crash_point is not None and not outcome.crash_fired:
-        verdict, error = "error", f"crash point {item.crash_point} was never reached: nothing was tested"
-    else:
-        verdict = "failed" if failures else "passed"
-    repro = None
-    if verdict != "passed":
-        repro = repro_command(item.case.path, item.crash_point, item.config.getoption("crashpoint_engine"))
+        result = RunResult(item.case.case_id, item.crash_point, "error", error=error, wall_s=call.duration)
+        result.reproduce = repro_command(item.case.path, item.crash_point,
+                                         Invocation(item.config.getoption("crashpoint_engine")))
+    if result.verdict != "passed":
+        failures = result.failures
         item.user_properties.extend([
-            ("crashpoint_verdict", verdict),
-            ("crashpoint_oracle", ",".join(dict.fromkeys(f.oracle for f in failures)) or verdict),
+            ("crashpoint_verdict", result.verdict),
+            ("crashpoint_oracle", ",".join(dict.fromkeys(f.oracle for f in failures)) or result.verdict),
+            ("crashpoint_rule", ",".join(result.rules) or result.verdict),
             ("crashpoint_crash_point", item.crash_point or "none"),
-            ("crashpoint_reproduce", repro)])
+            ("crashpoint_reproduce", result.reproduce)])
     if item.config.getoption("crashpoint_results_db", None) is not None:
-        result = RunResult(item.case.case_id, item.crash_point, verdict, list(failures), error=error,
-                           outcome=outcome, wall_s=call.duration)
         item.crashpoint_record = {"info": _run_info(item),
-                                  "result": stored_result(result, tuple(item.case.tags), repro)}
+                                  "result": stored_result(result, tuple(item.case.tags))}
 
 
 def record_report(config: pytest.Config, report: pytest.TestReport) -> None:

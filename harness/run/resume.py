@@ -25,7 +25,7 @@ from typing import Any, Sequence
 from crashpoint.errors import UsageError
 from crashpoint.harness.run.modes import crash_label
 from crashpoint.harness.load.loader import Case, Pack
-from crashpoint.harness.judge.oracles import Failure
+from crashpoint.harness.judge.rules import Finding
 from crashpoint.harness.run.sweep import RunResult, SweepResult
 
 #: Crash modes ``--resume`` supports.
@@ -37,18 +37,18 @@ Pair = tuple[str, "str | None"]
 class StoredResult(RunResult):
     """A result restored from the store: its verdict, findings and JSON form as recorded.
 
-    ``outcome`` is ``None`` (the engine's files are gone), so per-run metrics that need the trace
-    do not count it; ``to_dict()`` returns the recorded result document fields.
+    ``outcome`` is ``None`` (the engine's files are gone); ``measures`` are the recorded ones, so it
+    counts in the metrics as it did when it ran; ``to_dict()`` returns the recorded result document fields.
     """
 
     def __init__(self, data: dict[str, Any]) -> None:
         point = data.get("crash_point")
         super().__init__(case_id=str(data["case_id"]), crash_point=None if point in (None, "none") else str(point),
                          verdict=str(data["verdict"]),
-                         failures=[Failure(f.get("oracle", "?"), f.get("message", ""), list(f.get("evidence") or []))
-                                   for f in data.get("failures") or []],
+                         failures=[Finding.from_dict(f) for f in data.get("failures") or []],
                          error=data.get("error"), wall_s=float(data.get("wall_s") or 0.0),
-                         vacuity=list(data.get("vacuity") or []))
+                         vacuity=list(data.get("vacuity") or []),
+                         measures=data["measures"] if isinstance(data.get("measures"), dict) else None)
         self.data = data
 
     def to_dict(self) -> dict[str, Any]:
@@ -160,7 +160,7 @@ def merge(result: SweepResult, resume: ResumePlan, cases: Sequence[Case]) -> Swe
 
 
 def reopen(url: str | None, run_id: str, pack: Pack, cases: Sequence[Case], adapter: Any, crash: str,
-           engine_spec: str | None, crash_mode: str = "kill") -> Any:
+           engine_spec: str | None, crash_mode: str = "kill", adapter_spec: str | None = None) -> Any:
     """A :class:`~crashpoint.harness.cli.report.SweepRecorder` appending to ``run_id``."""
     from crashpoint.harness.cli.report import SweepRecorder
     from crashpoint.harness.judge.record import Recorder
@@ -168,6 +168,7 @@ def reopen(url: str | None, run_id: str, pack: Pack, cases: Sequence[Case], adap
     recorder = SweepRecorder.__new__(SweepRecorder)
     recorder.cases = {c.case_id: c for c in cases}
     recorder.engine_spec = engine_spec
+    recorder.adapter_spec = adapter_spec
     recorder.crash_mode = crash_mode
     recorder.recorder = Recorder.reopen(url or None, run_id)
     return recorder

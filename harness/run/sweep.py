@@ -13,21 +13,16 @@ import re
 import shutil
 import tempfile
 import time
-import traceback
 from concurrent.futures import FIRST_COMPLETED, CancelledError, Executor, Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Collection, Sequence
+from typing import Callable, Collection, Sequence
 
-from crashpoint.errors import WorkerTimeout
-from crashpoint.text import bounded
-from crashpoint.harness.run import crashpoints
 from crashpoint.harness.adapters.protocol import EngineAdapter
-from crashpoint.harness.adapters.support import lacking, unsupported_message
-from crashpoint.harness.judge.coverage import vacuity
-from crashpoint.harness.run.driver import Driver, RunOutcome, reap_under
+from crashpoint.harness.judge.verdict import VERDICTS, Invocation, RunResult, judge, needs_fault_free, unsupported
 from crashpoint.harness.load.loader import Case, Pack
-from crashpoint.harness.judge.oracles import Failure, differential, judge
+from crashpoint.harness.run import crashpoints
+from crashpoint.harness.run.driver import Driver, RunOutcome, reap_under
 
 CRASH_MODES = ("sampled", "every", "none", "recovery")
 #: ``sampled``: per case, the crash runs added to ``every`` (see :func:`sampled_specs`).
@@ -64,54 +59,8 @@ def sampled_points(points: Sequence[str]) -> dict[str, list[str]]:
             "together": _spread(commits or points, SAMPLED_TOGETHER)}
 
 
-VERDICTS = ("passed", "failed", "error", "unknown", "unsupported")
 
-
-@dataclass
-class RunResult:
-    """The verdict on one run.
-
-    Attributes:
-        case_id: the case. ``crash_point``: the crash point id, or ``None`` for the golden run.
-        verdict: ``passed`` | ``failed`` | ``error`` (the harness or the engine broke) |
-            ``unknown`` (a worker neither finished nor crashed in time; never counts as passed) |
-            ``unsupported`` (the case needs a feature the adapter declares its engine lacks, named in
-            ``error``: not run, never counts as passed; see :mod:`crashpoint.harness.adapters.support`).
-        failures: oracle findings (empty when passed).
-        error: the error text for ``error``/``unknown``.
-        vacuity: faults scheduled that never fired, work that never happened (see
-            :mod:`crashpoint.harness.judge.coverage`).
-        outcome: the run's outcome (``None`` when the run could not produce one).
-    """
-
-    case_id: str
-    crash_point: str | None
-    verdict: str
-    failures: list[Failure] = field(default_factory=list)
-    error: str | None = None
-    outcome: RunOutcome | None = None
-    wall_s: float = 0.0
-    vacuity: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form (see README, "The JSON report"); every string bounded by :func:`crashpoint.text.bounded`
-        (an engine's 20 MB stop reason is kept as its first :data:`crashpoint.text.MAX_TEXT` characters)."""
-        out = self.outcome
-        return bounded({
-            "case_id": self.case_id,
-            "crash_point": self.crash_point or "none",
-            "verdict": self.verdict,
-            "failures": [f.to_dict() for f in self.failures],
-            "error": self.error,
-            "final_status": out.status if out else None,
-            "stop_reason": out.stop_reason if out else None,
-            "crash_fired": out.crash_fired if out else False,
-            "workers": out.workers if out else 0,
-            "kills": out.kills if out else 0,
-            "notes": out.notes if out else [],
-            "vacuity": list(self.vacuity),
-            "wall_s": round(self.wall_s, 3),
-        })
+__all__ = ["sweep", "fault_free", "RunResult", "SweepResult", "CRASH_MODES", "VERDICTS"]
 
 
 @dataclass
@@ -136,55 +85,33 @@ def fault_free(case: Case) -> Case:
 
 
 def _run_one(driver: Driver, case: Case, pack: Pack, run_dir: Path, crash_point: str | None,
-             golden: RunOutcome | None) -> RunResult:
+             golden: RunOutcome | None, how: Invocation | None = None) -> RunResult:
+    """Run ``case`` (killed at ``crash_point``) in ``run_dir`` and judge it with
+    :func:`crashpoint.harness.judge.verdict.judge`; a ``like_fault_free`` case also runs fault-free."""
     began = time.perf_counter()
-    missing = lacking(driver.adapter, case, pack)
-    if missing:
-        return RunResult(case.case_id, crash_point, "unsupported", error=unsupported_message(driver.adapter, missing))
+    lacks = unsupported(driver.adapter, case, pack, crash_point)
+    if lacks is not None:
+        return lacks
     try:
-        outcome = driver.run(case, run_dir, crash_point, golden)
-    except WorkerTimeout as exc:
-        return RunResult(case.case_id, crash_point, "unknown", error=str(exc), wall_s=time.perf_counter() - began)
-    except (Exception, SystemExit) as exc:  # the engine or its adapter broke: a verdict, never a silent skip
-        text = f"{type(exc).__name__}: {exc}"
-        if not str(exc):
-            text += "\n" + traceback.format_exc(limit=3)
-        return RunResult(case.case_id, crash_point, "error", error=text, wall_s=time.perf_counter() - began)
-    failures = judge(case, pack, outcome, golden)
-    if case.expected.get("like_fault_free"):
+        outcome: RunOutcome | BaseException = driver.run(case, run_dir, crash_point, golden)
+    except (Exception, SystemExit) as exc:  # judged: a hang is unknown, anything else an error
+        outcome = exc
+    clean: RunOutcome | BaseException | None = None
+    if needs_fault_free(case) and isinstance(outcome, RunOutcome):
         try:
             clean = driver.run(fault_free(case), run_dir.with_name(run_dir.name + "-fault-free"))
         except (Exception, SystemExit) as exc:
-            return RunResult(case.case_id, crash_point, "error", error=f"the fault-free run broke: "
-                             f"{type(exc).__name__}: {exc}", outcome=outcome, wall_s=time.perf_counter() - began)
-        failures += differential(outcome, clean)
-    findings, nothing = vacuity(outcome, golden=crash_point is None)
-    if outcome.faults_missed and crash_point is None:
-        return RunResult(case.case_id, crash_point, "error", failures,
-                         error="the case's faults never fired, so nothing was tested: "
-                               + "; ".join(outcome.faults_missed),
-                         outcome=outcome, vacuity=findings, wall_s=time.perf_counter() - began)
-    if nothing:
-        return RunResult(case.case_id, crash_point, "error", failures,
-                         error="the golden run made no tool call: the case exercised nothing",
-                         outcome=outcome, vacuity=findings, wall_s=time.perf_counter() - began)
-    if crash_point is not None and not outcome.crash_fired:
-        known = ", ".join(golden.crash_points) if golden else "(no golden run)"
-        return RunResult(case.case_id, crash_point, "error", failures,
-                         error=f"crash point {crash_point} was never reached, so nothing was tested; "
-                               f"the golden run of {case.case_id} passes: {known}",
-                         outcome=outcome, vacuity=findings, wall_s=time.perf_counter() - began)
-    return RunResult(case.case_id, crash_point, "failed" if failures else "passed", failures, outcome=outcome,
-                     vacuity=findings, wall_s=time.perf_counter() - began)
+            clean = exc
+    return judge(case, pack, outcome, crash_point=crash_point, golden=golden, fault_free=clean, how=how, began=began)
 
 
 def _run_isolated(driver: Driver, case: Case, pack: Pack, run_dir: Path, crash_point: str | None,
-                  golden: RunOutcome | None) -> RunResult:
+                  golden: RunOutcome | None, how: Invocation | None = None) -> RunResult:
     """:func:`_run_one` in a temporary folder of the machine that executes it (``run_dir`` relative),
     removed afterwards: for executors whose workers do not share the caller's file system (Dask)."""
     scratch = Path(tempfile.mkdtemp(prefix="crashpoint-run-"))
     try:
-        return _run_one(driver, case, pack, scratch / run_dir, crash_point, golden)
+        return _run_one(driver, case, pack, scratch / run_dir, crash_point, golden, how)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -207,7 +134,8 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
           budget: int | None = None,
           on_result: Callable[[RunResult], None] | None = None,
           on_plan: Callable[[int], None] | None = None,
-          skip: Collection[tuple[str, str | None]] = (), crash_mode: str = "kill") -> SweepResult:
+          skip: Collection[tuple[str, str | None]] = (), crash_mode: str = "kill",
+          how: Invocation | None = None) -> SweepResult:
     """Run the golden run of every case, then (``crash="every"``) one run per crash point it passed.
 
     A case's crash runs are submitted as soon as its golden run is done (its crash points are
@@ -247,6 +175,8 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
         skip: ``(case_id, crash_point)`` pairs already done (``crash_point`` ``None``: the golden run),
             for ``crashpoint run --resume``: they are neither run nor returned, except that a skipped
             golden run still runs (not reported) when the case has other runs to do, as their reference.
+        how: how the reproduce commands of runs that did not pass name the engine (default: the
+            reference engine, ``--crash-mode`` ``crash_mode``).
 
     Returns:
         The :class:`SweepResult`; ``results`` hold the golden runs in case order, then each case's
@@ -270,6 +200,7 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
     root = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="crashpoint-"))
     root.mkdir(parents=True, exist_ok=True)
     driver = Driver(adapter, pack, worker_timeout_s=worker_timeout_s, crash_mode=crash_mode)
+    how = how or Invocation(crash_mode=crash_mode)
     by_id = {c.case_id: c for c in cases}
     planned = 0
     golden_results: dict[str, RunResult] = {}
@@ -290,9 +221,9 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
     def submit(phase: str, case: Case, run_dir: Path, point: str | None, golden: RunOutcome | None,
                index: int) -> None:
         if isolated:
-            f = pool.submit(_run_isolated, driver, case, pack, run_dir.relative_to(root), point, golden)
+            f = pool.submit(_run_isolated, driver, case, pack, run_dir.relative_to(root), point, golden, how)
         else:
-            f = pool.submit(_run_one, driver, case, pack, run_dir, point, golden)
+            f = pool.submit(_run_one, driver, case, pack, run_dir, point, golden, how)
         pending[f] = (phase, case.case_id, point, index)
 
     def crash_runs(case: Case, golden: RunResult) -> None:

@@ -63,7 +63,7 @@ def test_a_failure_shows_the_oracle_trace_lines_and_a_repro_command(pytester: py
                                 "--crashpoint-engine", "variants.engines:NoCompensationOnCancel")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
-        "*[[]side_effects[]] workflow ended cancelled after effect draft_refund was applied*",
+        "*[[]side_effects.compensated_on_failure[]] workflow ended cancelled after effect draft_refund was applied*",
         "*last trace events:*",
         "*reproduce: crashpoint run *cancel_while_waiting_compensates_draft.yaml --crash none"
         " --engine variants.engines:NoCompensationOnCancel*",

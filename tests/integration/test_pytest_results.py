@@ -35,7 +35,7 @@ def test_junitxml_and_the_results_store(pytester: pytest.Pytester, tmp_path: Pat
     failed = [c for c in cases if c.find("failure") is not None]
     assert [c.get("name") for c in failed] == ["cancel_while_waiting_compensates_draft"]
     text = failed[0].find("failure").get("message") + (failed[0].find("failure").text or "")
-    assert "[side_effects]" in text and "compensat" in text
+    assert "[side_effects.compensated_on_failure]" in text and "compensat" in text
     assert "reproduce: crashpoint run " in text and "--engine variants.engines:NoCompensationOnCancel" in text
     props = {p.get("name"): p.get("value") for p in failed[0].findall("./properties/property")}
     assert props["crashpoint_verdict"] == "failed" and props["crashpoint_crash_point"] == "none"

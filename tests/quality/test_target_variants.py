@@ -41,7 +41,7 @@ def test_the_named_rule_catches_the_variant_every_time(tmp_path: Path, variant: 
     for n in range(3):
         result = run_one(target, target.case(case), mode, tmp_path / f"run{n}", point, golden)
         assert result.verdict == "failed", result.error
-        assert rule in {f.oracle for f in result.failures}, [f.message for f in result.failures]
+        assert rule in {f.rule for f in result.failures}, [f.message for f in result.failures]
         if point is not None:
             assert result.kills == 1 and any(p["rc"] == -9 for p in result.pids)
 

@@ -60,3 +60,7 @@ class HangsInStatus(ReferenceAdapter):
 
         threading.Event().wait()  # forever
         return {}
+def new_key_on_retry() -> ReferenceAdapter:
+    """The reference adapter on an engine whose retry of a call uses a new idempotency key
+    (:class:`variants.engines.NewKeyOnRetry`), for certifying it like any other adapter."""
+    return ReferenceAdapter(engine="variants.engines:NewKeyOnRetry", name="new-key-on-retry")

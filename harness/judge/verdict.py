@@ -1,0 +1,261 @@
+"""The one verdict path: a finished run (or the exception it raised) becomes its result record.
+
+Every front end (``crashpoint run`` and ``--resume``, ``crashpoint search``, ``crashpoint certify``,
+``pytest --chaos``) runs the engine its own way and then calls :func:`judge`, so the same run gets
+the same verdict, the same findings (with the same rule ids), the same vacuity, the same reproduce
+command and the same measures everywhere. The decision, in order:
+
+1. the run raised :class:`~crashpoint.errors.WorkerTimeout` (a worker hung): ``unknown``; any other
+   exception (the engine or its adapter broke): ``error`` naming it;
+2. the fault-free run a ``like_fault_free`` case is compared with broke: ``error``;
+3. the case's own faults never fired on its golden run: ``error`` (nothing was tested);
+4. the golden run made no tool call: ``error`` (the case exercised nothing);
+5. the targeted crash point was never reached: ``error`` (nothing was tested);
+6. a rule found something: ``failed``;
+7. a rule raised instead of judging: ``unknown`` (that rule could not decide the run);
+8. otherwise ``passed``.
+
+Findings and vacuity are kept in every case, so an ``error`` still shows what the rules saw.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from crashpoint.errors import WorkerTimeout
+from crashpoint.harness.judge.rules import Finding, Judgement, Rule, RuleContext, evaluate
+
+if TYPE_CHECKING:
+    from crashpoint.harness.load.loader import Case, Pack
+    from crashpoint.harness.run.driver import RunOutcome
+
+VERDICTS = ("passed", "failed", "error", "unknown", "unsupported")
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """How the command that re-runs a run names the engine: ``engine`` (``--engine MODULE:CLASS``),
+    ``adapter`` (``--adapter SPEC``), ``crash_mode`` (``--crash-mode``, omitted for ``kill``)."""
+
+    engine: str | None = None
+    adapter: str | None = None
+    crash_mode: str = "kill"
+
+
+def repro_command(case_path: Path | str, crash_point: str | None, how: Invocation | None = None) -> str:
+    """The one-line command that re-runs one case at one crash point (``--crash none`` for a golden
+    run, or a case whose faults are in its file): ``crashpoint run CASE --crash-point P [--engine E]
+    [--crash-mode M] [--adapter A]``, the case path relative to the working folder when inside it.
+    Every word is quoted for a POSIX shell (:func:`shlex.join`), so a case file named
+    ``x$(touch P).yaml`` or a crash point holding ``'`` runs nothing when the line is pasted. The one
+    place a reproduce line is built: the CLI, certify, search and pytest all call it."""
+    how = how or Invocation()
+    path = Path(case_path)
+    try:
+        path = path.resolve().relative_to(Path.cwd())
+    except (ValueError, OSError):
+        pass
+    words = ["crashpoint", "run", str(path)]
+    words += ["--crash-point", crash_point] if crash_point else ["--crash", "none"]
+    if how.engine:
+        words += ["--engine", how.engine]
+    if how.crash_mode != "kill":
+        words += ["--crash-mode", how.crash_mode]
+    if how.adapter:
+        words += ["--adapter", how.adapter]
+    return shlex.join(words)
+
+
+@dataclass
+class RunResult:
+    """The verdict on one run: the one result record every front end and report uses.
+
+    Attributes:
+        case_id: the case. ``crash_point``: the crash point id, or ``None`` for the golden run.
+        verdict: ``passed`` | ``failed`` | ``error`` (the harness or the engine broke, or nothing was
+            tested) | ``unknown`` (a worker neither finished nor crashed in time, or a rule could not
+            decide; never counts as passed) | ``unsupported`` (the case needs a feature the adapter
+            declares its engine lacks, named in ``error``: not run, never counts as passed; see
+            :func:`unsupported`).
+        failures: rule findings (empty when passed), each with its rule id.
+        error: the error text for ``error``/``unknown``.
+        vacuity: faults scheduled that never fired, work that never happened (see
+            :mod:`crashpoint.harness.judge.coverage`).
+        outcome: the run's outcome (``None`` when the run could not produce one).
+        wall_s: wall seconds of the run (and its judging).
+        rules_unknown: ids of the rules that raised instead of judging.
+        reproduce: the command that re-runs it (:func:`repro_command`; runs that did not pass).
+        measures: the per-run metric inputs (:func:`crashpoint.harness.judge.record.measures`), kept
+            so that restored results count in metrics as they did when they ran.
+    """
+
+    case_id: str
+    crash_point: str | None
+    verdict: str
+    failures: list[Finding] = field(default_factory=list)
+    error: str | None = None
+    outcome: "RunOutcome | None" = None
+    wall_s: float = 0.0
+    vacuity: list[str] = field(default_factory=list)
+    rules_unknown: list[str] = field(default_factory=list)
+    reproduce: str | None = None
+    measures: dict[str, Any] | None = None
+
+    @property
+    def rules(self) -> list[str]:
+        """The rule ids of the findings, each once, in order."""
+        return list(dict.fromkeys(f.rule for f in self.failures))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (see README, "The JSON report"); ``reproduce`` only when set; every string bounded
+        by :func:`crashpoint.text.bounded` (an engine's 20 MB stop reason is kept as its first
+        :data:`crashpoint.text.MAX_TEXT` characters)."""
+        from crashpoint.text import bounded
+
+        out = self.outcome
+        data = {
+            "case_id": self.case_id,
+            "crash_point": self.crash_point or "none",
+            "verdict": self.verdict,
+            "failures": [f.to_dict() for f in self.failures],
+            "error": self.error,
+            "final_status": out.status if out else None,
+            "stop_reason": out.stop_reason if out else None,
+            "crash_fired": out.crash_fired if out else False,
+            "workers": out.workers if out else 0,
+            "kills": out.kills if out else 0,
+            "notes": out.notes if out else [],
+            "vacuity": list(self.vacuity),
+            "wall_s": round(self.wall_s, 3),
+        }
+        if self.rules_unknown:
+            data["rules_unknown"] = list(self.rules_unknown)
+        if self.reproduce:
+            data["reproduce"] = self.reproduce
+        return bounded(data)
+
+
+def unsupported(adapter: Any, case: "Case", pack: "Pack", crash_point: str | None = None) -> RunResult | None:
+    """The ``unsupported`` record of a case that needs a feature ``adapter`` declares its engine lacks
+    (:func:`crashpoint.harness.adapters.support.lacking`, named in ``error``), or ``None`` when the
+    adapter can run it. Front ends call it before they run the case."""
+    from crashpoint.harness.adapters.support import lacking, unsupported_message
+    from crashpoint.harness.judge.record import measures
+
+    missing = lacking(adapter, case, pack)
+    if not missing:
+        return None
+    result = RunResult(case.case_id, crash_point, "unsupported", error=unsupported_message(adapter, missing))
+    result.measures = measures(result)
+    return result
+
+
+def exception_text(exc: BaseException) -> str:
+    """``Name: message`` of an exception that broke a run (with a short traceback when the message is empty)."""
+    text = f"{type(exc).__name__}: {exc}"
+    if not str(exc):
+        text += "\n" + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=3))
+    return text
+
+
+def needs_fault_free(case: "Case") -> bool:
+    """``True`` when the case must end like its fault-free self (``expected.like_fault_free``): the
+    front end then runs :func:`crashpoint.harness.run.sweep.fault_free` of it and hands the outcome to
+    :func:`judge`."""
+    return bool(case.expected.get("like_fault_free"))
+
+
+def judge(case: "Case", pack: "Pack", run: "RunOutcome | BaseException", *, crash_point: str | None = None,
+          golden: "RunOutcome | None" = None, fault_free: "RunOutcome | BaseException | None" = None,
+          masked: bool = False, how: Invocation | None = None, wall_s: float | None = None,
+          began: float | None = None, rules: Sequence[Rule] | None = None) -> RunResult:
+    """The result record of one run (see the module docstring for the order of the decision).
+
+    Args:
+        case, pack: the case as run (faults applied) and its pack.
+        run: the run's :class:`~crashpoint.harness.run.driver.RunOutcome`, or the exception it raised.
+        crash_point: the crash point the harness targeted (``None``: a golden run, or a schedule whose
+            kills are the case's own faults).
+        golden: the case's golden run (``None`` for the golden run itself); a crashed run must end like it.
+        fault_free: for a ``like_fault_free`` case (:func:`needs_fault_free`), the fault-free run's
+            outcome or the exception it raised.
+        masked: the run's faults are ones a correct engine masks (a generated schedule of kills and
+            duplicates): it must end like ``golden`` too.
+        how: how to name the engine in the reproduce command (for runs that did not pass).
+        wall_s / began: the run's wall seconds, or its ``time.perf_counter()`` start (default 0).
+        rules: the rules to apply (default: every registered rule).
+
+    Returns:
+        The :class:`RunResult`, with ``measures`` and, unless passed, ``reproduce``.
+    """
+    result = _decide(case, pack, run, crash_point, golden, fault_free, masked, rules)
+    if wall_s is None:
+        wall_s = time.perf_counter() - began if began is not None else 0.0
+    result.wall_s = wall_s
+    from crashpoint.harness.judge.record import measures
+
+    result.measures = measures(result)
+    if result.verdict != "passed" and case.path is not None:
+        result.reproduce = repro_command(case.path, crash_point, how)
+    return result
+
+
+def _decide(case: "Case", pack: "Pack", run: "RunOutcome | BaseException", crash_point: str | None,
+            golden: "RunOutcome | None", fault_free: "RunOutcome | BaseException | None", masked: bool,
+            rules: Sequence[Rule] | None) -> RunResult:
+    from crashpoint.harness.judge.coverage import vacuity
+
+    cid = case.case_id
+    if isinstance(run, WorkerTimeout):
+        return RunResult(cid, crash_point, "unknown", error=str(run))
+    if isinstance(run, BaseException):  # the engine or its adapter broke: a verdict, never a silent skip
+        return RunResult(cid, crash_point, "error", error=exception_text(run))
+    refs: list[tuple[str, RunOutcome]] = []
+    if golden is not None and (crash_point is not None or masked):
+        refs.append(("golden", golden))
+    if isinstance(fault_free, BaseException):
+        return RunResult(cid, crash_point, "error", outcome=run,
+                         error=f"the fault-free run broke: {type(fault_free).__name__}: {fault_free}")
+    if fault_free is not None:
+        refs.append(("fault-free", fault_free))
+    judgement: Judgement = evaluate(RuleContext(case, pack, run, golden, tuple(refs)), rules)
+    findings = judgement.findings
+    notes, nothing = vacuity(run, golden=crash_point is None)
+
+    def result(verdict: str, error: str | None = None) -> RunResult:
+        return RunResult(cid, crash_point, verdict, findings, error=error, outcome=run, vacuity=notes,
+                         rules_unknown=[rid for rid, _ in judgement.broken])
+
+    if run.faults_missed and crash_point is None:
+        return result("error", "the case's faults never fired, so nothing was tested: " + "; ".join(run.faults_missed))
+    if nothing:
+        return result("error", "the golden run made no tool call: the case exercised nothing")
+    if crash_point is not None and not run.crash_fired:
+        known = ", ".join(golden.crash_points) if golden else "(no golden run)"
+        return result("error", f"crash point {crash_point} was never reached, so nothing was tested; "
+                               f"the golden run of {cid} passes: {known}")
+    if findings:
+        return result("failed", judgement.broken_text() or None)
+    if judgement.broken:
+        return result("unknown", judgement.broken_text())
+    return result("passed")
+
+
+#: The starts of the ``error`` texts that say only that nothing was tested (no finding involved).
+NOTHING_TESTED = ("the case's faults never fired", "the golden run made no tool call")
+
+
+def is_vacuous(result: RunResult) -> bool:
+    """``True`` for an ``error`` that only says nothing was tested (faults that never fired, or a run
+    that made no tool call) and has no finding: what a generated search skips as ``vacuous`` rather
+    than counts as a failure (a schedule that cancels before the first step tests no engine bug)."""
+    return result.verdict == "error" and not result.failures and bool(result.error) and \
+        result.error.startswith(NOTHING_TESTED)
+
+
+__all__ = ["judge", "unsupported", "VERDICTS", "RunResult", "Invocation", "repro_command", "needs_fault_free", "exception_text", "is_vacuous"]
