@@ -349,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
         if thread in traps:
             status = {**status, "trap": traps[thread]}
         report[thread] = status
-    tmp = run_dir / (THREADS_FILE + ".tmp")
+    tmp = run_dir / f"{THREADS_FILE}.{os.getpid()}.tmp"  # two processes of a duplicated request write it too
     tmp.write_text(json.dumps(report, sort_keys=True))
     os.replace(tmp, run_dir / THREADS_FILE)
     conn.close()

@@ -69,3 +69,22 @@ def test_async_durability_loses_the_refund_step_every_time(target: Target, golde
 def test_sync_sweep_of_the_example_passes(target: Target) -> None:
     result = sweep(target, cases=["approved"], durability=["sync"], workers=2)
     assert result.counts()["passed"] == len(result.results) > 40, result.to_dict()["runs"][:3]
+
+
+def test_a_thread_with_no_checkpoint_after_a_kill_is_reported_and_resubmitted_explicitly(target: Target, golden,
+                                                                                          tmp_path: Path) -> None:
+    out = run_target(target, target.case("approved"), "sync", tmp_path, "before_put:order-1001@-1")
+    assert out.kills == 1
+    assert any("had no checkpoint after the kill at before_put:order-1001@-1" in n for n in out.notes)
+    assert [d["kind"] for d in out.deliveries][:2] == ["kill", "resubmit"]
+    assert out.threads["order-1001"]["status"] == "finished"
+    assert judge(target, out, golden) == ([], [])
+
+
+def test_a_mode_the_installed_langgraph_lacks_is_unsupported() -> None:
+    from crashpoint.harness.targets import langgraph_worker
+
+    assert langgraph_worker.durability_options(type("G", (), {"invoke": lambda self, x, c, checkpoint_during=True: 0})(),
+                                               "sync") is None
+    assert langgraph_worker.durability_options(type("G", (), {"invoke": lambda self, x, c, checkpoint_during=True: 0})(),
+                                               "exit") == {"checkpoint_during": False}
