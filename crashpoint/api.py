@@ -161,7 +161,7 @@ class EffectCall:
         lost: the effect applied but its answer never reached the caller.
         pid: the calling process. ``thread`` / ``node`` / ``task``: where the engine said the call ran.
         durable: the engine had a durable record of the thread when the call began.
-        live_others: other live processes that had called the same step before this call (pids).
+        live_others: the run's other worker processes alive when the call began (pids).
         error: the failure's text. ``result``: the answer (JSON form). ``step``: the engine's step number
             (LangGraph's superstep) when the engine gives one. ``gseq``: position in the order the ledger
             shares between effect calls and human decisions.

@@ -11,16 +11,18 @@ target call adds is kept in one more table of the same file::
 
     effect_calls(seq -> calls.seq, pid, thread, node, task, step, digest, durable, live_others, value)
 
-(``value``: the pickled result, returned again for a repeated key; ``live_others``: JSON list of other
-live processes that had called the same step before). The probe passes ``before_effect:NAME`` before the
+(``value``: the pickled result, returned again for a repeated key; ``live_others``: JSON list of the
+run's other worker processes alive when the call began, from ``RUN_DIR/pids.log``). The probe passes ``before_effect:NAME`` before the
 call and ``after_effect:NAME`` once the call is recorded and before its answer returns.
 
-A call's *step* (what "the same call" means across kills) is ``(thread, node, effect, key)``, with the
+Calls with one key are serialised across processes (a ``flock`` per effect and key), as the idempotent
+service they stand for would answer them. A call's *step* (what "the same call" means across kills) is ``(thread, node, effect, key)``, with the
 argument digest standing in for a missing key.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -88,6 +90,16 @@ class EffectSession:
         self._local = threading.local()
         ensure_schema(self.ledger)
 
+    def live_workers(self) -> list[int]:
+        """Other worker processes of this run alive now (``RUN_DIR/pids.log``: one ``PID PHASE`` line per worker)."""
+        path = os.path.join(os.path.dirname(os.fspath(self.path)), "pids.log")
+        try:
+            with open(path) as f:
+                pids = {int(line.split()[0]) for line in f if line.strip()}
+        except OSError:
+            return []
+        return sorted(pid for pid in pids if pid != self.pid and alive(pid))
+
     @property
     def ledger(self) -> Ledger:
         """This thread's connection to the run's ledger."""
@@ -103,8 +115,33 @@ class EffectSession:
             EffectFault / EffectTimeout: a scripted fault, or a repeated key whose first call failed fatally.
             whatever ``fn`` raises (recorded ``failed``).
         """
-        name = spec.name
         key = spec.key_of(fn, args, kwargs)
+        if key is None:
+            return self._call(spec, key, fn, args, kwargs)
+        with self._key_lock(spec.name, key):  # an idempotent API answers one key's calls one at a time
+            return self._call(spec, key, fn, args, kwargs)
+
+    def _key_lock(self, name: str, key: str) -> Any:
+        """An exclusive ``flock`` on ``RUN_DIR/effect-locks/DIGEST`` for one (effect, key), held while the call
+        is checked, made and recorded: two processes calling with one key are answered one after the other,
+        as the downstream service would. The kernel drops it when a holder is killed."""
+        folder = os.path.join(os.path.dirname(os.fspath(self.path)), "effect-locks")
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, hashlib.sha256(f"{name}\0{key}".encode()).hexdigest()[:32])
+
+        class _Lock:
+            def __enter__(self_inner) -> None:
+                self_inner.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+                fcntl.flock(self_inner.fd, fcntl.LOCK_EX)
+
+            def __exit__(self_inner, *exc: Any) -> None:
+                os.close(self_inner.fd)  # closing drops the lock
+
+        return _Lock()
+
+    def _call(self, spec: EffectSpec, key: str | None, fn: Callable[..., Any], args: Sequence[Any],
+              kwargs: Mapping[str, Any]) -> Any:
+        name = spec.name
         shown = {k: v for k, v in bound_arguments(fn, args, kwargs).items()}
         args_json = json.dumps(shown, sort_keys=True, default=repr)
         dig = digest(shown)
@@ -113,10 +150,7 @@ class EffectSession:
         durable = self.durable(thread)
         ledger = self.ledger
         db = ledger.db
-        others = sorted({pid for (pid,) in db.execute(
-            "SELECT e.pid FROM calls c JOIN effect_calls e ON e.seq=c.seq WHERE c.tool=? AND "
-            "e.thread IS ? AND e.node IS ? AND (c.idempotency_key IS ? AND (? IS NOT NULL OR e.digest=?))",
-            (name, thread, node, key, key, dig)) if pid != self.pid and alive(pid)})
+        others = self.live_workers()
         at = time.time()
         if key is not None:
             prior = db.execute(

@@ -11,8 +11,8 @@ Every rule has a stable id (the findings carry it) and one signature,
   on to a later step explains one repeat, each retryable failure or lost answer one more; with no
   kill and no fault, no repeat at all. A repeat after the killed process had started a later step is
   lost progress (the engine had not made the step durable before moving on).
-* ``target.single_live_process``: no step's effect called by a process while another live process had
-  called it too.
+* ``target.single_live_process``: no step's effect called by two processes that were alive at once (each
+  call records the run's other live workers).
 * ``target.ends_within_budget``: each thread ends finished or waiting for a human, within the budget;
   a stuck thread quotes the engine's own error.
 * ``target.durable_before_effect``: no effect applied while the engine held no durable record of its thread.
@@ -128,10 +128,19 @@ def repeats_explained(target: Target, run: TargetOutcome, golden: TargetOutcome 
 
 @rule("target.single_live_process")
 def single_live_process(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
-    return [Failure("target.single_live_process",
-                    f"{c.effect} for {c.thread}@{c.node} called by pid {c.pid} while pid(s) "
-                    f"{', '.join(map(str, c.live_others))} that had called it too were alive", [line(c)])
-            for c in run.calls if c.live_others]
+    groups: dict[tuple[Any, ...], list[EffectCall]] = defaultdict(list)
+    for call in run.calls:
+        groups[step_of(call)].append(call)
+    found = []
+    for calls in groups.values():
+        pairs = [(a, b) for i, a in enumerate(calls) for b in calls[i + 1:]
+                 if a.pid != b.pid and (a.pid in b.live_others or b.pid in a.live_others)]
+        if pairs:
+            a, b = pairs[0]
+            found.append(Failure("target.single_live_process",
+                                 f"{a.effect} for {a.thread}@{a.node} called by pids {a.pid} and {b.pid} while both "
+                                 "were alive: two processes ran one step at once", [line(a), line(b)]))
+    return found
 
 
 @rule("target.ends_within_budget")
