@@ -55,7 +55,8 @@ def run_target_command(args: argparse.Namespace, path: Path) -> int:
         raise UsageError("a target runs with real kills only: --crash-mode kill or kill-cold")
     executor, close = make_executor(args.executor or "threads", args.workers or 2)
     try:
-        result = sweep(target, cases=args.case, durability=args.durability, crash=args.crash,
+        crash = "every" if args.crash == "sampled" else args.crash  # a target's sweep has no sampled extras yet
+        result = sweep(target, cases=args.case, durability=args.durability, crash=crash,
                        crash_points=args.crash_point, repeat=args.repeat, executor=executor,
                        warm=args.crash_mode == "kill", write_latency_ms=args.write_latency_ms,
                        workdir=args.workdir)
