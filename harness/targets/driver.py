@@ -46,7 +46,10 @@ from crashpoint.harness.run.driver import RUN_MARKER, run_process
 from crashpoint.harness.targets.effects import alive, ensure_schema, read_calls
 from crashpoint.harness.targets.target import Target, TargetCase
 
-from crashpoint.harness.targets.langgraph import WORKER_MODULE  # noqa: E402 - the one engine so far
+from crashpoint.harness.targets import dbos as dbos_engine, langgraph as langgraph_engine
+
+#: Engine -> its worker module (one module per engine: ``harness/targets/ENGINE.py`` + ``ENGINE_worker.py``).
+WORKER_MODULES = {"langgraph": langgraph_engine.WORKER_MODULE, "dbos": dbos_engine.WORKER_MODULE}
 PROBE_SPEC = "crashpoint.harness.run.crashpoints:probe"
 PIDS_FILE = "pids.log"
 #: Exit code of a worker asked for something its engine release does not have.
@@ -103,13 +106,13 @@ class _WarmServer(forkserver.ForkServer):
     team's entry module is imported as a ``warm`` module of the first request (the worker's ``--entry``
     argument), where an import error is left to the worker to report instead of killing the zygote."""
 
-    def __init__(self, pythonpath: list[str]) -> None:
+    def __init__(self, pythonpath: list[str], worker_module: str) -> None:
         import subprocess
 
         env = {**os.environ, **forkserver.ISOLATED_ENV,
                "PYTHONPATH": os.pathsep.join([*pythonpath, os.environ.get("PYTHONPATH", "")])}
         self.proc = subprocess.Popen([sys.executable, "-m", "crashpoint.harness.run.forkserver",
-                                      *forkserver.PRELOAD, WORKER_MODULE],
+                                      *forkserver.PRELOAD, worker_module],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      start_new_session=True, env=env)
         self._buffer = b""
@@ -122,11 +125,11 @@ _helper = ThreadPoolExecutor(max_workers=4, thread_name_prefix="crashpoint-dupli
 
 def warm_server(target: Target) -> forkserver.ForkServer:
     """This thread's zygote for ``target`` (started on first use, again if it died or the target changed)."""
-    key = (tuple(target.pythonpath), target.entry)
+    key = (tuple(target.pythonpath), target.entry, target.engine)
     server = getattr(_local, "servers", {}).get(key)
     if server is None or not server.alive():
         _local.servers = getattr(_local, "servers", {})
-        server = _local.servers[key] = _WarmServer(target.pythonpath)
+        server = _local.servers[key] = _WarmServer(target.pythonpath, WORKER_MODULES[target.engine])
     return server
 
 
@@ -170,12 +173,13 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
     ensure_schema(ledger)
     script_faults(ledger, case.faults)
     answers = target.answers(case)
-    next_answer = {node: 0 for node in answers}
+    next_answer: dict[tuple[str, str], int] = {}  # (thread, node) -> answers given: each thread gets the node's list
     delivered: dict[str, dict[str, Any]] = {}
     redelivered: dict[str, int] = {}
     phase, extra = "start", []
     duplicated = False
     deadline = began + target.budget_s
+    worker_module = WORKER_MODULES[target.engine]
     try:
         for _ in range(MAX_WORKERS_PER_RUN):
             fired_before = len(crashpoints.fired_points(run_dir))
@@ -197,15 +201,15 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
                 twin_args = [*argv, *(["--duplicate"] if phase == "start" else [])]
                 twin_log = log.with_suffix(".twin.log")
                 if warm:  # each helper thread keeps its own warm zygote, so both processes start alike
-                    twin = _helper.submit(lambda: warm_server(target).run(WORKER_MODULE, twin_args, left, env, twin_log))
+                    twin = _helper.submit(lambda: warm_server(target).run(worker_module, twin_args, left, env, twin_log))
                 else:
-                    twin = _helper.submit(run_process, [sys.executable, "-m", WORKER_MODULE, *twin_args], left,
+                    twin = _helper.submit(run_process, [sys.executable, "-m", worker_module, *twin_args], left,
                                           cold_env, twin_log)
                 out.deliveries.append({"kind": f"duplicate_{phase}", "worker": out.workers})
             if warm:
-                rc, leftovers = warm_server(target).run(WORKER_MODULE, argv, left, env, log)
+                rc, leftovers = warm_server(target).run(worker_module, argv, left, env, log)
             else:
-                rc, leftovers = run_process([sys.executable, "-m", WORKER_MODULE, *argv], left, cold_env, log)
+                rc, leftovers = run_process([sys.executable, "-m", worker_module, *argv], left, cold_env, log)
             if twin is not None:
                 twin_rc, twin_left = twin.result()
                 out.workers += 1
@@ -269,12 +273,13 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
                         pending.append(delivered[iid])
                         continue
                     queue = answers.get(node, [])
-                    if next_answer.get(node, 0) >= len(queue):
+                    given = next_answer.get((thread, node), 0)
+                    if given >= len(queue):
                         continue  # the human never answers (more): the thread ends waiting
-                    answer = queue[next_answer[node]]
-                    next_answer[node] += 1
+                    answer = queue[given]
+                    next_answer[(thread, node)] = given + 1
                     ledger.record_decision(f"{thread}@{node}", bool(answer["grants"]), "crashpoint", time.time())
-                    item = {"thread": thread, "interrupt": iid, "resume": answer["resume"]}
+                    item = {"thread": thread, "interrupt": iid, "resume": answer["resume"], "node": node}
                     delivered[iid] = item
                     out.deliveries.append({"kind": "answer", "thread": thread, "node": node,
                                            "grants": bool(answer["grants"]), "resume": answer["resume"]})

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import importlib
 import json
 import os
 import sqlite3
@@ -56,6 +55,8 @@ import crashpoint.api as effect_api
 from crashpoint.fakes.world import LEDGER_FILE
 from crashpoint.harness.run.crashpoints import probe as make_probe
 from crashpoint.harness.targets.effects import EffectSession
+from crashpoint.harness.targets.workerlib import append as _append, barrier as _barrier, load_object, patch_effects
+from crashpoint.harness.targets.workerlib import mark_submitted as _mark_submitted, submitted as _submitted
 
 LANGGRAPH_FILE = "langgraph.db"
 TARGET_FILE = "target.json"
@@ -68,31 +69,6 @@ STEPS_FILE = "steps.log"
 MAX_INVOKES = 20
 #: Characters of an engine error kept in ``threads.json``.
 ERROR_CHARS = 2000
-
-
-def load_object(spec: str) -> Any:
-    """Import ``module:attr`` (``attr`` may be dotted).
-
-    Raises:
-        ImportError / AttributeError: it names nothing.
-    """
-    module, _, attr = spec.partition(":")
-    obj: Any = importlib.import_module(module)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    return obj
-
-
-def patch_effects(effects: list[dict[str, Any]]) -> None:
-    """Wrap each ``{"path": "module:attr", "name"?, "key"?}`` as a crashpoint effect, in its module (callers that
-    imported the function by name before this ran keep the original: name it where it is used)."""
-    for spec in effects:
-        module, _, attr = spec["path"].partition(":")
-        owner: Any = importlib.import_module(module)
-        *parents, leaf = attr.split(".")
-        for part in parents:
-            owner = getattr(owner, part)
-        setattr(owner, leaf, effect_api.wrap(getattr(owner, leaf), spec.get("name") or leaf, spec.get("key")))
 
 
 def probed_saver_class(base: type) -> type:
@@ -228,34 +204,6 @@ def thread_status(graph: Any, thread: str, submitted: set[str]) -> dict[str, Any
 
 def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=repr, sort_keys=True))
-
-
-def _submitted(run_dir: Path) -> list[str]:
-    path = run_dir / SUBMITTED_FILE
-    return path.read_text().splitlines() if path.exists() else []
-
-
-def _append(path: Path, text: str) -> None:
-    """Append with one unbuffered ``write`` (kept across a SIGKILL)."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    os.write(fd, text.encode())
-    os.close(fd)
-
-
-def _mark_submitted(run_dir: Path, thread: str) -> None:
-    _append(run_dir / SUBMITTED_FILE, thread + "\n")
-
-
-#: Wall seconds a worker waits at a barrier for the others before it goes on alone.
-BARRIER_LIMIT_S = 30.0
-
-
-def _barrier(run_dir: Path, n: int) -> None:
-    """Announce this process at ``RUN_DIR/barrier.PID`` and wait until ``n`` have (so two workers race)."""
-    (run_dir / f"barrier.{os.getpid()}").touch()
-    deadline = time.monotonic() + BARRIER_LIMIT_S
-    while len(list(run_dir.glob("barrier.*"))) < n and time.monotonic() < deadline:
-        time.sleep(0.002)
 
 
 def _error(exc: BaseException) -> str:

@@ -232,6 +232,7 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
             executor.shutdown(wait=True, cancel_futures=True)
         if workdir is None:
             shutil.rmtree(root, ignore_errors=True)
-    from crashpoint.harness.targets.langgraph import engine_version
+    from crashpoint.harness.targets import dbos, langgraph
 
-    return TargetSweep(target, results, points, time.monotonic() - began, engine_version())
+    version = {"dbos": dbos.engine_version, "langgraph": langgraph.engine_version}[target.engine]()
+    return TargetSweep(target, results, points, time.monotonic() - began, version)

@@ -32,7 +32,7 @@ from typing import Any
 
 from crashpoint.errors import CaseError
 
-ENGINES = ("langgraph",)
+ENGINES = ("langgraph", "dbos")
 DURABILITY = ("sync", "async", "exit")
 
 
@@ -58,6 +58,10 @@ class Target:
         gates: effect -> gating node. ``effects``: ``[{"path", "name"?, "key"?}]``. ``invariants``: specs.
         durability: modes to sweep. ``saver``: ``sqlite`` or ``module:Class``. ``budget_s``: wall seconds a
             run may take. ``pythonpath``: absolute folders. ``cases``: :class:`TargetCase` list.
+        dbos: DBOS targets' options: ``setup`` (``module:fn`` called after ``DBOS.launch()``, e.g. registering
+            queues), ``database_url`` (PostgreSQL; default a SQLite file per run), ``application_version``
+            (pinned; default ``crashpoint-pinned``), ``settle_s`` (seconds a worker waits for rest). A DBOS
+            input may name ``workflow`` (another workflow of the entry's module) and ``queue``.
         file: the YAML it came from (``None`` when built in Python).
     """
 
@@ -74,6 +78,7 @@ class Target:
     budget_s: float = 60.0
     pythonpath: list[str] = field(default_factory=list)
     cases: list[TargetCase] = field(default_factory=lambda: [TargetCase()])
+    dbos: dict[str, Any] = field(default_factory=dict)
     file: str | None = None
 
     def __post_init__(self) -> None:
@@ -118,14 +123,14 @@ class Target:
                    invariants=data.get("invariants", []), durability=data.get("durability", ["sync"]),
                    saver=data.get("saver", "sqlite"), budget_s=float(data.get("budget_s", 60)),
                    pythonpath=[str((base / p).resolve()) for p in data.get("pythonpath", ["."])],
-                   cases=cases or [TargetCase()], file=file)
+                   cases=cases or [TargetCase()], dbos=data.get("dbos", {}), file=file)
 
     def to_data(self) -> dict[str, Any]:
         """The YAML form (``pythonpath`` absolute); ``Target.from_data(t.to_data()) == t`` up to ``file``."""
         return {"target": self.name, "engine": self.engine, "entry": self.entry, "inputs": self.inputs,
                 "human": self.human, "gates": self.gates, "effects": self.effects, "invariants": self.invariants,
                 "durability": self.durability, "saver": self.saver, "budget_s": self.budget_s,
-                "pythonpath": self.pythonpath, "cases": [{k: v for k, v in asdict(c).items() if v is not None}
+                "pythonpath": self.pythonpath, "dbos": self.dbos, "cases": [{k: v for k, v in asdict(c).items() if v is not None}
                                                          for c in self.cases]}
 
     def case(self, name: str) -> TargetCase:

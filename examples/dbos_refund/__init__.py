@@ -1,0 +1,1 @@
+"""A refund flow written as a DBOS team writes it (see README, "Test your own DBOS app")."""

@@ -1,0 +1,21 @@
+"""DBOS targets: what the harness side needs to know about the engine (the worker does the rest).
+
+The worker is :mod:`crashpoint.harness.targets.dbos_worker` (it imports dbos; this module does not).
+It wraps methods of ``dbos._sys_db.SystemDatabase`` (``init_workflow``, ``check_operation_execution``,
+``record_operation_result``, ``update_workflow_outcome``, ``recv``, ``send_bulk``,
+``start_queued_workflows``) and lowers the internal queue's poll interval; these are internals, so the
+releases supported are those whose ``SystemDatabase`` has every one of them (checked by the worker, which
+says ``unsupported`` naming the missing ones). Tried: dbos 3.4.0 (see README, "Test your own DBOS app").
+"""
+
+from __future__ import annotations
+
+from crashpoint.harness.adapters.langgraph_adapter import _versions
+
+WORKER_MODULE = "crashpoint.harness.targets.dbos_worker"
+PACKAGES = ("dbos",)
+
+
+def engine_version() -> str:
+    """``dbos X`` (``not installed`` when missing)."""
+    return _versions(*PACKAGES)

@@ -1,0 +1,331 @@
+"""The worker process of a DBOS target: the team's own ``@DBOS.workflow`` / ``@DBOS.step`` code on a system
+database crashpoint controls.
+
+``python -m crashpoint.harness.targets.dbos_worker --run-dir DIR --probe SPEC --probe-arg ARG
+--phase start|recover|answer [--executor-id ID] [--recover-executor ID ...]``
+
+The target is read from ``RUN_DIR/target.json``. The entry point ``module:workflow`` names the team's
+module and its default workflow; an input may name another workflow of that module (``workflow:``) and a
+queue to start it through (``queue:``, a queue the team's ``dbos.setup`` function registers with
+``DBOS.register_queue``). DBOS is configured here, as a team's ``main`` would: the system database is
+SQLite ``RUN_DIR/dbos.sqlite`` (or ``dbos.database_url``), ``application_version`` is pinned (DBOS keys
+recovery to it: an unpinned version is an MD5 of the workflow source), ``executor_id`` is the worker's
+identity, the notification listener and DBOS's internal queue poll every 10 ms (the defaults, 1 s, are
+what a cycle would otherwise wait on).
+
+Crash points, with no user code (methods of ``dbos._sys_db.SystemDatabase`` wrapped, see
+:mod:`crashpoint.harness.targets.dbos`):
+
+* ``before_status:WF@STATUS`` / ``after_status:WF@STATUS``: the workflow's status row written (``PENDING``
+  or ``ENQUEUED`` at start, ``SUCCESS`` / ``ERROR`` at the end);
+* ``step:WF@STEP``: a step about to run (nothing recorded for it yet); ``before_result:WF@STEP`` /
+  ``after_result:WF@STEP``: its result recorded;
+* ``recv:WF@TOPIC`` / ``after_recv:WF@TOPIC``: a ``DBOS.recv`` entered, and returned with a message;
+* ``before_send:DEST@TOPIC`` / ``after_send:DEST@TOPIC``: a message sent (a workflow's ``DBOS.send`` or the
+  human's answer delivered by this worker);
+* ``dequeued:WF@QUEUE``: a workflow claimed from a queue (DBOS's internal queue too: recovery goes
+  through it), before it runs;
+* ``before_effect:NAME`` / ``after_effect:NAME``: each ``crashpoint.effect``.
+
+Phases (what a DBOS application and its clients do, nothing more). Every phase calls ``DBOS.launch()``,
+which recovers the PENDING workflows of this executor id and application version:
+
+* ``start``: start each input not yet submitted, ``DBOS.start_workflow`` under ``SetWorkflowID(thread)``
+  or ``DBOS.retrieve_queue(name).enqueue``;
+* ``recover``: nothing more (``--recover-executor ID`` also asks DBOS to recover executor ``ID``'s pending
+  workflows, what an operator or a control plane does for a dead executor);
+* ``answer``: ``DBOS.send(thread, resume, topic=NODE)`` for each answer in ``RUN_DIR/answers.json``.
+
+Then the worker waits until every submitted workflow is at rest: terminal, or PENDING inside a ``recv``
+with no message waiting for it (``waiting``), or ``dbos.settle_s`` seconds pass. It writes
+``RUN_DIR/threads.json``: thread -> ``{"status": finished|waiting|stuck|pending|enqueued|no_checkpoint,
+"dbos_status", "executor", "error"?, "waiting": [{"node": TOPIC, "interrupt": "WF:FUNCTION_ID"}], "values"}``
+and exits 0 (without ``DBOS.destroy()``: its background threads die with the process, as in a SIGKILL).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import re
+import sqlite3
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import crashpoint.api as effect_api
+from crashpoint.fakes.world import LEDGER_FILE
+from crashpoint.harness.run.crashpoints import probe as make_probe
+from crashpoint.harness.targets.effects import EffectSession
+from crashpoint.harness.targets.workerlib import (PIDS_FILE, append, barrier, load_object, mark_submitted,
+                                                   patch_effects, submitted)
+
+DBOS_FILE = "dbos.sqlite"
+TARGET_FILE = "target.json"
+THREADS_FILE = "threads.json"
+ANSWERS_FILE = "answers.json"
+STEPS_FILE = "steps.log"
+#: ``SystemDatabase`` methods the worker wraps (a dbos release lacking one is ``unsupported``).
+HOOKS = ("init_workflow", "check_operation_execution", "record_operation_result", "update_workflow_outcome",
+         "recv", "send_bulk", "start_queued_workflows")
+#: DBOS workflow statuses after which nothing more runs.
+TERMINAL = ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED", "RETRIES_EXCEEDED")
+#: Exit code of a worker asked for something the installed dbos does not have.
+UNSUPPORTED_RC = 4
+#: Seconds between two looks at the workflows' statuses while waiting for rest.
+POLL_S = 0.01
+#: Version pinned when the target gives none.
+APP_VERSION = "crashpoint-pinned"
+ERROR_CHARS = 2000
+
+_position = threading.local()
+
+
+def app_name(target_name: str) -> str:
+    """A DBOS application name for ``target_name`` (3-256 of ``[a-z0-9_-]``)."""
+    name = re.sub(r"[^a-z0-9_-]", "-", target_name.lower())
+    return (name + "-app")[:256] if len(name) < 3 else name[:256]
+
+
+def where_am_i() -> dict[str, Any]:
+    """The workflow, step (name and DBOS function id) the calling thread runs in (``{}`` outside a step)."""
+    pos = getattr(_position, "value", None)
+    if pos is None:
+        return {}
+    wf, fid, name = pos
+    return {"thread": wf, "node": name, "task": None, "step": fid}
+
+
+def install_hooks(probe: Callable[[str], None], run_dir: Path, waiting: dict[str, dict[str, Any]]) -> list[str]:
+    """Wrap ``SystemDatabase``'s methods (see the module docstring); returns the :data:`HOOKS` this dbos lacks
+    (nothing is wrapped then)."""
+    from dbos._sys_db import SystemDatabase
+
+    missing = [h for h in HOOKS if not callable(getattr(SystemDatabase, h, None))]
+    if missing:
+        return missing
+    orig = {h: getattr(SystemDatabase, h) for h in HOOKS}
+    steps = run_dir / STEPS_FILE
+
+    def init_workflow(self: Any, status: Any, *args: Any, **kwargs: Any) -> Any:
+        where = f"{status['workflow_uuid']}@{status['status']}"
+        probe(f"before_status:{where}")
+        out = orig["init_workflow"](self, status, *args, **kwargs)
+        probe(f"after_status:{where}")
+        return out
+
+    def check_operation_execution(self: Any, workflow_id: str, function_id: int, function_name: str,
+                                  *args: Any, **kwargs: Any) -> Any:
+        recorded = orig["check_operation_execution"](self, workflow_id, function_id, function_name, *args, **kwargs)
+        _position.value = (workflow_id, function_id, function_name)
+        if recorded is None:
+            append(steps, f"{os.getpid()} {workflow_id} {function_id} {function_name}\n")
+            probe(f"step:{workflow_id}@{function_name}")
+        return recorded
+
+    def record_operation_result(self: Any, result: Any, *args: Any, **kwargs: Any) -> Any:
+        where = f"{result['workflow_uuid']}@{result['function_name']}"
+        probe(f"before_result:{where}")
+        out = orig["record_operation_result"](self, result, *args, **kwargs)
+        probe(f"after_result:{where}")
+        return out
+
+    def update_workflow_outcome(self: Any, workflow_id: str, status: Any, *args: Any, **kwargs: Any) -> Any:
+        where = f"{workflow_id}@{status}"
+        probe(f"before_status:{where}")
+        out = orig["update_workflow_outcome"](self, workflow_id, status, *args, **kwargs)
+        probe(f"after_status:{where}")
+        return out
+
+    def recv(self: Any, workflow_uuid: str, function_id: int, timeout_function_id: int, topic: Any,
+             *args: Any, **kwargs: Any) -> Any:
+        waiting[workflow_uuid] = {"node": topic or "default", "interrupt": f"{workflow_uuid}:{function_id}",
+                                  "topic": topic}
+        try:
+            probe(f"recv:{workflow_uuid}@{topic}")
+            out = orig["recv"](self, workflow_uuid, function_id, timeout_function_id, topic, *args, **kwargs)
+        finally:
+            waiting.pop(workflow_uuid, None)
+        probe(f"after_recv:{workflow_uuid}@{topic}")
+        return out
+
+    def send_bulk(self: Any, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        wheres = [f"{getattr(m, 'destination_id', '?')}@{getattr(m, 'topic', None)}" for m in messages]
+        for where in wheres:
+            probe(f"before_send:{where}")
+        out = orig["send_bulk"](self, messages, *args, **kwargs)
+        for where in wheres:
+            probe(f"after_send:{where}")
+        return out
+
+    def start_queued_workflows(self: Any, queue: Any, *args: Any, **kwargs: Any) -> Any:
+        out = orig["start_queued_workflows"](self, queue, *args, **kwargs)
+        ids = out[0] if isinstance(out, tuple) else out
+        for wf in ids or ():
+            probe(f"dequeued:{wf}@{getattr(queue, 'name', queue)}")
+        return out
+
+    for name, fn in locals().copy().items():
+        if name in HOOKS:
+            setattr(SystemDatabase, name, fn)
+    return []
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=repr, sort_keys=True))
+
+
+def _message_waiting(db: sqlite3.Connection | None, wf: str, topic: Any) -> bool:
+    """Whether a message for ``wf``/``topic`` sits unconsumed in DBOS's ``notifications`` table (SQLite only;
+    ``False`` when the system database is not this run's SQLite file)."""
+    if db is None:
+        return False
+    try:
+        row = db.execute("SELECT COUNT(*) FROM notifications WHERE destination_uuid=? AND topic IS ?",
+                         (wf, topic)).fetchone()
+    except sqlite3.OperationalError:
+        return False
+    return bool(row and row[0])
+
+
+def report(dbos: Any, threads: list[str], done: set[str], waiting: dict[str, dict[str, Any]],
+           db: sqlite3.Connection | None) -> tuple[dict[str, Any], bool]:
+    """``(threads.json's content, every submitted workflow at rest)`` from DBOS's own workflow statuses."""
+    out: dict[str, Any] = {}
+    rest = True
+    for thread in threads:
+        if thread not in done:
+            out[thread] = {"status": "not_submitted", "waiting": []}
+            continue
+        status = dbos.get_workflow_status(thread)
+        if status is None:
+            out[thread] = {"status": "no_checkpoint", "waiting": []}
+            continue
+        st = status.status
+        values = {"output": _jsonable(getattr(status, "output", None)),
+                  "error": None if getattr(status, "error", None) is None else str(status.error)[:ERROR_CHARS]}
+        entry: dict[str, Any] = {"dbos_status": st, "executor": getattr(status, "executor_id", None),
+                                 "app_version": getattr(status, "app_version", None), "values": values, "waiting": []}
+        wait = waiting.get(thread)
+        if st == "SUCCESS":
+            entry["status"] = "finished"
+        elif st in TERMINAL:
+            entry["status"] = "stuck"
+            entry["error"] = f"DBOS workflow status {st}: {values['error']}"
+        elif st == "PENDING" and wait is not None and not _message_waiting(db, thread, wait["topic"]):
+            entry["status"] = "waiting"
+            entry["waiting"] = [{"node": wait["node"], "interrupt": wait["interrupt"], "value": None}]
+        else:
+            rest = False
+            entry["status"] = st.lower()
+            entry["error"] = (f"DBOS workflow status {st} (executor {entry['executor']}, application version "
+                              f"{entry['app_version']}) once this worker gave up waiting")
+        out[thread] = entry
+    return out, rest
+
+
+def main(argv: list[str] | None = None) -> int:
+    """One worker pass (see the module docstring)."""
+    parser = argparse.ArgumentParser(prog="dbos_worker")
+    parser.add_argument("--run-dir", required=True)
+    parser.add_argument("--probe", required=True)
+    parser.add_argument("--probe-arg", default="")
+    parser.add_argument("--durability", default="sync")
+    parser.add_argument("--phase", choices=("start", "recover", "answer"), required=True)
+    parser.add_argument("--duplicate", action="store_true", help="a second delivery of the start request")
+    parser.add_argument("--barrier", type=int, default=0, metavar="N", help="wait for N workers before launching")
+    parser.add_argument("--entry", help="the target's entry point (named so a warm zygote imports its module)")
+    parser.add_argument("--resubmit", action="append", default=[], help="a workflow whose start was lost")
+    parser.add_argument("--executor-id", default="crashpoint-executor", help="this worker's DBOS executor id")
+    parser.add_argument("--recover-executor", action="append", default=[],
+                        help="also recover this (dead) executor's pending workflows after launch")
+    args = parser.parse_args(argv)
+    run_dir = Path(args.run_dir)
+    append(run_dir / PIDS_FILE, f"{os.getpid()} {args.phase}\n")
+    target = json.loads((run_dir / TARGET_FILE).read_text())
+    opts = target.get("dbos") or {}
+    for folder in reversed(target["pythonpath"]):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+    if args.durability != "sync":
+        print(f"unsupported: durability={args.durability!r}: DBOS records each step's result before the next "
+              "step runs; it has no other mode", flush=True)
+        return UNSUPPORTED_RC
+    probe = make_probe(args.probe_arg) if args.probe.endswith(":probe") else load_object(args.probe)(args.probe_arg)
+    waiting: dict[str, dict[str, Any]] = {}
+    missing = install_hooks(probe, run_dir, waiting)
+    if missing:
+        from importlib.metadata import version
+
+        print(f"unsupported: dbos {version('dbos')} has no SystemDatabase.{', '.join(missing)} "
+              "(crashpoint's DBOS crash points wrap them)", flush=True)
+        return UNSUPPORTED_RC
+    from dbos import DBOS, SetWorkflowID
+    from dbos._utils import INTERNAL_QUEUE_NAME
+
+    module_name, _, default_workflow = target["entry"].partition(":")
+    module = importlib.import_module(module_name)
+    patch_effects(target["effects"])
+    url = opts.get("database_url") or f"sqlite:///{run_dir / DBOS_FILE}"
+    db = sqlite3.connect(run_dir / DBOS_FILE, check_same_thread=False) if not opts.get("database_url") else None
+
+    def durable(thread: str | None) -> bool | None:
+        if thread is None or db is None:
+            return None
+        try:
+            return db.execute("SELECT 1 FROM workflow_status WHERE workflow_uuid=?", (thread,)).fetchone() is not None
+        except sqlite3.OperationalError:
+            return False
+
+    effect_api._install(EffectSession(run_dir / LEDGER_FILE, probe, where_am_i, durable))
+    if args.barrier:
+        barrier(run_dir, args.barrier)
+    instance = DBOS(config={"name": app_name(target["target"]), "system_database_url": url,
+                            "application_version": str(opts.get("application_version") or APP_VERSION),
+                            "executor_id": args.executor_id, "log_level": "WARNING",
+                            "notification_listener_polling_interval_sec": 0.01})
+    instance._registry._register_internal_queue(INTERNAL_QUEUE_NAME, polling_interval_sec=0.01)
+    DBOS.launch()
+    if opts.get("setup"):
+        load_object(opts["setup"])()
+    if args.recover_executor:
+        DBOS._recover_pending_workflows(args.recover_executor)
+    done = set(submitted(run_dir))
+    threads = [i["thread"] for i in target["inputs"]]
+    if args.phase == "start":
+        for item in target["inputs"]:
+            thread = item["thread"]
+            if thread in done and thread not in args.resubmit and not args.duplicate:
+                continue
+            mark_submitted(run_dir, thread)
+            done.add(thread)
+            workflow = getattr(module, item.get("workflow") or default_workflow)
+            with SetWorkflowID(thread):
+                if item.get("queue"):
+                    DBOS.retrieve_queue(item["queue"]).enqueue(workflow, item["input"])
+                else:
+                    DBOS.start_workflow(workflow, item["input"])
+    elif args.phase == "answer":
+        for answer in json.loads((run_dir / ANSWERS_FILE).read_text()):
+            DBOS.send(answer["thread"], answer["resume"], topic=answer.get("node"))
+    deadline = time.monotonic() + float(opts.get("settle_s", 20))
+    while True:
+        out, rest = report(DBOS, threads, done, waiting, db)
+        if rest or time.monotonic() > deadline:
+            break
+        time.sleep(POLL_S)
+    tmp = run_dir / (THREADS_FILE + f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(out, sort_keys=True))
+    os.replace(tmp, run_dir / THREADS_FILE)
+    return 0
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

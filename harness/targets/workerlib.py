@@ -1,0 +1,73 @@
+"""What every target worker process does the same way, whatever its engine: import the team's objects,
+patch effects named by dotted path, append to the run's logs across a SIGKILL, meet at a barrier.
+
+Imports no engine (each engine's worker, e.g. :mod:`~crashpoint.harness.targets.langgraph_worker` or
+:mod:`~crashpoint.harness.targets.dbos_worker`, imports its own).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import crashpoint.api as effect_api
+
+SUBMITTED_FILE = "submitted.log"
+PIDS_FILE = "pids.log"
+#: Wall seconds a worker waits at a barrier for the others before it goes on alone.
+BARRIER_LIMIT_S = 30.0
+
+
+def load_object(spec: str) -> Any:
+    """Import ``module:attr`` (``attr`` may be dotted).
+
+    Raises:
+        ImportError / AttributeError: it names nothing.
+    """
+    module, _, attr = spec.partition(":")
+    obj: Any = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def patch_effects(effects: list[dict[str, Any]]) -> None:
+    """Wrap each ``{"path": "module:attr", "name"?, "key"?}`` as a crashpoint effect, in its module (callers that
+    imported the function by name before this ran keep the original: name it where it is used)."""
+    for spec in effects:
+        module, _, attr = spec["path"].partition(":")
+        owner: Any = importlib.import_module(module)
+        *parents, leaf = attr.split(".")
+        for part in parents:
+            owner = getattr(owner, part)
+        setattr(owner, leaf, effect_api.wrap(getattr(owner, leaf), spec.get("name") or leaf, spec.get("key")))
+
+
+def append(path: Path, text: str) -> None:
+    """Append with one unbuffered ``write`` (kept across a SIGKILL)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.write(fd, text.encode())
+    os.close(fd)
+
+
+def submitted(run_dir: Path) -> list[str]:
+    """Threads (workflow ids) submitted so far in the run, in order (``RUN_DIR/submitted.log``)."""
+    path = run_dir / SUBMITTED_FILE
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def mark_submitted(run_dir: Path, thread: str) -> None:
+    """Record that ``thread`` is being submitted (before the engine is asked, so a start is never repeated)."""
+    append(run_dir / SUBMITTED_FILE, thread + "\n")
+
+
+def barrier(run_dir: Path, n: int) -> None:
+    """Announce this process at ``RUN_DIR/barrier.PID`` and wait until ``n`` have (so workers race), at most
+    :data:`BARRIER_LIMIT_S` seconds."""
+    (run_dir / f"barrier.{os.getpid()}").touch()
+    deadline = time.monotonic() + BARRIER_LIMIT_S
+    while len(list(run_dir.glob("barrier.*"))) < n and time.monotonic() < deadline:
+        time.sleep(0.002)
