@@ -1,0 +1,32 @@
+"""Broken variants of the refund flow: mistakes a DBOS team could make, each caught by a named crashpoint rule
+(tests/quality/test_dbos_variants.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dbos import DBOS
+
+from dbos_refund import services
+from dbos_refund.app import APPROVAL_TIMEOUT_S, draft, notify, void
+
+
+@DBOS.step()
+def issue_without_key(draft_: dict[str, Any]) -> dict[str, Any]:
+    """Issues the refund with no idempotency key: when DBOS runs the step again after a crash between the
+    payment and the step's recorded result, the payments API cannot recognise the repeat."""
+    return services.issue_refund(draft_["draft_id"], draft_["amount_cents"])
+
+
+@DBOS.workflow()
+def refund_without_key(order: dict[str, Any]) -> dict[str, Any]:
+    """:func:`dbos_refund.app.refund_workflow` with :func:`issue_without_key` (caught by target.at_most_once_per_key)."""
+    drafted = draft(order)
+    decision = DBOS.recv("approval", timeout_seconds=APPROVAL_TIMEOUT_S)
+    if decision and decision.get("approved"):
+        refund = issue_without_key(drafted)
+        notify(order["order_id"], "refunded")
+        return {"order_id": order["order_id"], "status": "issued", "refund_id": refund["refund_id"]}
+    void(drafted)
+    notify(order["order_id"], "denied")
+    return {"order_id": order["order_id"], "status": "denied", "draft_id": drafted["draft_id"]}
