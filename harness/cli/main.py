@@ -21,11 +21,13 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import signal
 import sys
+import threading
 import time
 from enum import IntEnum
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from crashpoint.errors import CaseError, CrashpointError, EngineCrashed, UsageError, WorkerTimeout, printable
 from crashpoint.harness.cli.paths import output_file, output_folder
@@ -427,6 +429,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
+    previous = _exit_on_sigterm()
     try:
         return int(args.func(args))
     except KeyboardInterrupt:
@@ -445,6 +448,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"crashpoint: internal error (a bug in crashpoint; please report it with the traceback above): "
               f"{type(exc).__name__}: {printable(str(exc).splitlines()[0] if str(exc) else '')}", file=sys.stderr)
         return ExitCode.INTERNAL
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _exit_on_sigterm() -> Any:
+    """Turn SIGTERM into ``SystemExit(143)`` while a command runs (in the main thread), so that cleanup runs
+    as for Ctrl-C: the sweep's pool processes and worker processes are killed and its run folders removed.
+    Returns the previous handler (``None`` outside the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def terminate(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    return signal.signal(signal.SIGTERM, terminate)
 
 
 if __name__ == "__main__":

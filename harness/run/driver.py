@@ -207,6 +207,10 @@ class Driver:
         finally:
             self._close_client(ctx)
             ledger.close()
+            strays = forkserver.reap_strays()
+            if strays:
+                out.notes.append(f"harness-side adapter or engine code left {len(strays)} process(es) running, "
+                                 "killed: " + "; ".join(strays))
             out.crash_points = crashpoints.passed(run_dir)
             fired = crashpoints.fired_points(run_dir)
             paused = crashpoints.paused_points(run_dir)
@@ -456,16 +460,23 @@ class Driver:
     def _launch(self, argv: list[str], env: dict[str, str], log: Path,
                 poll: Callable[[], None] | None) -> tuple[int, list[str]]:
         """Start one worker process and wait for it: forked from this thread's warm zygote when the
-        adapter allows it (``fork_workers``) and ``argv`` runs a Python module, else a new interpreter.
+        adapter allows it (``fork_workers``) and ``argv`` runs a Python module, else a new program that the
+        zygote forks and ``exec``-s (so every launch mode has a subreaper above the worker).
 
         Returns ``(returncode, leftovers)`` as :func:`run_process`.
         """
         target = forkable(argv) if getattr(self.adapter, "fork_workers", False) else None
         if target is not None and self.inprocess and poll is None:
             return inprocess.run_worker(target[0], target[1], log), []
-        if target is None or not (self.fork or self.inprocess):
-            return run_process(argv, self.worker_timeout_s, env, log, poll=poll)
-        return forkserver.for_this_thread().run(target[0], target[1], self.worker_timeout_s, env, log, poll)
+        server = forkserver.for_this_thread()
+        try:
+            if target is None or not (self.fork or self.inprocess):
+                return server.exec(argv, self.worker_timeout_s, env, log, poll)
+            return server.run(target[0], target[1], self.worker_timeout_s, env, log, poll)
+        except OSError:  # the zygote died (a worker that killed it): what carries the run's marker dies too
+            if env.get(RUN_MARKER):
+                reap_under(Path(env[RUN_MARKER]))
+            raise
 
     def _work(self, ctx: RunContext, out: RunOutcome, crash_point: str | None, held: "_Holds") -> None:
         """Run worker processes until one exits cleanly; restart after the harness's SIGKILL.

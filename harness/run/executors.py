@@ -50,15 +50,24 @@ PARENT_POLL_S = 0.5
 
 
 def _init_pool_process(parent: int) -> None:
-    """In each pool process, before its first run: ignore ``SIGINT`` (the caller handles Ctrl-C), and
-    exit once ``parent`` is gone (a pool process otherwise outlives a SIGKILLed caller forever,
-    blocked on its call queue)."""
+    """In each pool process, before its first run: ignore ``SIGINT`` (the caller handles Ctrl-C), become
+    the subreaper of what its runs start, and exit once ``parent`` is gone (a pool process otherwise
+    outlives a SIGKILLed caller forever, blocked on its call queue), killing what its runs started and
+    removing the sweep's temporary folder first (:func:`crashpoint.harness.run.sweep.abandon`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from crashpoint.harness.run.forkserver import become_subreaper
+
+    become_subreaper()  # one run at a time here: what its harness-side code leaves is this process's to kill
 
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(PARENT_POLL_S)
-        os._exit(1)
+        try:
+            from crashpoint.harness.run.sweep import abandon
+
+            abandon()  # its zygotes, its runs' processes, and the sweep's own folder go with it
+        finally:
+            os._exit(1)
 
     threading.Thread(target=watch, name="crashpoint-parent-watch", daemon=True).start()
 

@@ -14,8 +14,15 @@ or lock of a previous run. Source: the *zygote* of Android and the fork server o
 (Zalewski, "Fuzzing random programs without execve()", 2014), and the ``forkserver`` start
 method of :mod:`multiprocessing`.
 
+Every launch mode goes through a zygote, so that each worker has a subreaper above it: a worker
+that is not a warm Python module (``--crash-mode kill-cold``, an adapter without ``fork_workers``,
+any non-Python engine) is forked and then ``exec``-ed as a new program (:meth:`ForkServer.exec`): same
+pid, same session and log handling, and whatever it leaves behind (even a daemon in a new session
+with an empty environment, which neither the worker's group nor the run's marker finds) is
+reparented to the zygote and killed once the worker exits.
+
 Protocol (one JSON object per line): the harness writes ``{"module", "argv", "env", "log",
-"warm"}``; the zygote answers ``{"pid": N}`` as soon as the child runs, then ``{"rc": R}``
+"warm"}`` (or ``{"exec": argv, "env", "log"}``); the zygote answers ``{"pid": N}`` as soon as the child runs, then ``{"rc": R}``
 when it exits (``R`` as :attr:`subprocess.Popen.returncode`: ``-9`` for a SIGKILL).
 """
 
@@ -73,6 +80,7 @@ class ForkServer:
         self.proc = subprocess.Popen([sys.executable, "-m", "crashpoint.harness.run.forkserver", *PRELOAD],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      start_new_session=True, env={**os.environ, **ISOLATED_ENV})
+        ZYGOTES.add(self.proc.pid)
         self._buffer = b""
 
     def alive(self) -> bool:
@@ -81,6 +89,7 @@ class ForkServer:
 
     def kill(self) -> None:
         """SIGKILL the zygote (its running worker, if any, dies with it) and reap it."""
+        ZYGOTES.discard(self.proc.pid)
         try:
             self.proc.kill()
             self.proc.wait(timeout=10)
@@ -89,6 +98,7 @@ class ForkServer:
 
     def close(self) -> None:
         """Stop the zygote (closing its stdin ends it; a stuck one is killed)."""
+        ZYGOTES.discard(self.proc.pid)
         try:
             self.proc.stdin.close()
             self.proc.wait(timeout=2)
@@ -127,9 +137,20 @@ class ForkServer:
             WorkerTimeout: the child ran longer than ``timeout_s`` wall seconds (its group is killed).
             OSError: the zygote died.
         """
+        return self._serve({"module": module, "argv": args, "env": env or {}, "log": str(log) if log else os.devnull,
+                            "warm": warm_modules(module, args)}, timeout_s, poll)
+
+    def exec(self, argv: list[str], timeout_s: float, env: dict[str, str] | None = None,
+             log: Path | None = None, poll: Callable[[], None] | None = None) -> tuple[int, list[str]]:
+        """Fork a child that ``exec``-s ``argv`` (a new program: a cold interpreter, any engine's binary), with
+        this zygote as its subreaper; otherwise as :meth:`run`."""
+        return self._serve({"exec": list(argv), "env": env or {}, "log": str(log) if log else os.devnull},
+                           timeout_s, poll)
+
+    def _serve(self, request: dict[str, Any], timeout_s: float,
+               poll: Callable[[], None] | None) -> tuple[int, list[str]]:
         try:
-            self._send({"module": module, "argv": args, "env": env or {}, "log": str(log) if log else os.devnull,
-                        "warm": warm_modules(module, args)})
+            self._send(request)
             started = self._receive(30.0)
             if started is None or "pid" not in started:
                 raise OSError(f"the worker fork server did not start a worker: {started!r}")
@@ -159,6 +180,40 @@ class ForkServer:
 
 
 _local = threading.local()
+#: Pids of this process's zygotes (never strays: see :func:`reap_strays`).
+ZYGOTES: set[int] = set()
+_SUBREAPER = False
+
+
+def become_subreaper() -> bool:
+    """Make this harness process the subreaper of its orphaned descendants and enable :func:`reap_strays`.
+    For a process that runs one run at a time (a pool process): whatever the run's harness-side code
+    starts is then this process's child, or becomes one when its parent exits."""
+    global _SUBREAPER
+    _SUBREAPER = _subreaper()
+    return _SUBREAPER
+
+
+def reap_strays() -> list[str]:
+    """In a subreaper harness process (:func:`become_subreaper`), once a run is over: SIGKILL and reap every
+    child of this process but its zygotes and multiprocessing's helpers (a daemon started by harness-side
+    adapter or engine code). ``"PID COMMAND"`` each; ``[]`` elsewhere."""
+    if not _SUBREAPER:
+        return []
+    killed = []
+    for pid in _children(all_threads=True):
+        if pid in ZYGOTES:
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+            if "multiprocessing" in cmd:
+                continue
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            killed.append(f"{pid} {cmd[:80]}")
+        except (OSError, ChildProcessError):
+            continue
+    return killed
 
 
 def for_this_thread() -> ForkServer:
@@ -185,6 +240,13 @@ def _child(request: dict[str, Any]) -> None:
         os.close(null)
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         os.environ.update(request["env"])
+        if "exec" in request:  # a new program in this process (same pid), the zygote staying its subreaper
+            try:
+                os.execvpe(request["exec"][0], request["exec"], dict(os.environ))
+            except OSError as exc:
+                print(f"cannot start worker {request['exec'][:1]}: {exc}", file=sys.stderr)
+                rc = 127
+                return
         sys.argv = [request["module"], *request["argv"]]
         main = getattr(importlib.import_module(request["module"]), "main")
         try:
@@ -228,11 +290,17 @@ def _subreaper() -> bool:
         return False
 
 
-def _children() -> list[int]:
-    try:
-        return [int(p) for p in Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()]
-    except OSError:
-        return []
+def _children(all_threads: bool = False) -> list[int]:
+    """This process's children (``all_threads``: of every thread, else of the main thread), Linux ``/proc``."""
+    me = os.getpid()
+    tasks = [p.name for p in Path(f"/proc/{me}/task").iterdir()] if all_threads else [str(me)]
+    kids: list[int] = []
+    for tid in tasks:
+        try:
+            kids += [int(p) for p in Path(f"/proc/{me}/task/{tid}/children").read_text().split()]
+        except OSError:
+            continue
+    return kids
 
 
 def _reap_orphans() -> list[str]:

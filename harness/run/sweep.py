@@ -31,6 +31,11 @@ SAMPLED_ALONGSIDE = 1   #: a second live worker while one is held ("P || worker"
 SAMPLED_TOGETHER = 1    #: several workers recovering at once after a kill ("A >> 3 workers"), count per case
 #: Workers that recover at once in a sampled "A >> N workers" run.
 TOGETHER_WORKERS = 3
+#: File in a sweep folder that the sweep made itself (and removes when it ends): a pool process whose
+#: caller was SIGKILLed removes such a folder (see :func:`abandon`).
+TEMPORARY_ROOT = ".crashpoint-temporary"
+#: Run folders this process has run (a pool process's record, for :func:`abandon`).
+_RUN_DIRS: set[Path] = set()
 
 
 def _spread(items: Sequence[str], n: int) -> list[str]:
@@ -89,6 +94,7 @@ def _run_one(driver: Driver, case: Case, pack: Pack, run_dir: Path, crash_point:
     """Run ``case`` (killed at ``crash_point``) in ``run_dir`` and judge it with
     :func:`crashpoint.harness.judge.verdict.judge`; a ``like_fault_free`` case also runs fault-free."""
     began = time.perf_counter()
+    _RUN_DIRS.add(Path(run_dir).resolve())
     lacks = unsupported(driver.adapter, case, pack, crash_point)
     if lacks is not None:
         return lacks
@@ -103,6 +109,47 @@ def _run_one(driver: Driver, case: Case, pack: Pack, run_dir: Path, crash_point:
         except (Exception, SystemExit) as exc:
             clean = exc
     return judge(case, pack, outcome, crash_point=crash_point, golden=golden, fault_free=clean, how=how, began=began)
+
+
+def abandon() -> None:
+    """In a pool process whose caller died (a SIGKILLed ``crashpoint run``), just before it exits: kill its
+    zygotes (their workers die with them), and start a cleaner that, once this process is gone, kills every
+    process carrying a marker of the runs it ran and removes the sweep folders that their sweep had made
+    itself (:data:`TEMPORARY_ROOT`): nothing of the sweep outlives it. (The cleaner waits, since this
+    process's main thread may still write into its run folder until it exits.)"""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from crashpoint.harness.run import forkserver
+
+    for pid in list(forkserver.ZYGOTES):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    roots = sorted({str(d.parent.parent) for d in _RUN_DIRS})
+    if roots:
+        subprocess.Popen([sys.executable, "-m", "crashpoint.harness.run.sweep", "--clean-after", str(os.getpid()),
+                          json.dumps(roots)], start_new_session=True, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         env={**os.environ, **forkserver.ISOLATED_ENV})
+
+
+def _clean_after(pid: int, roots: list[str], wait_s: float = 30.0) -> None:
+    """The cleaner of :func:`abandon`: wait (at most ``wait_s``) until process ``pid`` is gone, then kill what
+    carries the runs' markers and remove each temporary sweep folder of ``roots``."""
+    from crashpoint.harness.run.driver import reap_under
+
+    deadline = time.monotonic() + wait_s
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for root in map(Path, roots):
+        reap_under(root)
+        if (root / TEMPORARY_ROOT).exists():
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def _run_isolated(driver: Driver, case: Case, pack: Pack, run_dir: Path, crash_point: str | None,
@@ -199,6 +246,8 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
     isolated = not is_local(pool) and workdir is None
     root = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="crashpoint-"))
     root.mkdir(parents=True, exist_ok=True)
+    if workdir is None:
+        (root / TEMPORARY_ROOT).touch()
     driver = Driver(adapter, pack, worker_timeout_s=worker_timeout_s, crash_mode=crash_mode)
     how = how or Invocation(crash_mode=crash_mode)
     by_id = {c.case_id: c for c in cases}
@@ -318,3 +367,11 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
     results += [r for c in cases for r in doubles[c.case_id] if r is not None]
     return SweepResult(pack, adapter.name, adapter.version(), crash, results, points, time.perf_counter() - began,
                        list(cases), crash_mode)
+
+
+if __name__ == "__main__":  # the cleaner started by abandon()
+    import json
+    import sys
+
+    if sys.argv[1:2] == ["--clean-after"]:
+        _clean_after(int(sys.argv[2]), json.loads(sys.argv[3]))

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
+
+import pytest
 
 from crashpoint.harness.adapters.reference import ReferenceAdapter
 from crashpoint.harness.run.driver import RUN_MARKER
@@ -92,3 +98,78 @@ def test_a_child_left_in_the_workers_group_is_killed_and_reported(tmp_path: Path
     assert run.verdict == "passed"
     assert any("left 1 process(es) running, killed" in note and "sleep 300" in note for note in run.outcome.notes)
     assert not _survivors(tmp_path / "runs")
+
+
+def _sleepers(seconds: str) -> list[int]:
+    """Live ``sleep SECONDS`` processes (the daemons of the variants below), by their command line."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes() == f"sleep\0{seconds}\0".encode():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+class _NoForkReference(ReferenceAdapter):
+    """The reference adapter without ``fork_workers``: every worker is a new interpreter (like DBOS, LangGraph)."""
+
+    fork_workers = False
+
+
+@pytest.mark.parametrize("launch", ["kill-cold", "no fork_workers"])
+def test_a_worker_daemon_with_an_empty_environment_dies_with_the_run(tmp_path: Path, launch: str) -> None:
+    # issue 17: under kill-cold, and with every adapter without fork_workers, it survived (no marker, own session)
+    pack, cases = load_target(PACK_DIR)
+    case = next(c for c in cases if c.case_id == HAPPY)
+    engine = "variants.misbehaving:LeavesDaemonWithEmptyEnv"
+    adapter = _NoForkReference(engine=engine) if launch == "no fork_workers" else ReferenceAdapter(engine=engine)
+    result = sweep(pack, [case], adapter, crash="none", workdir=tmp_path / "runs", executor="threads", jobs=1,
+                   crash_mode="kill-cold" if launch == "kill-cold" else "kill")
+    (run,) = result.results
+    assert run.verdict == "passed"
+    assert any("sleep 317.5" in note for note in run.outcome.notes), run.outcome.notes
+    assert _sleepers("317.5") == []
+
+
+def test_a_worker_that_kills_its_zygote_is_an_error_and_leaves_nothing(tmp_path: Path) -> None:
+    result = _sweep("variants.misbehaving:KillsItsZygote", tmp_path, crash="none", jobs=1)  # in a pool process
+    (run,) = result.results
+    assert run.verdict == "error"
+    time.sleep(0.5)
+    assert _sleepers("318.5") == [] and not _survivors(tmp_path / "runs")
+
+
+def test_a_daemon_started_by_harness_side_engine_code_dies_with_the_run(tmp_path: Path) -> None:
+    result = _sweep("variants.misbehaving:DaemonFromHarnessSide", tmp_path, crash="none", jobs=1)
+    (run,) = result.results
+    assert run.verdict == "passed"
+    assert any("harness-side" in note and "sleep 319.5" in note for note in run.outcome.notes), run.outcome.notes
+    assert _sleepers("319.5") == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_a_terminated_or_killed_sweep_leaves_no_run_folder_and_no_process(tmp_path: Path, sig: int) -> None:
+    # issue 17: run folders stayed behind after SIGTERM and SIGKILL of the harness
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from crashpoint.harness.cli.main import main; "
+                             "sys.exit(main(sys.argv[1:]))", "run", str(PACK_DIR), "--crash", "none", "--jobs", "2"],
+                            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not list(tmp_path.glob("crashpoint-*/*/*/worker-001.log")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        roots = list(tmp_path.glob("crashpoint-*"))
+        assert roots and proc.poll() is None
+        proc.send_signal(sig)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    deadline = time.monotonic() + 20  # pool processes notice their caller's death within 0.5 s
+    while (list(tmp_path.glob("crashpoint-*")) or _survivors(roots[0])) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert list(tmp_path.glob("crashpoint-*")) == [] and _survivors(roots[0]) == []

@@ -109,3 +109,41 @@ class GrantInProcessMemory(Engine):
         wid = st["trace_id"].removeprefix("trace-")
         gates = [p.human_gate.approval_id for p in definition.phases[:st["phase"]] if p.human_gate]
         return bool(gates) and all(GrantInProcessMemory.granted.get((wid, g)) for g in gates)
+
+
+def _daemon(seconds: str, env: dict | None = None) -> None:
+    """A ``sleep SECONDS`` in a new session (its own process group), outliving whoever started it."""
+    subprocess.Popen(["sleep", seconds], start_new_session=True, env=env, stdin=subprocess.DEVNULL,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+class LeavesDaemonWithEmptyEnv(Engine):
+    """Starts a daemon in a new session with an empty environment (no run marker), then finishes its work:
+    neither the worker's group nor the marker finds it; only a subreaper above the worker does."""
+
+    def run_until_quiescent(self) -> dict[str, str]:
+        _daemon("317.5", env={})
+        return super().run_until_quiescent()
+
+
+class KillsItsZygote(Engine):
+    """Starts a daemon, then SIGKILLs its parent (the harness's zygote, under ``--crash-mode kill``): an
+    ``error`` verdict, and nothing of the run may survive."""
+
+    def run_until_quiescent(self) -> dict[str, str]:
+        import os
+        import signal
+
+        _daemon("318.5")
+        os.kill(os.getppid(), signal.SIGKILL)
+        time.sleep(30)
+        return super().run_until_quiescent()
+
+
+class DaemonFromHarnessSide(Engine):
+    """Starts a daemon from ``deploy``, which the reference adapter calls in the harness process (not in a
+    worker): it carries no run marker and is no worker's child, yet it must die with the run."""
+
+    def deploy(self, definition: Any) -> bool:
+        _daemon("319.5")
+        return super().deploy(definition)
