@@ -25,8 +25,8 @@ def is_target_file(path: Path) -> bool:
 
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8", errors="replace")[:1_000_000])
-    except yaml.YAMLError:
-        return False
+    except Exception:  # noqa: BLE001 - YAMLError, or ValueError & co. from SafeLoader (!!float nope): not a target;
+        return False      # the pack loader then refuses the file with its line and field
     return isinstance(data, dict) and {"target", "engine", "entry"} <= set(data)
 
 
