@@ -77,7 +77,7 @@ def run_target_command(args: argparse.Namespace, path: Path) -> int:
         print(f"\n{r.verdict.upper()} {r.case} [{r.durability}] at {r.crash_point or 'golden run'}"
               f"{f' (repeat {r.repeat})' if r.repeat > 1 else ''}")
         for f in r.failures:
-            print(f"  {f.oracle}: {f.message}")
+            print(f"  {f.rule}: {f.message}")
             for e in f.evidence[:3]:
                 print(f"      {e}")
         for u in r.unknown:

@@ -27,7 +27,7 @@ class SweepReport:
         lines = [f"{len(result.results)} runs: {result.counts()}"]
         for r in result.results:
             if r.verdict != "passed":
-                rules = ", ".join(sorted({f.oracle for f in r.failures})) or r.error or "; ".join(r.unknown)
+                rules = ", ".join(sorted({f.rule for f in r.failures})) or r.error or "; ".join(r.unknown)
                 lines.append(f"{r.verdict} {r.case} [{r.durability}] at {r.crash_point or 'golden run'}: {rules}\n"
                              f"    {r.repro(result.target)}")
         self.summary = "\n".join(lines)

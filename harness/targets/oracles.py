@@ -1,7 +1,9 @@
 """Oracle rules for targets: each reads one run of a team's code (and its golden run) and names what is wrong.
 
-Every rule has a stable id (the findings carry it) and one signature,
-``rule(target, run, golden) -> list[Failure]`` (``golden`` is ``None`` when judging the golden run):
+Every rule has a stable id (the findings carry it, ``Finding.rule``) and one signature,
+``rule(target, run, golden) -> list[Finding]`` (``golden`` is ``None`` when judging the golden run); each
+is registered in the project's rule registry (:mod:`crashpoint.harness.judge.rules`, family ``target``),
+which runs them, records a rule that raises, and lists them with the other rules:
 
 * ``target.at_most_once_per_key``: at most one applied effect per idempotency key; an effect called
   with no key is identified by its thread, node and argument digest (so a repeat the downstream
@@ -33,17 +35,28 @@ from collections import Counter, defaultdict
 from typing import Any, Callable
 
 from crashpoint.api import EffectCall, RunView, registered_invariants
-from crashpoint.harness.judge.oracles import Failure
+from crashpoint.harness.judge import rules as registry
+from crashpoint.harness.judge.rules import Finding as Failure
 from crashpoint.harness.targets.driver import TargetOutcome
 from crashpoint.harness.targets.target import Target
 
 Rule = Callable[[Target, TargetOutcome, "TargetOutcome | None"], list[Failure]]
+#: The target rules by id, in registration order (each is also in the project's rule registry).
 RULES: dict[str, Rule] = {}
 
 
-def rule(rule_id: str) -> Callable[[Rule], Rule]:
-    """Register a target rule under ``rule_id`` (``target.NAME``)."""
+def rule(rule_id: str, description: str) -> Callable[[Rule], Rule]:
+    """Register ``fn(target, run, golden)`` as rule ``rule_id`` (``target.NAME``) here and in the project's
+    registry (:mod:`crashpoint.harness.judge.rules`), where it judges target runs only (a pack's run
+    gives it nothing to read: no finding)."""
     def register(fn: Rule) -> Rule:
+        def check(ctx: registry.RuleContext) -> list[Failure]:
+            if not isinstance(ctx.outcome, TargetOutcome):
+                return []
+            return fn(ctx.case, ctx.outcome, ctx.golden)  # type: ignore[arg-type]
+
+        check.__module__, check.__qualname__, check.__doc__ = fn.__module__, fn.__qualname__, fn.__doc__
+        registry.rule(rule_id, description=description)(check)
         RULES[rule_id] = fn
         return fn
     return register
@@ -60,7 +73,7 @@ def step_of(call: EffectCall) -> tuple[Any, ...]:
     return (call.thread, call.node, call.effect, call.key if call.key is not None else f"args:{call.digest}")
 
 
-@rule("target.at_most_once_per_key")
+@rule("target.at_most_once_per_key", "an effect is applied at most once per idempotency key (no key: per thread, node and arguments)")
 def at_most_once_per_key(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
     groups: dict[tuple[Any, ...], list[EffectCall]] = defaultdict(list)
     for call in run.calls:
@@ -89,7 +102,7 @@ def _moved_on(run: TargetOutcome, call: EffectCall) -> tuple[int, str] | None:
     return None
 
 
-@rule("target.repeats_explained")
+@rule("target.repeats_explained", "a call repeats only as far as kills and faults explain; never after the process moved on")
 def repeats_explained(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
     killed = {p["pid"] for p in run.pids if p["rc"] == -9 and p["pid"] is not None}
     groups: dict[tuple[Any, ...], list[EffectCall]] = defaultdict(list)
@@ -126,7 +139,7 @@ def repeats_explained(target: Target, run: TargetOutcome, golden: TargetOutcome 
     return found
 
 
-@rule("target.single_live_process")
+@rule("target.single_live_process", "no step's effect is called by two processes alive at once")
 def single_live_process(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
     groups: dict[tuple[Any, ...], list[EffectCall]] = defaultdict(list)
     for call in run.calls:
@@ -143,7 +156,7 @@ def single_live_process(target: Target, run: TargetOutcome, golden: TargetOutcom
     return found
 
 
-@rule("target.ends_within_budget")
+@rule("target.ends_within_budget", "each thread ends finished or waiting for a human within the budget; stuck quotes the engine")
 def ends_within_budget(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
     found = []
     if run.over_budget:
@@ -159,7 +172,7 @@ def ends_within_budget(target: Target, run: TargetOutcome, golden: TargetOutcome
     return found
 
 
-@rule("target.durable_before_effect")
+@rule("target.durable_before_effect", "no effect is applied while the engine holds no checkpoint of its thread")
 def durable_before_effect(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
     bad = [c for c in run.calls if c.outcome == "applied" and c.durable is False]
     if not bad:
@@ -170,7 +183,7 @@ def durable_before_effect(target: Target, run: TargetOutcome, golden: TargetOutc
                     [line(c) for c in bad[:4]])]
 
 
-@rule("target.approval_gate")
+@rule("target.approval_gate", "a gated effect is applied only while its approval's latest answer grants it")
 def approval_gate(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
     found = []
     for call in run.calls:
@@ -185,7 +198,7 @@ def approval_gate(target: Target, run: TargetOutcome, golden: TargetOutcome | No
     return found
 
 
-@rule("target.final_state_like_golden")
+@rule("target.final_state_like_golden", "each thread ends in the golden run's status and state values")
 def final_state_like_golden(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
     if golden is None:
         return []
@@ -203,7 +216,7 @@ def final_state_like_golden(target: Target, run: TargetOutcome, golden: TargetOu
     return found
 
 
-@rule("target.effects_like_golden")
+@rule("target.effects_like_golden", "each thread applies each effect as often as in the golden run")
 def effects_like_golden(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
     if golden is None:
         return []
@@ -238,14 +251,12 @@ def view(run: TargetOutcome) -> RunView:
 
 
 def judge(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> tuple[list[Failure], list[str]]:
-    """Every rule and invariant on ``run``: ``(failures, unknown)``, ``unknown`` naming rules that raised."""
-    failures: list[Failure] = []
-    unknown: list[str] = []
-    for rule_id, fn in RULES.items():
-        try:
-            failures += fn(target, run, golden)
-        except Exception as exc:  # noqa: BLE001 - a broken rule is unknown, never a pass
-            unknown.append(f"{rule_id}: {type(exc).__name__}: {exc}")
+    """Every target rule (through the project's registry) and invariant on ``run``: ``(failures, unknown)``,
+    ``unknown`` naming the rules and invariants that raised instead of judging."""
+    judgement = registry.evaluate(registry.RuleContext(case=target, pack=None, outcome=run, golden=golden),  # type: ignore[arg-type]
+                                  [registry.get(rule_id) for rule_id in RULES])
+    failures = list(judgement.findings)
+    unknown = [f"{rule_id}: {exc}" for rule_id, exc in judgement.broken]
     seen = view(run)
     for name, check in invariants(target).items():
         rule_id = f"target.invariant:{name}"

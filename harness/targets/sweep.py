@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from crashpoint.errors import UsageError
-from crashpoint.harness.judge.oracles import Failure
+from crashpoint.harness.judge.rules import Finding as Failure
 from crashpoint.harness.run import crashpoints
 from crashpoint.harness.targets.driver import TargetOutcome, TargetUnsupported, run_target
 from crashpoint.harness.targets.oracles import judge
@@ -96,7 +96,7 @@ class TargetSweep:
         """Rule id -> runs that it failed."""
         out: dict[str, int] = {}
         for r in self.results:
-            for rule in sorted({f.oracle for f in r.failures}):
+            for rule in sorted({f.rule for f in r.failures}):
                 out[rule] = out.get(rule, 0) + 1
         return out
 

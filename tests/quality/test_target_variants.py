@@ -62,5 +62,5 @@ def test_two_live_processes_on_one_thread_are_caught_every_time(tmp_path: Path, 
     for n in range(3):
         result = run_one(target, target.cases[0], "sync", tmp_path / str(n), None, None)
         assert result.verdict == "failed", result.error
-        assert "target.single_live_process" in {f.oracle for f in result.failures}
+        assert "target.single_live_process" in {f.rule for f in result.failures}
         assert sum(1 for p in result.pids if p.get("duplicate")) == 1

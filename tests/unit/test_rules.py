@@ -22,7 +22,7 @@ from crashpoint.harness.run.sweep import sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 HAPPY = "refund_approved_happy_path"
-FAMILIES = {"final_status", "side_effects", "trace", "agent", "differential", "versions"}
+FAMILIES = {"final_status", "side_effects", "trace", "agent", "differential", "versions", "target"}
 
 
 @pytest.fixture(scope="module")
