@@ -96,6 +96,15 @@ def pytest_configure(config: pytest.Config) -> None:
     anything runs."""
     config.stash[_STASH_PACKS] = {}
     config.pluginmanager.register(ReportSink(config), "crashpoint-report-sink")
+    timeout = config.getoption("crashpoint_worker_timeout", None)
+    if timeout is not None:
+        from crashpoint.errors import UsageError
+        from crashpoint.harness.cli.main import check_worker_timeout
+
+        try:
+            check_worker_timeout(timeout)
+        except UsageError as exc:  # 1e10 overflowed time_t in every run
+            raise pytest.UsageError(f"crashpoint: {str(exc).replace('--worker-timeout', '--crashpoint-worker-timeout')}")
     if config.getoption("crashpoint_results_db", None) is not None:
         from crashpoint.harness.pytest import results as pytest_results
 

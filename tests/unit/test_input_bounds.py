@@ -86,3 +86,15 @@ def test_worker_timeout_that_overflows_time_t_is_a_usage_error(command: list[str
     assert main([*command, "--worker-timeout", "1e10"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.splitlines() == [err] and "--worker-timeout" in err and "at most 604800" in err, err
+
+
+def test_pytest_worker_timeout_that_overflows_time_t_is_a_usage_error(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    case = REFUNDS / "cases" / "draft_fatal_failure.yaml"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "--crashpoint-worker-timeout", "1e10", str(case)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 4, done.stdout + done.stderr  # pytest's usage error: nothing ran
+    assert "--crashpoint-worker-timeout must be a finite number of seconds > 0 and at most 604800" in done.stderr
