@@ -60,7 +60,7 @@ def test_async_durability_loses_the_refund_step_every_time(target: Target, golde
     next node starts loses it and the refund node runs again (with a write latency, every time)."""
     for n in range(3):
         r = run_one(target, target.case("approved"), "async", tmp_path / str(n), "node:order-1001@notify_done",
-                    golden, write_latency_ms=50)
+                    golden, write_latency_ms=300)
         assert r.verdict == "failed", r.error
         assert any(f.rule == "target.repeats_explained" and "issue_refund ran again" in f.message
                    for f in r.failures)

@@ -38,6 +38,6 @@ def test_the_refund_agent_survives_a_kill_at_every_crash_point(crashpoint_sweep)
 
 def test_async_durability_loses_the_refund_step(crashpoint_sweep) -> None:
     """The default durability ("async") is known to lose a step's checkpoint when the next step has begun."""
-    result = crashpoint_sweep(TARGET, cases=["approved"], durability=["async"], write_latency_ms=50,
+    result = crashpoint_sweep(TARGET, cases=["approved"], durability=["async"], write_latency_ms=300,
                               crash_points=["node:order-1001@notify_done"], repeat=3, workers=2)
     assert result.findings().get("target.repeats_explained") == 3, result.summary
