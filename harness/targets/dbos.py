@@ -19,3 +19,9 @@ PACKAGES = ("dbos",)
 def engine_version() -> str:
     """``dbos X`` (``not installed`` when missing)."""
     return _versions(*PACKAGES)
+
+
+def identity_args(name: str, seen: list[str]) -> list[str]:
+    """A DBOS worker's arguments: its executor id ``name``, and ``--recover-executor`` for every other executor
+    of the run so far (they have all exited: what an operator or a control plane recovers)."""
+    return ["--executor-id", name, *[a for other in seen if other != name for a in ("--recover-executor", other)]]

@@ -69,6 +69,7 @@ TARGET_FILE = "target.json"
 THREADS_FILE = "threads.json"
 ANSWERS_FILE = "answers.json"
 STEPS_FILE = "steps.log"
+WAITING_DIR = "waiting"
 #: ``SystemDatabase`` methods the worker wraps (a dbos release lacking one is ``unsupported``).
 HOOKS = ("init_workflow", "check_operation_execution", "record_operation_result", "update_workflow_outcome",
          "recv", "send_bulk", "start_queued_workflows")
@@ -100,9 +101,11 @@ def where_am_i() -> dict[str, Any]:
     return {"thread": wf, "node": name, "task": None, "step": fid}
 
 
-def install_hooks(probe: Callable[[str], None], run_dir: Path, waiting: dict[str, dict[str, Any]]) -> list[str]:
+def install_hooks(probe: Callable[[str], None], run_dir: Path) -> list[str]:
     """Wrap ``SystemDatabase``'s methods (see the module docstring); returns the :data:`HOOKS` this dbos lacks
-    (nothing is wrapped then)."""
+    (nothing is wrapped then). A ``recv`` in progress is ``RUN_DIR/waiting/WF.json`` (``{"node", "interrupt",
+    "topic", "pid"}``), removed when it returns: every worker of the run sees which workflows wait (a SIGKILL
+    inside ``recv`` leaves it: the workflow waits there in the database too)."""
     from dbos._sys_db import SystemDatabase
 
     missing = [h for h in HOOKS if not callable(getattr(SystemDatabase, h, None))]
@@ -110,6 +113,7 @@ def install_hooks(probe: Callable[[str], None], run_dir: Path, waiting: dict[str
         return missing
     orig = {h: getattr(SystemDatabase, h) for h in HOOKS}
     steps = run_dir / STEPS_FILE
+    waits = run_dir / WAITING_DIR
 
     def init_workflow(self: Any, status: Any, *args: Any, **kwargs: Any) -> Any:
         where = f"{status['workflow_uuid']}@{status['status']}"
@@ -143,13 +147,15 @@ def install_hooks(probe: Callable[[str], None], run_dir: Path, waiting: dict[str
 
     def recv(self: Any, workflow_uuid: str, function_id: int, timeout_function_id: int, topic: Any,
              *args: Any, **kwargs: Any) -> Any:
-        waiting[workflow_uuid] = {"node": topic or "default", "interrupt": f"{workflow_uuid}:{function_id}",
-                                  "topic": topic}
+        mark = waits / f"{workflow_uuid}.json"
+        waits.mkdir(exist_ok=True)
+        mark.write_text(json.dumps({"node": topic or "default", "interrupt": f"{workflow_uuid}:{function_id}",
+                                    "topic": topic, "pid": os.getpid()}))
         try:
             probe(f"recv:{workflow_uuid}@{topic}")
             out = orig["recv"](self, workflow_uuid, function_id, timeout_function_id, topic, *args, **kwargs)
         finally:
-            waiting.pop(workflow_uuid, None)
+            mark.unlink(missing_ok=True)
         probe(f"after_recv:{workflow_uuid}@{topic}")
         return out
 
@@ -192,7 +198,14 @@ def _message_waiting(db: sqlite3.Connection | None, wf: str, topic: Any) -> bool
     return bool(row and row[0])
 
 
-def report(dbos: Any, threads: list[str], done: set[str], waiting: dict[str, dict[str, Any]],
+def _waiting(run_dir: Path, thread: str) -> dict[str, Any] | None:
+    try:
+        return json.loads((run_dir / WAITING_DIR / f"{thread}.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def report(dbos: Any, threads: list[str], done: set[str], run_dir: Path,
            db: sqlite3.Connection | None) -> tuple[dict[str, Any], bool]:
     """``(threads.json's content, every submitted workflow at rest)`` from DBOS's own workflow statuses."""
     out: dict[str, Any] = {}
@@ -210,7 +223,7 @@ def report(dbos: Any, threads: list[str], done: set[str], waiting: dict[str, dic
                   "error": None if getattr(status, "error", None) is None else str(status.error)[:ERROR_CHARS]}
         entry: dict[str, Any] = {"dbos_status": st, "executor": getattr(status, "executor_id", None),
                                  "app_version": getattr(status, "app_version", None), "values": values, "waiting": []}
-        wait = waiting.get(thread)
+        wait = _waiting(run_dir, thread)
         if st == "SUCCESS":
             entry["status"] = "finished"
         elif st in TERMINAL:
@@ -245,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="also recover this (dead) executor's pending workflows after launch")
     args = parser.parse_args(argv)
     run_dir = Path(args.run_dir)
-    append(run_dir / PIDS_FILE, f"{os.getpid()} {args.phase}\n")
+    append(run_dir / PIDS_FILE, f"{os.getpid()} {args.phase} {args.executor_id}\n")
     target = json.loads((run_dir / TARGET_FILE).read_text())
     opts = target.get("dbos") or {}
     for folder in reversed(target["pythonpath"]):
@@ -256,8 +269,7 @@ def main(argv: list[str] | None = None) -> int:
               "step runs; it has no other mode", flush=True)
         return UNSUPPORTED_RC
     probe = make_probe(args.probe_arg) if args.probe.endswith(":probe") else load_object(args.probe)(args.probe_arg)
-    waiting: dict[str, dict[str, Any]] = {}
-    missing = install_hooks(probe, run_dir, waiting)
+    missing = install_hooks(probe, run_dir)
     if missing:
         from importlib.metadata import version
 
@@ -314,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
             DBOS.send(answer["thread"], answer["resume"], topic=answer.get("node"))
     deadline = time.monotonic() + float(opts.get("settle_s", 20))
     while True:
-        out, rest = report(DBOS, threads, done, waiting, db)
+        out, rest = report(DBOS, threads, done, run_dir, db)
         if rest or time.monotonic() > deadline:
             break
         time.sleep(POLL_S)

@@ -120,7 +120,7 @@ class _WarmServer(forkserver.ForkServer):
 
 _local = threading.local()
 #: Starts the second process of a duplicated request (beside the first, so both run at once).
-_helper = ThreadPoolExecutor(max_workers=4, thread_name_prefix="crashpoint-duplicate")
+_helper = ThreadPoolExecutor(max_workers=16, thread_name_prefix="crashpoint-duplicate")
 
 
 def warm_server(target: Target) -> forkserver.ForkServer:
@@ -145,6 +145,28 @@ def script_faults(ledger: Ledger, faults: list[dict[str, Any]]) -> None:
     for fault in faults:
         seconds = fault.get("seconds", 0.2) if fault["outcome"] == "slow" else None
         ledger.script(fault["effect"], fault["outcome"], times=int(fault.get("times", 1)), seconds=seconds)
+
+
+@dataclass
+class _Together:
+    """The processes started beside a run's main worker when several workers recover at once."""
+
+    futures: list[Any]
+    logs: list[Path]
+
+
+#: The identity of a run's workers when one at a time (a restarted process keeps its executor id).
+EXECUTOR = "crashpoint-executor"
+#: Engine -> ``identity(name, seen) -> worker args``: the worker's own identity and the dead ones it recovers
+#: (engines with no worker identity are absent: their K workers are plain copies).
+IDENTITIES = {"dbos": dbos_engine.identity_args}
+
+
+def _pid_executors(run_dir: Path) -> list[tuple[int, str]]:
+    """``(pid, identity)`` of each worker that wrote one to ``pids.log`` (``PID PHASE IDENTITY``)."""
+    path = run_dir / PIDS_FILE
+    rows = [line.split() for line in path.read_text().splitlines()] if path.exists() else []
+    return [(int(r[0]), r[2]) for r in rows if len(r) > 2]
 
 
 def _pids(run_dir: Path) -> list[int]:
@@ -178,6 +200,8 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
     redelivered: dict[str, int] = {}
     phase, extra = "start", []
     duplicated = False
+    executors: list[str] = [EXECUTOR]  # engine identities used so far (DBOS executor ids)
+    others: list[list[str]] = []
     deadline = began + target.budget_s
     worker_module = WORKER_MODULES[target.engine]
     try:
@@ -195,7 +219,26 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
             env = {**forkserver.ISOLATED_ENV, RUN_MARKER: str(run_dir)}
             cold_env = {**env, "PYTHONPATH": os.pathsep.join([*target.pythonpath, os.environ.get("PYTHONPATH", "")])}
             twin = None
-            if case.duplicate == phase and not duplicated:  # the same request delivered twice, at once
+            for stale in run_dir.glob("barrier.*"):  # a barrier counts the processes of this phase only
+                stale.unlink(missing_ok=True)
+            if phase == "recover" and case.workers > 1 and target.engine in IDENTITIES:  # K workers race
+                names = [f"{EXECUTOR}-{out.kills}.{n}" for n in range(1, case.workers + 1)]
+                identity = IDENTITIES[target.engine]
+                argv += ["--barrier", str(case.workers), *identity(names[0], executors)]
+                others = [[*argv[:-len(identity(names[0], executors))], *identity(n, executors)] for n in names[1:]]
+                logs = [log.with_suffix(f".{n}.log") for n in range(2, case.workers + 1)]
+                if warm:
+                    together = [_helper.submit(lambda a=a, lg=lg: warm_server(target).run(worker_module, a, left, env, lg))
+                                for a, lg in zip(others, logs)]
+                else:
+                    together = [_helper.submit(run_process, [sys.executable, "-m", worker_module, *a], left, cold_env, lg)
+                                for a, lg in zip(others, logs)]
+                executors += [n for n in names if n not in executors]
+                out.deliveries.append({"kind": "workers", "worker": out.workers, "executors": names})
+                twin = _Together(together, logs)
+            elif target.engine in IDENTITIES:
+                argv += IDENTITIES[target.engine](EXECUTOR, executors)
+            if twin is None and case.duplicate == phase and not duplicated:  # the same request delivered twice, at once
                 duplicated = True
                 argv += ["--barrier", "2"]
                 twin_args = [*argv, *(["--duplicate"] if phase == "start" else [])]
@@ -210,17 +253,35 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
                 rc, leftovers = warm_server(target).run(worker_module, argv, left, env, log)
             else:
                 rc, leftovers = run_process([sys.executable, "-m", worker_module, *argv], left, cold_env, log)
-            if twin is not None:
-                twin_rc, twin_left = twin.result()
-                out.workers += 1
-                leftovers += twin_left
-                if rc == 0 and twin_rc != 0:
-                    rc, log = twin_rc, log.with_suffix(".twin.log")
-            pids = _pids(run_dir)
-            pid = pids[-1] if len(pids) > pids_before else None
-            if twin is not None:  # both processes of a duplicated request, in the order they started
-                out.pids += [{"pid": p, "phase": phase, "rc": rc, "duplicate": True} for p in pids[pids_before:-1]]
-            out.pids.append({"pid": pid, "phase": phase, "rc": rc})
+            pid = None
+            if isinstance(twin, _Together):  # K recovering workers: each process's own exit code, by executor id
+                ids = _pid_executors(run_dir)[pids_before:]
+                results = [(rc, argv, log)] + [(*f.result()[:1], a, lg) for f, a, lg in
+                                                zip(twin.futures, others, twin.logs)]
+                for f in twin.futures:
+                    leftovers += f.result()[1]
+                out.workers += len(twin.futures)
+                by_executor = {ex: p for p, ex in ids}
+                for n, (one_rc, one_argv, one_log) in enumerate(results):
+                    name = one_argv[one_argv.index("--executor-id") + 1]
+                    entry = {"pid": by_executor.get(name), "phase": phase, "rc": one_rc, "executor": name}
+                    out.pids.append(entry)
+                    if one_rc == -signal.SIGKILL or (rc == 0 and one_rc != 0):
+                        rc, log, pid = one_rc, one_log, entry["pid"]
+                if pid is None:
+                    pid = out.pids[-1]["pid"]
+            else:
+                if twin is not None:
+                    twin_rc, twin_left = twin.result()
+                    out.workers += 1
+                    leftovers += twin_left
+                    if rc == 0 and twin_rc != 0:
+                        rc, log = twin_rc, log.with_suffix(".twin.log")
+                pids = _pids(run_dir)
+                pid = pids[-1] if len(pids) > pids_before else None
+                if twin is not None:  # both processes of a duplicated request, in the order they started
+                    out.pids += [{"pid": p, "phase": phase, "rc": rc, "duplicate": True} for p in pids[pids_before:-1]]
+                out.pids.append({"pid": pid, "phase": phase, "rc": rc})
             if leftovers:
                 out.notes.append(f"worker {out.workers} left {len(leftovers)} process(es) running, killed: "
                                  + "; ".join(leftovers))

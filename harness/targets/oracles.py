@@ -168,7 +168,8 @@ def ends_within_budget(target: Target, run: TargetOutcome, golden: TargetOutcome
                                  f"{status.get('error')}", [f"status {json.dumps(status.get('values'))[:300]}"]))
         elif status["status"] not in ("finished", "waiting"):
             found.append(Failure("target.ends_within_budget", f"thread {thread} ended {status['status']} "
-                                 "(neither finished nor waiting for a human)"))
+                                 "(neither finished nor waiting for a human)"
+                                 + (f": {status['error']}" if status.get("error") else "")))
     return found
 
 

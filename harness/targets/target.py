@@ -40,12 +40,14 @@ DURABILITY = ("sync", "async", "exit")
 class TargetCase:
     """One variation of a target's run: ``human`` answers and tool ``faults`` (each ``{effect, outcome,
     times, seconds?}``) replace the target's; ``duplicate``: ``start`` | ``answer`` delivers the first start
-    request or answer twice at once (two live processes)."""
+    request or answer twice at once (two live processes); ``workers``: K >= 2 workers recover after each kill,
+    together at a barrier, each with its own identity (a DBOS executor id; each recovers the exited ones)."""
 
     name: str = "default"
     human: dict[str, list[dict[str, Any]]] | None = None
     faults: list[dict[str, Any]] = field(default_factory=list)
     duplicate: str | None = None
+    workers: int = 1
 
 
 @dataclass(frozen=True)
@@ -116,7 +118,8 @@ class Target:
         data = copy.deepcopy(data)
         base = Path(file).resolve().parent if file else Path.cwd()
         effects = [e if isinstance(e, dict) else {"path": e} for e in data.get("effects", [])]
-        cases = [TargetCase(c["name"], c.get("human"), c.get("faults", []), c.get("duplicate"))
+        cases = [TargetCase(c["name"], c.get("human"), c.get("faults", []), c.get("duplicate"),
+                            int(c.get("workers", 1)))
                  for c in data.get("cases", [{"name": "default"}])]
         return cls(name=data["target"], entry=data["entry"], inputs=data["inputs"], engine=data.get("engine", "langgraph"),
                    human=data.get("human", {}), gates=data.get("gates", {}), effects=effects,
