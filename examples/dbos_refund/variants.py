@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from dbos import DBOS
@@ -18,15 +19,31 @@ def issue_without_key(draft_: dict[str, Any]) -> dict[str, Any]:
     return services.issue_refund(draft_["draft_id"], draft_["amount_cents"])
 
 
-@DBOS.workflow()
-def refund_without_key(order: dict[str, Any]) -> dict[str, Any]:
-    """:func:`dbos_refund.app.refund_workflow` with :func:`issue_without_key` (caught by target.at_most_once_per_key)."""
+@DBOS.step()
+def issue_with_clock_key(draft_: dict[str, Any]) -> dict[str, Any]:
+    """Issues the refund with a key made from the wall clock: a step DBOS runs again sends a new key."""
+    return services.issue_refund(draft_["draft_id"], draft_["amount_cents"], idempotency_key=f"issue-{time.time_ns()}")
+
+
+def _refund(order: dict[str, Any], issue: Any) -> dict[str, Any]:
     drafted = draft(order)
     decision = DBOS.recv("approval", timeout_seconds=APPROVAL_TIMEOUT_S)
     if decision and decision.get("approved"):
-        refund = issue_without_key(drafted)
+        refund = issue(drafted)
         notify(order["order_id"], "refunded")
         return {"order_id": order["order_id"], "status": "issued", "refund_id": refund["refund_id"]}
     void(drafted)
     notify(order["order_id"], "denied")
     return {"order_id": order["order_id"], "status": "denied", "draft_id": drafted["draft_id"]}
+
+
+@DBOS.workflow()
+def refund_without_key(order: dict[str, Any]) -> dict[str, Any]:
+    """The refund flow with :func:`issue_without_key` (caught by target.at_most_once_per_key)."""
+    return _refund(order, issue_without_key)
+
+
+@DBOS.workflow()
+def refund_with_clock_key(order: dict[str, Any]) -> dict[str, Any]:
+    """The refund flow with :func:`issue_with_clock_key` (caught by target.effects_like_golden)."""
+    return _refund(order, issue_with_clock_key)

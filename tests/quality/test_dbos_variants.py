@@ -15,13 +15,19 @@ TARGET = Path(__file__).resolve().parents[2] / "examples/dbos_refund/target.yaml
 
 
 @pytest.mark.slow
-def test_an_issue_step_without_idempotency_key_is_caught_3_of_3(tmp_path: Path) -> None:
-    """A kill after the payment and before DBOS records the step's result: DBOS runs the step again."""
-    data = Target.from_file(TARGET).to_data() | {"entry": "dbos_refund.variants:refund_without_key"}
+@pytest.mark.parametrize("workflow, rule", [("refund_without_key", "target.at_most_once_per_key"),
+                                            ("refund_with_clock_key", "target.effects_like_golden")])
+def test_a_broken_issue_step_is_caught_3_of_3(tmp_path: Path, workflow: str, rule: str) -> None:
+    """A kill after the payment and before DBOS records the step's result: DBOS runs the step again, and only
+    a key derived from the workflow lets the payments API recognise the repeat."""
+    data = Target.from_file(TARGET).to_data() | {"entry": f"dbos_refund.variants:{workflow}"}
     data["inputs"] = data["inputs"][:1]
     target = Target.from_data(data)
+    golden = run_one(target, target.case("approved"), "sync", tmp_path / "golden", None, None, keep=True)
+    assert golden.verdict == "passed", (golden.error, [f.message for f in golden.failures])
     for n in range(1, 4):
-        r = run_one(target, target.case("approved"), "sync", tmp_path / str(n), "after_effect:issue_refund", None, n)
+        r = run_one(target, target.case("approved"), "sync", tmp_path / str(n), "after_effect:issue_refund",
+                    golden.outcome, n)
         assert r.verdict == "failed", r.error
         rules = {f.rule for f in r.failures}
-        assert "target.at_most_once_per_key" in rules, rules
+        assert rule in rules, rules
