@@ -24,6 +24,14 @@ NULL), ``tags`` (JSON list), ``measures`` (JSON: per-run metric inputs, see
 :mod:`crashpoint.harness.judge.record`) and ``data`` (JSON: the full result dict, with ``timeline`` for a
 run that did not pass).
 
+``crashpoint_run_keys``: one row per run recorded by this version: ``run_id``, ``selection`` (JSON:
+what the run was asked to do, see :func:`crashpoint.harness.run.resume.selection`; ``--resume``
+appends only to a run whose selection is the same), and its **writer**: ``host``, ``pid`` and
+``pid_started`` (the process's start time, so a reused pid is not taken for the writer) of the
+process appending to it, ``NULL`` once it has finished or let go. A run whose writer is alive is
+not appended to by anyone else (:meth:`ResultStore.claim_run`); a writer that was killed leaves its
+row, and the next claim finds the process gone and takes over.
+
 Rows are only ever inserted (and a run's end stamped once), so a run killed half-way keeps
 every finished row readable and stays ``complete = false``. Reports read this data only.
 """
@@ -95,6 +103,16 @@ results_table = Table(
     Column("tags", JSON),
     Column("measures", JSON),
     Column("data", JSON),
+)
+
+keys_table = Table(
+    "crashpoint_run_keys", metadata,
+    Column("run_id", String(32), primary_key=True),
+    Column("selection", JSON),
+    Column("host", String(255)),
+    Column("pid", Integer),
+    Column("pid_started", String(32)),
+    Column("since", DateTime(timezone=True)),
 )
 
 RUN_FIELDS = ("engine", "engine_version", "adapter", "pack", "pack_version", "crash", "seed", "git_commit",
@@ -297,11 +315,13 @@ class ResultStore:
     # -- writing ---------------------------------------------------------------------------------
 
     @_writer
-    def begin_run(self, info: dict[str, Any], started_at: datetime | None = None) -> str:
+    def begin_run(self, info: dict[str, Any], started_at: datetime | None = None,
+                  selection: dict[str, Any] | None = None) -> str:
         """Record the start of a run; returns its ``run_id`` (32 hex characters).
 
-        ``info`` has the keys of :data:`RUN_FIELDS` (missing ones are NULL; ``engine`` is required).
-        The row is committed at once with ``complete = false``.
+        ``info`` has the keys of :data:`RUN_FIELDS` (missing ones are NULL; ``engine`` is required);
+        ``selection`` is what the run was asked to do (kept for ``--resume``). The row is committed at
+        once with ``complete = false``, this process as its writer (see :meth:`claim_run`).
         """
         if not info.get("engine"):
             raise UsageError("begin_run: field engine is required")
@@ -310,7 +330,48 @@ class ResultStore:
         with self.engine.begin() as conn:
             conn.execute(runs_table.insert().values(run_id=run_id, started_at=_utc(started_at) or _now(),
                                                     complete=False, **row))
+            conn.execute(keys_table.insert().values(run_id=run_id, selection=selection, **_me()))
         return run_id
+
+    @_writer
+    def claim_run(self, run_id: str) -> None:
+        """Become the writer of ``run_id`` (``--resume``), atomically.
+
+        Raises:
+            UsageError: another live process is its writer (the message names its host and pid), or the run
+                was recorded without a key row (by an older crashpoint: its selection is unknown).
+        """
+        for _ in range(5):
+            with self.engine.begin() as conn:
+                row = conn.execute(select(keys_table).where(keys_table.c.run_id == run_id)).mappings().first()
+                if row is None:
+                    raise UsageError(f"run {run_id} in {self.where} has no selection record (recorded by an older "
+                                     "crashpoint): it cannot be resumed; start a new run")
+                if _alive(row):
+                    raise UsageError(f"run {run_id} in {self.where} is still being written by pid {row['pid']} on "
+                                     f"{row['host']} (since {_utc(row['since'])}); wait for it, or stop it first")
+                taken = conn.execute(update(keys_table).where(
+                    keys_table.c.run_id == run_id,
+                    keys_table.c.pid.is_(None) if row["pid"] is None else keys_table.c.pid == row["pid"],
+                ).values(**_me())).rowcount
+            if taken == 1:
+                return
+        raise UsageError(f"run {run_id} in {self.where}: another process claimed it at the same time")
+
+    @_writer
+    def release_run(self, run_id: str) -> None:
+        """Stop being the writer of ``run_id`` (nothing if this process is not its writer)."""
+        with self.engine.begin() as conn:
+            conn.execute(update(keys_table).where(keys_table.c.run_id == run_id, keys_table.c.pid == os.getpid(),
+                                                  keys_table.c.host == host_name())
+                         .values(host=None, pid=None, pid_started=None, since=None))
+
+    @_reader
+    def run_key(self, run_id: str) -> dict[str, Any] | None:
+        """``{"selection", "host", "pid", "pid_started", "since"}`` of ``run_id``, or ``None`` (no key row)."""
+        with self.engine.connect() as conn:
+            row = conn.execute(select(keys_table).where(keys_table.c.run_id == run_id)).mappings().first()
+        return dict(row) if row is not None else None
 
     @_writer
     def add_result(self, run_id: str, result: dict[str, Any]) -> None:
@@ -432,4 +493,34 @@ class ResultStore:
 def host_name() -> str:
     """This machine's host name (recorded with each run)."""
     return socket.gethostname()
+
+
+def _started(pid: int) -> str | None:
+    """The start time of process ``pid`` in clock ticks since boot (Linux ``/proc``), or ``None``."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _me() -> dict[str, Any]:
+    """The writer columns naming this process."""
+    return {"host": host_name(), "pid": os.getpid(), "pid_started": _started(os.getpid()), "since": _now()}
+
+
+def _alive(row: Any) -> bool:
+    """Is the writer a key row names still running? A writer on another host is taken as alive (this
+    machine cannot tell); here, a pid that is gone, or reused by a process started at another time, is not."""
+    if row["pid"] is None:
+        return False
+    if row["host"] != host_name():
+        return True
+    try:
+        os.kill(int(row["pid"]), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return row["pid_started"] is None or _started(int(row["pid"])) in (None, row["pid_started"])
 

@@ -93,6 +93,7 @@ def summary(data: dict[str, Any]) -> str:
     rows = [["engine", f"{data['engine']['name']} {data['engine']['version']}"],
             ["pack", f"{data['pack']['name']} {data['pack']['version']}"],
             ["cases", s["cases"]], ["crash points", s["crash_points"]],
+            ["verified kills", s.get("kills_verified", 0)],
             ["recovery pairs", s.get("recovery_pairs", 0)], ["runs", s["runs"]],
             ["passed", s["passed"]], ["failed", s["failed"]], ["errors", s["errors"]], ["unknown", s["unknown"]]]
     if s.get("unsupported"):

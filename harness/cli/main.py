@@ -224,7 +224,8 @@ def _sweep_and_report(args: argparse.Namespace, pack, cases, adapter, executor, 
         resumed = resume.plan(args.results_db, pack, cases, adapter, args.crash, args.crash_point or (),
                               args.crash_mode)
         if resumed.run_id is None:
-            print("crashpoint: --resume: no incomplete run of this pack and engine in the store; starting a new one")
+            print("crashpoint: --resume: no incomplete run of this exact selection in the store; starting a new one"
+                  + (f" ({resumed.mismatch})" if resumed.mismatch else ""))
     if resumed is not None and resumed.run_id is not None:
         recorder = resume.reopen(args.results_db, resumed.run_id, pack, cases, adapter, args.crash, args.engine,
                                  args.crash_mode, getattr(args, "adapter", None))

@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from crashpoint.errors import UsageError
 from crashpoint.harness.run.modes import crash_label
@@ -44,6 +44,8 @@ class SweepRecorder:
         crash: the stored crash setting (:func:`~crashpoint.harness.run.driver.crash_label`); ``engine_spec``,
             ``crash_mode`` and ``adapter_spec``: the ``--engine``, ``--crash-mode`` and ``--adapter``
             values (for the reproduce commands of results that carry none).
+            ``only``: the ``--crash-point`` ids (part of the recorded selection, see
+            :func:`crashpoint.harness.run.resume.selection`).
 
     Raises:
         UsageError: no store there, or a malformed URL. StoreError: the store cannot be read (both named
@@ -51,7 +53,8 @@ class SweepRecorder:
     """
 
     def __init__(self, url: str, pack: Any, cases: list[Any], adapter: Any, crash: str,
-                 engine_spec: str | None, crash_mode: str = "kill", adapter_spec: str | None = None) -> None:
+                 engine_spec: str | None, crash_mode: str = "kill", adapter_spec: str | None = None,
+                 only: Sequence[str] = ()) -> None:
         from crashpoint.harness.adapters.protocol import adapter_class
         from crashpoint.harness.judge.record import Recorder
 
@@ -61,7 +64,10 @@ class SweepRecorder:
         self.crash_mode = crash_mode
         info = {"engine": adapter.name, "engine_version": adapter.version(), "adapter": adapter_class(adapter),
                 "pack": pack.name, "pack_version": pack.version, "crash": crash, "seed": None, "source": "cli"}
-        self.recorder = Recorder(url or None, info)
+        from crashpoint.harness.run.resume import selection
+
+        self.recorder = Recorder(url or None, info, selection=selection(pack, cases, adapter, crash.split("+")[0], only,
+                                                                        crash_mode))
 
     @property
     def where(self) -> str:
@@ -89,7 +95,8 @@ def start_recording(args: argparse.Namespace, pack: Any, cases: list[Any], adapt
     if getattr(args, "results_db", None) is None:
         return None
     return SweepRecorder(args.results_db, pack, list(cases), adapter, crash_label(args.crash, args.crash_mode),
-                         args.engine, args.crash_mode, getattr(args, "adapter", None))
+                         args.engine, args.crash_mode, getattr(args, "adapter", None),
+                         only=args.crash_point or ())
 
 
 def add_report_parser(sub: Any, handler: Callable[[argparse.Namespace], int] | None = None) -> None:

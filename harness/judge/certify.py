@@ -179,13 +179,15 @@ def repro(case_path: Path, crash_point: str | None, adapter_spec: str) -> str:
     return repro_command(case_path, crash_point, Invocation(adapter=adapter_spec))
 
 
-def grade(sweep_result: Any, adapter: EngineAdapter, adapter_spec: str) -> dict[str, Any]:
+def grade(sweep_result: Any, adapter: EngineAdapter, adapter_spec: str, only: Sequence[str] = ()) -> dict[str, Any]:
     """The certificate of one sweep (see the module docstring).
 
     Args:
         sweep_result: a :class:`crashpoint.harness.run.sweep.SweepResult`.
         adapter: the adapter swept (for ``unsupported_claims``).
         adapter_spec: how the adapter was named (for repro commands).
+        only: the ``--crash-point`` ids the sweep was narrowed to (recorded as ``narrowed_to``; ``[]``: every
+            crash point, a full certification).
     """
     declared = set(getattr(adapter, "unsupported_claims", ()) or ())
     known = dict(getattr(adapter, "known_findings", {}) or {})
@@ -201,14 +203,21 @@ def grade(sweep_result: Any, adapter: EngineAdapter, adapter_spec: str) -> dict[
         ids = by_claim.get(name, [])
         runs = [r for r in sweep_result.results if r.case_id in ids]
         bad = [r for r in runs if r.verdict != "passed"]
+        verified = sum(1 for r in runs if _kill_verified(r))
         entry: dict[str, Any] = {"level": level, "claim": name, "meaning": meaning, "cases": ids, "runs": len(runs),
                                  "passed": len(runs) - len(bad), "failed": len(bad), "failing": [],
-                                 "known_finding": known.get(name)}
+                                 "kills_verified": verified, "known_finding": known.get(name)}
         if name in declared or any("NotImplementedError" in (r.error or "") or r.verdict == "unsupported"
                                    for r in bad):
             entry["verdict"] = "unsupported"
         elif not ids:
             entry["verdict"] = "not covered"
+        elif not bad and not verified:
+            entry["verdict"] = "error"  # nothing was killed and resumed: a claim with zero verified crash points
+            entry["failing"].append({"case": ids[0], "crash_point": "none", "verdict": "error",
+                                     "why": "no run of this claim's cases was a verified kill (a worker killed by "
+                                            "the harness and resumed by a new process): nothing was tested",
+                                     "reproduce": repro(cases[ids[0]].path, None, adapter_spec)})
         else:
             entry["verdict"] = "failed" if bad else "passed"
         for r in bad[:5]:
@@ -229,14 +238,21 @@ def grade(sweep_result: Any, adapter: EngineAdapter, adapter_spec: str) -> dict[
             "engine": {"name": adapter.name, "version": adapter.version(), "adapter": adapter_spec},
             "pack": {"name": sweep_result.pack.name, "version": sweep_result.pack.version},
             "level": level, "level_name": LEVEL_NAMES.get(level, "none"),
+            "narrowed_to": sorted(set(only)),
             "summary": {"cases": len(sweep_result.cases), "crash_points": sum(map(len, sweep_result.crash_points.values())),
                         "runs": len(results), "passed": sum(r.verdict == "passed" for r in results),
                         "failed": sum(r.verdict == "failed" for r in results),
                         "errors": sum(r.verdict == "error" for r in results),
                         "unknown": sum(r.verdict == "unknown" for r in results),
                         "unsupported": sum(r.verdict == "unsupported" for r in results),
+                        "kills_verified": sum(1 for r in results if _kill_verified(r)),
                         "wall_s": round(sweep_result.wall_s, 1)},
             "claims": claims}
+
+
+def _kill_verified(r: Any) -> bool:
+    """A crash run whose kill landed and was resumed by a new process (see :mod:`crashpoint.harness.judge.kills`)."""
+    return bool(r.crash_point and r.outcome is not None and r.outcome.crash_fired)
 
 
 def markdown(cert: dict[str, Any]) -> str:
@@ -282,4 +298,4 @@ def certify(adapter_spec: str, pack_path: Path, *, jobs: int | None = None, work
     result = sweep(pack, cases, adapter, crash="every", jobs=jobs, executor=executor, workdir=workdir,
                    keep=bool(workdir), worker_timeout_s=worker_timeout_s, only=only, on_result=progress,
                    on_plan=on_plan, how=Invocation(adapter=adapter_spec))
-    return grade(result, adapter, adapter_spec)
+    return grade(result, adapter, adapter_spec, only)

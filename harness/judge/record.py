@@ -120,12 +120,17 @@ class Recorder:
         info: run info, the keys of :data:`crashpoint.reports.store.RUN_FIELDS`; ``host`` and
             ``git_commit`` are filled in when missing.
         started_at: the run's start (UTC; default now).
+        selection: what the run was asked to do (:func:`crashpoint.harness.run.resume.selection`), kept so
+            that ``--resume`` appends only to a run of the same selection.
+
+    This process is the run's writer until :meth:`finish` or :meth:`abandon` (a lock in the store).
 
     Raises:
         UsageError, StoreError: the store cannot be opened (see :class:`~crashpoint.reports.store.ResultStore`).
     """
 
-    def __init__(self, url: str | None, info: dict[str, Any], started_at: datetime | None = None) -> None:
+    def __init__(self, url: str | None, info: dict[str, Any], started_at: datetime | None = None,
+                 selection: dict[str, Any] | None = None) -> None:
         from crashpoint.reports.store import ResultStore, host_name
 
         self.store = ResultStore(url)
@@ -133,20 +138,25 @@ class Recorder:
         info.setdefault("host", host_name())
         if "git_commit" not in info:
             info["git_commit"] = git_commit()
-        self.run_id = self.store.begin_run(info, started_at)
+        self.run_id = self.store.begin_run(info, started_at, selection)
         self.count = 0
 
     @classmethod
     def reopen(cls, url: str | None, run_id: str) -> "Recorder":
-        """A recorder that appends to the existing run ``run_id`` (``crashpoint run --resume``).
+        """A recorder that appends to the existing run ``run_id`` (``crashpoint run --resume``), as its writer.
 
         Raises:
-            UsageError, StoreError: the store cannot be opened.
+            UsageError, StoreError: the store cannot be opened, or another live process is writing the run.
         """
         from crashpoint.reports.store import ResultStore
 
         self = cls.__new__(cls)
         self.store, self.run_id, self.count = ResultStore(url), run_id, 0
+        try:
+            self.store.claim_run(run_id)
+        except BaseException:
+            self.store.close()
+            raise
         return self
 
     def add(self, data: dict[str, Any]) -> None:
@@ -159,4 +169,9 @@ class Recorder:
         ``wall_s`` of the result ``document`` when given."""
         keep = ("summary", "per_case", "coverage", "vacuity", "wall_s", "crashpoint_version")
         self.store.finish_run(self.run_id, {k: document[k] for k in keep if k in document} if document else None)
+        self.abandon()
+
+    def abandon(self) -> None:
+        """Let go of the run without marking it complete (an interrupted session): it stays incomplete."""
+        self.store.release_run(self.run_id)
         self.store.close()

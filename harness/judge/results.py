@@ -6,7 +6,7 @@ Shape (stable; README "The JSON report")::
      "engine": {"name", "version"}, "pack": {"name", "version", "path"}, "crash": "every"|"none",
      "wall_s",
      "summary": {"cases", "runs", "passed", "failed", "errors", "unknown", "unsupported", "crash_points",
-                 "recovery_pairs", "metrics": {metric: ratio|null}},
+                 "recovery_pairs", "kills_verified", "metrics": {metric: ratio|null}},
      "per_case": {case_id: {"runs", "passed", "failed", "errors", "unknown", "unsupported", "crash_points",
                             "recovery_pairs", "metrics": {...}}},
 
@@ -17,7 +17,12 @@ matrix) and ``"vacuity"``: ``{"runs_with_findings", "findings"}``; each result a
 then at ``B`` during the recovery).
      "results": [{"case_id", "crash_point", "verdict", "failures": [{"oracle", "message",
                   "evidence"}], "error", "final_status", "stop_reason", "crash_fired",
-                  "workers", "kills", "notes", "wall_s", "reproduce"?}]}
+                  "workers", "kills", "kill_log", "kill_problems", "notes", "wall_s", "reproduce"?}]}
+
+``kill_log`` holds the run's verified kills, each ``{"worker", "pid", "signal" ("SIGKILL" | "simulated"),
+"crash_point", "resumed_by"}``; ``kill_problems`` why a kill did not land (the run is then ``error``);
+``crash_fired`` is true only when every kill of the run's schedule is verified, and ``kills_verified``
+counts those crash runs (see :mod:`crashpoint.harness.judge.kills`).
 
 ``reproduce`` (added by the CLI for runs that did not pass) is the one-line command that
 re-runs that case at that crash point.
@@ -70,6 +75,7 @@ def sweep_data(result: SweepResult) -> dict[str, Any]:
         "summary": {"cases": len(result.crash_points)} | _counts(verdicts) | {
             "crash_points": sum(len(p) for p in result.crash_points.values()),
             "recovery_pairs": sum(c["recovery_pairs"] for c in per_case.values()),
+            "kills_verified": sum(1 for r in result.results if r.crash_point and r.outcome and r.outcome.crash_fired),
             "metrics": metrics["overall"]},
         "per_case": per_case,
         "results": (rows := [r.to_dict() for r in result.results]),

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from crashpoint.errors import WorkerTimeout
+from crashpoint.harness.judge.kills import unverified
 from crashpoint.harness.judge.rules import Finding, Judgement, Rule, RuleContext, evaluate
 
 if TYPE_CHECKING:
@@ -129,6 +130,8 @@ class RunResult:
             "crash_fired": out.crash_fired if out else False,
             "workers": out.workers if out else 0,
             "kills": out.kills if out else 0,
+            "kill_log": [dict(k) for k in out.kill_log] if out else [],
+            "kill_problems": list(out.kill_problems) if out else [],
             "notes": out.notes if out else [],
             "vacuity": list(self.vacuity),
             "wall_s": round(self.wall_s, 3),
@@ -231,6 +234,9 @@ def _decide(case: "Case", pack: "Pack", run: "RunOutcome | BaseException", crash
         return RunResult(cid, crash_point, verdict, findings, error=error, outcome=run, vacuity=notes,
                          rules_unknown=[rid for rid, _ in judgement.broken])
 
+    not_landed = unverified(run)  # a kill that did not land, or a changed crash log: nothing was tested
+    if not_landed:
+        return result("error", not_landed)
     if run.faults_missed and crash_point is None:
         return result("error", "the case's faults never fired, so nothing was tested: " + "; ".join(run.faults_missed))
     if nothing:

@@ -10,8 +10,14 @@
 Other plugins (ordeal, agentchaos-core) register ``--chaos`` too, and pytest refuses to
 start when two plugins add one option. So this plugin always registers the unambiguous
 ``--crashpoint-*`` options, and adds the ``--chaos`` alias only after every plugin has
-registered its options, and only when no other plugin owns it; the pytest header says
-which spelling is active.
+registered its options, and only when no other plugin owns it (likewise ``--chaos-seed``);
+the pytest header advertises only the spellings that are ours here.
+
+crashpoint's items depend on no other plugin's markers or flags: another plugin may skip the
+items it believes are its own (ordeal skips every item with a ``chaos`` keyword, which an item
+gets from a folder named ``chaos`` on its path), so after every plugin has modified the items,
+the ``skip``/``skipif``/``xfail`` markers on crashpoint's items are taken off again (select or
+deselect cases with ``-k``, ``-m`` or ``--deselect``, which stay in force).
 """
 
 from __future__ import annotations
@@ -29,6 +35,9 @@ from crashpoint.harness.pytest.targets import crashpoint_sweep  # noqa: F401 - t
 CASE_SUFFIXES = (".yaml", ".yml", ".json")
 _STASH_PACKS = pytest.StashKey[dict]()
 _STASH_ALIAS = pytest.StashKey[str]()
+_STASH_SEED_ALIAS = pytest.StashKey[bool]()
+#: Markers another plugin may put on items to skip them; never honoured on crashpoint's items.
+FOREIGN_SKIPS = ("skip", "skipif", "xfail")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -58,6 +67,7 @@ def _option_owned(parser: pytest.Parser, name: str) -> bool:
 @pytest.hookimpl(trylast=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
     """Add the ``--chaos`` alias now that every installed plugin has added its options."""
+    early_config.stash[_STASH_SEED_ALIAS] = False
     if _option_owned(parser, "--chaos"):
         early_config.stash[_STASH_ALIAS] = "taken"
         return
@@ -67,6 +77,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     if not _option_owned(parser, "--chaos-seed"):
         parser.getgroup("crashpoint").addoption("--chaos-seed", default=None, metavar="N|last",
                                                 dest="crashpoint_seed_alias", help="alias of --crashpoint-seed")
+        early_config.stash[_STASH_SEED_ALIAS] = True
     early_config.stash[_STASH_ALIAS] = "ours"
 
 
@@ -85,9 +96,10 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         from crashpoint.harness.pytest.schedules import resolve  # via sys.modules, like the items' own import
 
         seed = resolve(config)
+        flag = "--chaos-seed" if config.stash.get(_STASH_SEED_ALIAS, False) else "--crashpoint-seed"
         return ["crashpoint: chaos on: one item per (case, crash point), each a real SIGKILL and resume",
                 f"crashpoint: chaos seed {seed}, {config.getoption('crashpoint_schedules')} generated fault "
-                f"schedule(s) per case (same schedules: --chaos-seed {seed} or --chaos-seed last)"]
+                f"schedule(s) per case (same schedules: {flag} {seed} or {flag} last)"]
     return [f"crashpoint: golden runs only; enable chaos with {spelling}"]
 
 
@@ -113,6 +125,18 @@ def pytest_configure(config: pytest.Config) -> None:
         from crashpoint.harness.pytest.schedules import resolve
 
         resolve(config)  # a bad --chaos-seed stops the session here, as a usage error
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]):
+    """After every plugin has modified the items: take other plugins' skip markers off crashpoint's items."""
+    result = yield
+    from crashpoint.harness.pytest.schedules import ScheduleItem
+
+    for item in items:
+        if isinstance(item, (CaseItem, ScheduleItem)):
+            item.own_markers[:] = [m for m in item.own_markers if m.name not in FOREIGN_SKIPS]
+    return result
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -308,8 +332,11 @@ def pytest_configure_node(node: Any) -> None:
         node.workerinput[WORKERINPUT_SEED] = resolve(node.config)
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Mark the stored run complete (``--crashpoint-results-db``)."""
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Mark the stored run complete (``--crashpoint-results-db``) when the session ran every item it
+    collected; an interrupted one (Ctrl-C, ``-x``, ``--maxfail``, an internal error) stays incomplete."""
     from crashpoint.harness.pytest import results as pytest_results
 
-    pytest_results.finish(session.config)
+    ran_all = exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) and \
+        not session.shouldstop and not session.shouldfail
+    pytest_results.finish(session.config, complete=ran_all)

@@ -107,9 +107,13 @@ def record_report(config: pytest.Config, report: pytest.TestReport) -> None:
     _recorder(config, record["info"]).add(record["result"])
 
 
-def finish(config: pytest.Config) -> None:
-    """Mark the session's stored run complete (when one was recorded)."""
+def finish(config: pytest.Config, complete: bool = True) -> None:
+    """Mark the session's stored run complete (when one was recorded), or, when the session did not run
+    every item (``complete=False``: interrupted), leave it incomplete and let go of it."""
     recorder = config.stash.get(_STASH_RECORDER, None)
     if recorder is not None:
-        recorder.finish(None)
+        if complete:
+            recorder.finish(None)
+        else:
+            recorder.abandon()
         del config.stash[_STASH_RECORDER]

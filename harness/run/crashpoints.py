@@ -14,6 +14,14 @@ probe appends it to ``RUN_DIR/crash.fired`` and sends SIGKILL to its own process
 ``finally`` block, no atexit handler, no flush runs (the real thing, as in the project's
 offline probe of real engines). A schedule ``"A >> B"`` kills at ``A`` and then at ``B``,
 a point of the recovery from the first kill (crash during recovery).
+
+The run folder is the engine's: an engine may rewrite any file in it. So a probe built with
+``witness`` also keeps the harness's own record beside the run folder, in ``RUN_DIR.probe/``
+(:func:`witness_dir`): the same crash point log, and ``events.log``, one line per fact the harness
+verifies a kill with (:func:`witness_events`): ``start PID`` when a worker process builds its probe,
+``kill PID POINT`` just before the probe SIGKILLs its own process ``PID`` at ``POINT`` (``simulate PID
+POINT`` in simulated-crash mode). The driver compares these with the pid of the process it started and
+that process's exit status (:mod:`crashpoint.harness.judge.kills`).
 """
 
 from __future__ import annotations
@@ -36,6 +44,40 @@ PAUSED_FILE = "crash.paused"
 RELEASE_PREFIX = "release."
 #: Wall seconds a held worker waits for the harness before it goes on by itself.
 HOLD_LIMIT_S = 30.0
+#: The probe's facts in the witness folder (see the module docstring).
+EVENTS_FILE = "events.log"
+
+
+def witness_dir(run_dir: str | Path) -> Path:
+    """The harness's record of a run's probe, beside (never inside) the engine's run folder."""
+    return Path(f"{run_dir}.probe")
+
+
+@dataclass(frozen=True)
+class ProbeEvent:
+    """One line of the witness's ``events.log``: ``kind`` (``start``, ``kill``, ``simulate``), the
+    process id that wrote it, and the crash point id (``kill``/``simulate``; ``None`` for ``start``)."""
+
+    kind: str
+    pid: int
+    point: str | None = None
+
+
+def witness_events(run_dir: str | Path) -> list[ProbeEvent]:
+    """The probe facts of a run, in order (empty when the run kept no witness)."""
+    path = witness_dir(run_dir) / EVENTS_FILE
+    events = []
+    for line in path.read_text().splitlines() if path.exists() else ():
+        kind, _, rest = line.partition(" ")
+        pid, _, point = rest.partition(" ")
+        events.append(ProbeEvent(kind, int(pid), point or None))
+    return events
+
+
+def witness_passed(run_dir: str | Path) -> list[str] | None:
+    """The crash point ids the witness recorded, in order; ``None`` when the run kept no witness."""
+    path = witness_dir(run_dir) / LOG_FILE
+    return path.read_text().splitlines() if path.exists() else None
 
 
 def point_id(name: str, occurrence: int) -> str:
@@ -119,27 +161,40 @@ class CrashProbe:
             (an event that arrives while a step is in flight). A hold comes before a kill at the
             same point.
         simulate: raise :class:`SimulatedCrash` at a target instead of sending SIGKILL (in-process mode).
+        witness: also keep the harness's record in :func:`witness_dir` (see the module docstring); the
+            occurrence counts and the kills so far are then read from it, not from the run folder.
     """
 
     def __init__(self, run_dir: str | Path, targets: list[str] | tuple[str, ...] = (),
-                 holds: list[str] | tuple[str, ...] = (), simulate: bool = False) -> None:
+                 holds: list[str] | tuple[str, ...] = (), simulate: bool = False, witness: bool = False) -> None:
         self.simulate = simulate
         self.run_dir = Path(run_dir)
         self.targets = list(targets)
         self.holds = set(holds)
         self.held = paused_points(self.run_dir)
         log = self.run_dir / LOG_FILE
-        self.counts: Counter[str] = Counter()
-        if log.exists():
-            for line in log.read_text().splitlines():
-                self.counts[line.split("#", 1)[0]] += 1
-        self.fired = fired_points(self.run_dir)
+        self.fd = self.wfd = self.efd = -1
+        if witness:
+            folder = witness_dir(self.run_dir)
+            folder.mkdir(exist_ok=True)
+            self.wfd = os.open(folder / LOG_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            self.efd = os.open(folder / EVENTS_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            seen = witness_passed(self.run_dir) or []
+            self.fired = [e.point for e in witness_events(self.run_dir) if e.kind != "start"]
+            os.write(self.efd, f"start {os.getpid()}\n".encode())
+        else:
+            seen = log.read_text().splitlines() if log.exists() else []
+            self.fired = fired_points(self.run_dir)
+        self.counts: Counter[str] = Counter(line.split("#", 1)[0] for line in seen)
         self.fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def __call__(self, name: str) -> None:
         self.counts[name] += 1
         ident = point_id(name, self.counts[name])
-        os.write(self.fd, (ident + "\n").encode())
+        line = (ident + "\n").encode()
+        os.write(self.fd, line)
+        if self.wfd >= 0:
+            os.write(self.wfd, line)
         if ident in self.holds and ident not in self.held:
             self._hold(ident)
         pending = self.targets[len(self.fired):]
@@ -151,10 +206,11 @@ class CrashProbe:
             os.kill(os.getpid(), signal.SIGKILL)
 
     def close(self) -> None:
-        """Close the log (a worker process never needs to: its exit does; an in-process worker does)."""
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        """Close the logs (a worker process never needs to: its exit does; an in-process worker does)."""
+        for name in ("fd", "wfd", "efd"):
+            if getattr(self, name, -1) >= 0:
+                os.close(getattr(self, name))
+                setattr(self, name, -1)
 
     def __del__(self) -> None:
         self.close()
@@ -174,27 +230,33 @@ class CrashProbe:
         fd = os.open(self.run_dir / FIRED_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         os.write(fd, (ident + "\n").encode())
         os.close(fd)
+        if self.efd >= 0:
+            os.write(self.efd, f"{'simulate' if self.simulate else 'kill'} {os.getpid()} {ident}\n".encode())
         self.fired.append(ident)
 
 
 def probe(arg: str) -> Callable[[str], None]:
-    """Worker factory: ``arg`` is the JSON ``{"run_dir", "targets": [...], "holds": [...]}`` of :func:`probe_arg`."""
+    """Worker factory: ``arg`` is the JSON ``{"run_dir", "targets": [...], "holds": [...], "simulate"?,
+    "witness"?}`` of :func:`probe_arg`."""
     spec = json.loads(arg)
     return CrashProbe(spec["run_dir"], spec.get("targets") or (), spec.get("holds") or (),
-                      simulate=bool(spec.get("simulate")))
+                      simulate=bool(spec.get("simulate")), witness=bool(spec.get("witness")))
 
 
 def probe_arg(run_dir: str | Path, crash_point: str | None, holds: list[str] | tuple[str, ...] = (),
-              simulate: bool = False) -> str:
+              simulate: bool = False, witness: bool = False) -> str:
     """The ``--probe-arg`` value for :func:`probe` (JSON, so any folder name or point id survives).
 
     ``crash_point`` is a crash point id or a schedule ``"A >> B"`` (see :func:`schedule`);
     ``holds`` the crash point ids where the worker waits for the harness (see :class:`CrashProbe`);
-    ``simulate`` raises :class:`SimulatedCrash` instead of the SIGKILL.
+    ``simulate`` raises :class:`SimulatedCrash` instead of the SIGKILL; ``witness`` keeps the harness's
+    record beside the run folder (see :class:`CrashProbe`).
     """
-    spec = {"run_dir": str(run_dir), "targets": schedule(crash_point), "holds": list(holds)}
+    spec: dict[str, object] = {"run_dir": str(run_dir), "targets": schedule(crash_point), "holds": list(holds)}
     if simulate:
         spec["simulate"] = True
+    if witness:
+        spec["witness"] = True
     return json.dumps(spec)
 
 

@@ -14,6 +14,7 @@ than those files.
 from __future__ import annotations
 
 import copy
+from collections import Counter
 import re
 import os
 import shutil
@@ -35,6 +36,7 @@ from crashpoint.harness.faults.kinds.tool import TOOL_EVENTS, script_event
 from crashpoint.harness.faults.kinds.zombie import WORKER_EVENT
 from crashpoint.harness.run import crashpoints, forkserver, inprocess
 from crashpoint.harness.run.forkserver import forkable
+from crashpoint.harness.judge import kills as kills_judge
 from crashpoint.harness.adapters.protocol import EngineAdapter, RunContext
 from crashpoint.harness.load.loader import Case, Pack, first_gate, redeployed
 from crashpoint.harness.run.modes import CRASH_MODES, crash_label  # noqa: F401  (re-exported)
@@ -57,7 +59,13 @@ class RunOutcome:
         trace: the workflow's trace (adapter shape).
         calls: ledger calls as dicts; ``decisions`` the human decisions; ``sequence`` both, in order.
         crash_points: crash point ids passed, in order (all worker processes of the run).
-        crash_fired: the target crash point killed a worker (after the case's own ``kill`` faults).
+        crash_fired: the target crash point killed a worker (after the case's own ``kill`` faults), verified:
+            every kill of the schedule is in ``kill_log`` with the process that resumed after it.
+        kill_log: the verified kills, in order: ``{"worker" (number), "pid" (the process the harness started
+            and saw die), "signal" ("SIGKILL", or "simulated" in-process), "crash_point", "resumed_by" (the
+            pid of the new worker process that took over)}`` (see :mod:`crashpoint.harness.judge.kills`).
+        kill_problems: why a kill or a resume could not be verified (a probe that did not kill, a kill in
+            another process, a changed crash point log): the run is then ``error``, never ``passed``.
         faults_missed: the case's ``faults`` that never fired (a kill or hold point never passed).
         workers: worker processes started (count); ``kills`` SIGKILLs the harness caused.
         deliveries: ``{"duplicates_sent": int, "duplicates_recognised": int}`` for events sent more than once.
@@ -89,6 +97,8 @@ class RunOutcome:
     sequence: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     crash_points: list[str] = field(default_factory=list)
     crash_fired: bool = False
+    kill_log: list[dict[str, Any]] = field(default_factory=list)
+    kill_problems: list[str] = field(default_factory=list)
     faults_missed: list[str] = field(default_factory=list)
     clock_now: float | None = None
     workers: int = 0
@@ -211,11 +221,15 @@ class Driver:
             if strays:
                 out.notes.append(f"harness-side adapter or engine code left {len(strays)} process(es) running, "
                                  "killed: " + "; ".join(strays))
-            out.crash_points = crashpoints.passed(run_dir)
-            fired = crashpoints.fired_points(run_dir)
+            out.crash_points = crashpoints.witness_passed(run_dir) or []
+            if Counter(crashpoints.passed(run_dir)) != Counter(out.crash_points):  # workers at once interleave
+                out.kill_problems.append(
+                    f"the run folder's {crashpoints.LOG_FILE} ({len(crashpoints.passed(run_dir))} lines) differs from "
+                    f"the harness's record ({len(out.crash_points)} lines): the engine changed it")
+            fired = [k["crash_point"] for k in out.kill_log]
             paused = crashpoints.paused_points(run_dir)
-            out.crash_fired = bool(crash_point) and fired == crashpoints.schedule(targets) and \
-                all(point in paused for point in spec.alongside)
+            out.crash_fired = bool(crash_point) and kills_judge.landed(out.kill_log, targets) and \
+                not out.kill_problems and all(point in paused for point in spec.alongside)
             out.faults_missed = injected.missed(fired, paused)
             out.wall_s = time.perf_counter() - began
         if out.snapshots:
@@ -413,7 +427,7 @@ class Driver:
                      holds: list[str], simulate: bool = False) -> tuple[list[str], dict[str, str], Path]:
         """The command, environment and log file of the run's next worker process (counted in ``out.workers``)."""
         argv = self.adapter.worker_command(ctx, PROBE_SPEC, crashpoints.probe_arg(ctx.run_dir, crash_point, holds,
-                                                                                  simulate=simulate))
+                                                                                  simulate=simulate, witness=True))
         out.workers += 1
         log = ctx.run_dir / f"worker-{out.workers:03d}.log"
         return argv, {**ctx.env, **forkserver.ISOLATED_ENV, RUN_MARKER: str(Path(ctx.run_dir).resolve())}, log
@@ -458,21 +472,23 @@ class Driver:
         return forkserver.for_this_thread().run(target[0], target[1], self.worker_timeout_s, env, log)
 
     def _launch(self, argv: list[str], env: dict[str, str], log: Path,
-                poll: Callable[[], None] | None) -> tuple[int, list[str]]:
+                poll: Callable[[], None] | None, on_start: Callable[[int], None]) -> tuple[int, list[str]]:
         """Start one worker process and wait for it: forked from this thread's warm zygote when the
         adapter allows it (``fork_workers``) and ``argv`` runs a Python module, else a new program that the
         zygote forks and ``exec``-s (so every launch mode has a subreaper above the worker).
+        ``on_start`` gets the worker's pid (this process's for an in-process worker).
 
         Returns ``(returncode, leftovers)`` as :func:`run_process`.
         """
         target = forkable(argv) if getattr(self.adapter, "fork_workers", False) else None
         if target is not None and self.inprocess and poll is None:
+            on_start(os.getpid())
             return inprocess.run_worker(target[0], target[1], log), []
         server = forkserver.for_this_thread()
         try:
             if target is None or not (self.fork or self.inprocess):
-                return server.exec(argv, self.worker_timeout_s, env, log, poll)
-            return server.run(target[0], target[1], self.worker_timeout_s, env, log, poll)
+                return server.exec(argv, self.worker_timeout_s, env, log, poll, on_start=on_start)
+            return server.run(target[0], target[1], self.worker_timeout_s, env, log, poll, on_start=on_start)
         except OSError:  # the zygote died (a worker that killed it): what carries the run's marker dies too
             if env.get(RUN_MARKER):
                 reap_under(Path(env[RUN_MARKER]))
@@ -502,24 +518,31 @@ class Driver:
     def _run_workers(self, ctx: RunContext, out: RunOutcome, crash_point: str | None, held: "_Holds") -> None:
         together = 1  # after a kill: held.together workers recover at once (the ``workers`` fault kind)
         for _ in range(MAX_WORKERS_PER_RUN):
-            fired_before = len(crashpoints.fired_points(ctx.run_dir))
+            seen = len(crashpoints.witness_events(ctx.run_dir))
             simulate = self.inprocess and not held.events and getattr(self.adapter, "fork_workers", False) \
                 and together == 1
             others = self._start_alongside(ctx, out, together - 1) if together > 1 else []
             argv, env, log = self._worker_argv(ctx, out, crash_point, list(held.events), simulate)
-            rc, leftovers = self._launch(argv, env, log, poll=held.poll if held.events or others else None)
+            started: list[int] = []
+            rc, leftovers = self._launch(argv, env, log, poll=held.poll if held.events or others else None,
+                                         on_start=started.append)
             self._wait_alongside(out, others, held.poll)
             if leftovers:
                 out.notes.append(f"worker {out.workers} left {len(leftovers)} process(es) running, killed: "
                                  + "; ".join(leftovers))
+            killed = kills_judge.check_worker(out.kill_log, out.kill_problems, out.workers,
+                                              started[0] if started else None, rc,
+                                              crashpoints.witness_events(ctx.run_dir)[seen:],
+                                              simulated=simulate and bool(started) and started[0] == os.getpid())
             if rc == 0:
                 return
-            if rc == -signal.SIGKILL and len(crashpoints.fired_points(ctx.run_dir)) > fired_before:
-                out.kills += 1
-                out.deliveries_log.append({"step": out.deliveries_log[-1]["step"] if out.deliveries_log else 0,
-                                           "kind": "kill", "worker": out.workers,
-                                           "crash_point": crashpoints.fired_points(ctx.run_dir)[-1],
-                                           "ledger_gseq": held.ledger.last_gseq()})
+            if killed:
+                if out.kill_log and out.kill_log[-1]["worker"] == out.workers:
+                    out.kills += 1
+                    out.deliveries_log.append({"step": out.deliveries_log[-1]["step"] if out.deliveries_log else 0,
+                                               "kind": "kill", "worker": out.workers,
+                                               "crash_point": out.kill_log[-1]["crash_point"],
+                                               "ledger_gseq": held.ledger.last_gseq()})
                 together = held.together
                 continue
             tail = log.read_text(errors="replace").strip().splitlines()[-6:] if log.exists() else []
@@ -590,13 +613,15 @@ RUN_MARKER = "CRASHPOINT_RUN_DIR"
 
 
 def run_process(argv: list[str], timeout_s: float, env: dict[str, str] | None = None,
-                log: Path | None = None, poll: Callable[[], None] | None = None) -> tuple[int, list[str]]:
+                log: Path | None = None, poll: Callable[[], None] | None = None,
+                on_start: Callable[[int], None] | None = None) -> tuple[int, list[str]]:
     """Run ``argv`` in its own process group, stdout and stderr to ``log`` (or discarded).
 
     Returns ``(returncode, leftovers)``: ``leftovers`` describes processes still alive after it
     ended that belong to its group or carry its :data:`RUN_MARKER` value; they are SIGKILLed.
     Output goes to a file, not a pipe, so a child that keeps the pipe open cannot hang the harness.
-    ``poll``, when given, is called about every 2 ms while the process runs (to serve held workers).
+    ``poll``, when given, is called about every 2 ms while the process runs (to serve held workers);
+    ``on_start``, when given, gets the process's pid as soon as it runs.
 
     Raises:
         WorkerTimeout: it ran longer than ``timeout_s`` wall seconds (it and its leftovers are killed).
@@ -606,6 +631,8 @@ def run_process(argv: list[str], timeout_s: float, env: dict[str, str] | None = 
     with open(log if log else os.devnull, "wb") as sink:
         proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, env=env)
+        if on_start is not None:
+            on_start(proc.pid)
         try:
             if poll is None:
                 proc.wait(timeout=timeout_s)
@@ -723,12 +750,14 @@ class Snapshot:
         work: the segment number. ``log_length``: crash points the run had passed before it.
         files: run-folder-relative path -> zlib-compressed bytes (a snapshot travels with the golden
             outcome to pool processes and Dask workers). ``progress``: the outcome fields so far.
+        witness: the probe's witness files (:func:`~crashpoint.harness.run.crashpoints.witness_dir`), the same way.
     """
 
     work: int
     log_length: int
     files: dict[str, bytes]
     progress: dict[str, Any]
+    witness: dict[str, bytes] = field(default_factory=dict)
 
     @classmethod
     def take(cls, run_dir: Path, out: RunOutcome, work: int) -> "Snapshot":
@@ -748,8 +777,12 @@ class Snapshot:
         finally:
             shutil.rmtree(copy_dir, ignore_errors=True)
         progress = copy.deepcopy({"deliveries": out.deliveries, "deliveries_log": out.deliveries_log,
-                                  "notes": out.notes, "workers": out.workers, "kills": out.kills})
-        return cls(work, len(crashpoints.passed(run_dir)), files, progress)
+                                  "notes": out.notes, "workers": out.workers, "kills": out.kills,
+                                  "kill_log": out.kill_log, "kill_problems": out.kill_problems})
+        witness = crashpoints.witness_dir(run_dir)
+        kept = {p.name: zlib.compress(p.read_bytes(), 1) for p in sorted(witness.iterdir()) if p.is_file()} \
+            if witness.is_dir() else {}
+        return cls(work, len(crashpoints.witness_passed(run_dir) or []), files, progress, kept)
 
     def restore(self, run_dir: Path, out: RunOutcome) -> None:
         """Write the files into the (empty) ``run_dir`` and set the outcome's fields so far."""
@@ -760,5 +793,10 @@ class Snapshot:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 made.add(path.parent)
             path.write_bytes(zlib.decompress(data))
+        if self.witness:
+            witness = crashpoints.witness_dir(run_dir)
+            witness.mkdir(exist_ok=True)
+            for name, data in self.witness.items():
+                (witness / name).write_bytes(zlib.decompress(data))
         for key, value in copy.deepcopy(self.progress).items():
             setattr(out, key, value)

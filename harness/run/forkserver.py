@@ -127,8 +127,10 @@ class ForkServer:
         return json.loads(line)
 
     def run(self, module: str, args: list[str], timeout_s: float, env: dict[str, str] | None = None,
-            log: Path | None = None, poll: Callable[[], None] | None = None) -> tuple[int, list[str]]:
-        """Fork a child that runs ``module.main(args)``; wait for it like :func:`~crashpoint.harness.run.driver.run_process`.
+            log: Path | None = None, poll: Callable[[], None] | None = None,
+            on_start: Callable[[int], None] | None = None) -> tuple[int, list[str]]:
+        """Fork a child that runs ``module.main(args)``; wait for it like :func:`~crashpoint.harness.run.driver.run_process`
+        (``on_start`` gets the child's pid as soon as it runs).
 
         Returns ``(returncode, leftovers)``: ``-9`` after a SIGKILL; ``leftovers`` describes processes the
         worker left running (the zygote is their subreaper: it SIGKILLs them). ``poll`` is called about every 2 ms.
@@ -138,17 +140,18 @@ class ForkServer:
             OSError: the zygote died.
         """
         return self._serve({"module": module, "argv": args, "env": env or {}, "log": str(log) if log else os.devnull,
-                            "warm": warm_modules(module, args)}, timeout_s, poll)
+                            "warm": warm_modules(module, args)}, timeout_s, poll, on_start)
 
     def exec(self, argv: list[str], timeout_s: float, env: dict[str, str] | None = None,
-             log: Path | None = None, poll: Callable[[], None] | None = None) -> tuple[int, list[str]]:
+             log: Path | None = None, poll: Callable[[], None] | None = None,
+             on_start: Callable[[int], None] | None = None) -> tuple[int, list[str]]:
         """Fork a child that ``exec``-s ``argv`` (a new program: a cold interpreter, any engine's binary), with
-        this zygote as its subreaper; otherwise as :meth:`run`."""
+        this zygote as its subreaper (the same pid runs the program); otherwise as :meth:`run`."""
         return self._serve({"exec": list(argv), "env": env or {}, "log": str(log) if log else os.devnull},
-                           timeout_s, poll)
+                           timeout_s, poll, on_start)
 
-    def _serve(self, request: dict[str, Any], timeout_s: float,
-               poll: Callable[[], None] | None) -> tuple[int, list[str]]:
+    def _serve(self, request: dict[str, Any], timeout_s: float, poll: Callable[[], None] | None,
+               on_start: Callable[[int], None] | None = None) -> tuple[int, list[str]]:
         try:
             self._send(request)
             started = self._receive(30.0)
@@ -158,6 +161,8 @@ class ForkServer:
             self.kill()  # out of step with this side: never reuse it (for_this_thread starts another)
             raise
         pid = started["pid"]
+        if on_start is not None:
+            on_start(pid)
         deadline = time.monotonic() + timeout_s
         while True:
             try:

@@ -6,11 +6,16 @@ point (even by SIGKILL) leaves every finished result in the store and the run ``
 ``--resume`` then:
 
 1. finds the latest incomplete run of the same pack (name and version), engine, crash setting
-   (``--crash`` and ``--crash-mode``) and source ``cli`` in the store (none: the sweep starts a new run, and says so);
-2. skips every ``(case, crash point)`` pair that run already holds; a case whose runs are all
+   (``--crash`` and ``--crash-mode``) and source ``cli`` in the store whose recorded
+   :func:`selection` is exactly this one: the same case files with the same contents (by SHA-256),
+   the same ``--crash-point`` list, the same engine version, the same pack version and contents.
+   None: the sweep starts a new run, and says which near run differed and how;
+2. becomes that run's writer (a lock in the store): a run another live process is still writing is
+   refused (exit 2), never written twice;
+3. skips every ``(case, crash point)`` pair that run already holds; a case whose runs are all
    recorded is not run at all; a case with runs left re-runs its golden run as their reference
-   (not recorded again);
-3. appends the remaining results to the same run and marks it complete, with the summary of every
+   (not recorded again, unless it does not pass now: then it is a stored result like any other);
+4. appends the remaining results to the same run and marks it complete, with the summary of every
    result (restored ones included), so the stored run reads as an uninterrupted sweep would.
 
 Only ``--crash every`` and ``--crash none`` resume (``recovery`` pairs are derived from the outcomes
@@ -19,7 +24,10 @@ of the single kills, which the store does not keep).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Sequence
 
 from crashpoint.errors import UsageError
@@ -67,6 +75,8 @@ class ResumePlan:
         skip: ``(case_id, crash_point)`` pairs already recorded (``None``: the golden run).
         todo: the cases that still have runs to do, in the selection's order.
         points: crash points of the cases with nothing left to do (from their recorded kills).
+        mismatch: when ``run_id`` is ``None``: why the latest incomplete run of this pack and engine was
+            not taken (its selection differs; see :func:`differences`), else ``None``.
     """
 
     run_id: str | None
@@ -74,15 +84,72 @@ class ResumePlan:
     skip: set[Pair] = field(default_factory=set)
     todo: list[Case] = field(default_factory=list)
     points: dict[str, list[str]] = field(default_factory=dict)
+    mismatch: str | None = None
 
 
-def find_incomplete(store: Any, info: dict[str, Any]) -> str | None:
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def selection(pack: Pack, cases: Sequence[Case], adapter: Any, crash: str, only: Sequence[str] = (),
+              crash_mode: str = "kill") -> dict[str, Any]:
+    """What a sweep is asked to do, as recorded with its run: ``{"cases": {case_id: sha256 of the case
+    file}, "crash_points": [the --crash-point ids, sorted; [] for all], "crash", "engine",
+    "engine_version", "pack", "pack_version", "pack_digest" (sha256 of pack.yaml and the workflows)}``.
+
+    Two sweeps with equal selections do the same runs on the same inputs, so their results may be one run.
+    """
+    def case_digest(case: Case) -> str:
+        try:
+            return _digest(Path(case.path).read_bytes())
+        except (OSError, TypeError):
+            return _digest(json.dumps([case.events, case.expected, case.faults, case.input], sort_keys=True,
+                                      default=str).encode())
+
+    try:
+        manifest = (Path(pack.root) / "pack.yaml").read_bytes()
+    except (OSError, TypeError):
+        manifest = b""
+    return {"cases": {c.case_id: case_digest(c) for c in cases}, "crash_points": sorted(set(only)),
+            "crash": crash_label(crash, crash_mode), "engine": adapter.name, "engine_version": adapter.version(),
+            "pack": pack.name, "pack_version": pack.version,
+            "pack_digest": _digest(manifest + json.dumps(pack.workflows, sort_keys=True, default=str).encode())}
+
+
+def differences(recorded: dict[str, Any] | None, wanted: dict[str, Any]) -> list[str]:
+    """How a run's recorded selection differs from ``wanted`` (``[]``: the same), in words."""
+    if not recorded:
+        return ["it has no recorded selection (an older crashpoint recorded it)"]
+    out = []
+    old, new = recorded.get("cases") or {}, wanted["cases"]
+    if set(old) - set(new):
+        out.append(f"it has case(s) not selected now: {', '.join(sorted(set(old) - set(new))[:5])}")
+    if set(new) - set(old):
+        out.append(f"case(s) selected now are not in it: {', '.join(sorted(set(new) - set(old))[:5])}")
+    edited = sorted(c for c in set(old) & set(new) if old[c] != new[c])
+    if edited:
+        out.append(f"case file(s) edited since: {', '.join(edited[:5])}")
+    for key, what in (("crash_points", "--crash-point list"), ("crash", "crash setting"),
+                      ("engine", "engine"), ("engine_version", "engine version"), ("pack_version", "pack version"),
+                      ("pack_digest", "pack contents (pack.yaml or a workflow)")):
+        if recorded.get(key) != wanted.get(key):
+            out.append(f"{what} {recorded.get(key)!r} then, {wanted.get(key)!r} now" if key != "pack_digest"
+                       else f"{what} changed since")
+    return out
+
+
+def find_incomplete(store: Any, info: dict[str, Any], wanted: dict[str, Any] | None = None) -> str | None:
     """The id of the most recently started incomplete run whose ``pack``, ``pack_version``,
-    ``engine``, ``crash`` and ``source`` equal ``info``'s, or ``None``."""
+    ``engine``, ``crash`` and ``source`` equal ``info``'s and, when ``wanted`` is given, whose recorded
+    :func:`selection` equals it; or ``None``."""
     keys = ("pack", "pack_version", "engine", "crash", "source")
     for run in reversed(store.runs()):
         if not run["complete"] and all(str(run.get(k)) == str(info.get(k)) for k in keys):
-            return run["run_id"]
+            if wanted is None:
+                return run["run_id"]
+            key = store.run_key(run["run_id"])
+            if not differences(key["selection"] if key else None, wanted):
+                return run["run_id"]
     return None
 
 
@@ -120,14 +187,21 @@ def plan(url: str | None, pack: Pack, cases: Sequence[Case], adapter: Any, crash
     from crashpoint.reports.store import ResultStore
 
     store = ResultStore(url or None)
+    wanted = selection(pack, cases, adapter, crash, only, crash_mode)
+    info = {"pack": pack.name, "pack_version": pack.version, "engine": adapter.name,
+            "crash": crash_label(crash, crash_mode), "source": "cli"}
     try:
-        run_id = find_incomplete(store, {"pack": pack.name, "pack_version": pack.version, "engine": adapter.name,
-                                         "crash": crash_label(crash, crash_mode), "source": "cli"})
+        run_id = find_incomplete(store, info, wanted)
         rows = store.results([run_id]) if run_id else []
+        near = find_incomplete(store, info) if run_id is None else None
+        mismatch = None
+        if near is not None:
+            key = store.run_key(near)
+            mismatch = f"run {near} differs: " + "; ".join(differences(key["selection"] if key else None, wanted))
     finally:
         store.close()
     if run_id is None:
-        return ResumePlan(None, todo=list(cases))
+        return ResumePlan(None, todo=list(cases), mismatch=mismatch)
     wanted = {c.case_id for c in cases}
     recorded: dict[Pair, StoredResult] = {}
     for row in rows:
@@ -161,7 +235,12 @@ def merge(result: SweepResult, resume: ResumePlan, cases: Sequence[Case]) -> Swe
 
 def reopen(url: str | None, run_id: str, pack: Pack, cases: Sequence[Case], adapter: Any, crash: str,
            engine_spec: str | None, crash_mode: str = "kill", adapter_spec: str | None = None) -> Any:
-    """A :class:`~crashpoint.harness.cli.report.SweepRecorder` appending to ``run_id``."""
+    """A :class:`~crashpoint.harness.cli.report.SweepRecorder` appending to ``run_id``, as its writer
+    (``engine_spec``, ``crash_mode``, ``adapter_spec``: for reproduce commands).
+
+    Raises:
+        UsageError: the store cannot be opened, or another live process is writing the run.
+    """
     from crashpoint.harness.cli.report import SweepRecorder
     from crashpoint.harness.judge.record import Recorder
 
@@ -170,5 +249,6 @@ def reopen(url: str | None, run_id: str, pack: Pack, cases: Sequence[Case], adap
     recorder.engine_spec = engine_spec
     recorder.adapter_spec = adapter_spec
     recorder.crash_mode = crash_mode
+    recorder.adapter_spec = adapter_spec
     recorder.recorder = Recorder.reopen(url or None, run_id)
     return recorder

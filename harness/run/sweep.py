@@ -20,6 +20,7 @@ from typing import Callable, Collection, Sequence
 
 from crashpoint.harness.adapters.protocol import EngineAdapter
 from crashpoint.harness.judge.verdict import VERDICTS, Invocation, RunResult, judge, needs_fault_free, unsupported
+from crashpoint.harness.judge import kills
 from crashpoint.harness.load.loader import Case, Pack
 from crashpoint.harness.run import crashpoints
 from crashpoint.harness.run.driver import Driver, RunOutcome, reap_under
@@ -152,6 +153,15 @@ def _clean_after(pid: int, roots: list[str], wait_s: float = 30.0) -> None:
             shutil.rmtree(root, ignore_errors=True)
 
 
+def _needs_crash_points(golden: RunResult) -> RunResult:
+    """A golden run that passed no crash point, in a crash sweep: ``error``, never ``passed`` (its case
+    has no crash run, so a sweep of it would test nothing; see :func:`crashpoint.harness.judge.kills.no_crash_points`)."""
+    why = kills.no_crash_points(golden.outcome)
+    if why is None or golden.verdict != "passed":
+        return golden
+    return dataclasses.replace(golden, verdict="error", error=why)
+
+
 def _run_isolated(driver: Driver, case: Case, pack: Pack, run_dir: Path, crash_point: str | None,
                   golden: RunOutcome | None, how: Invocation | None = None) -> RunResult:
     """:func:`_run_one` in a temporary folder of the machine that executes it (``run_dir`` relative),
@@ -221,7 +231,8 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
             :class:`crashpoint.harness.run.driver.Driver`.
         skip: ``(case_id, crash_point)`` pairs already done (``crash_point`` ``None``: the golden run),
             for ``crashpoint run --resume``: they are neither run nor returned, except that a skipped
-            golden run still runs (not reported) when the case has other runs to do, as their reference.
+            golden run still runs when the case has other runs to do, as their reference (reported only
+            when it does not pass now: a failing reference is a result, never dropped).
         how: how the reproduce commands of runs that did not pass name the engine (default: the
             reference engine, ``--crash-mode`` ``crash_mode``).
 
@@ -335,8 +346,12 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
                 result = _lost(f, cid, point)
                 if result is None:
                     continue
-                if (phase != "golden" or (cid, None) not in skip) and phase != "probe":
-                    if on_result:
+                if phase == "golden" and crash != "none":
+                    result = _needs_crash_points(result)
+                if phase == "golden" and (cid, None) in skip and result.verdict != "passed":
+                    plan(1)
+                if (phase != "golden" or (cid, None) not in skip or result.verdict != "passed") and phase != "probe":
+                    if on_result:  # a golden run re-run as a reference that does not pass now is a result
                         on_result(result)
                 if phase == "golden":
                     golden_results[cid] = result
@@ -361,8 +376,8 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
         reap_under(root)  # an interrupted sweep's workers (and what they started) die with it
         if not keep and workdir is None:
             shutil.rmtree(root, ignore_errors=True)
-    results = [golden_results[c.case_id] for c in cases
-               if (c.case_id, None) not in skip and c.case_id in golden_results]
+    results = [golden_results[c.case_id] for c in cases if c.case_id in golden_results
+               and ((c.case_id, None) not in skip or golden_results[c.case_id].verdict != "passed")]
     results += [r for c in cases for r in singles[c.case_id] if r is not None]
     results += [r for c in cases for r in doubles[c.case_id] if r is not None]
     return SweepResult(pack, adapter.name, adapter.version(), crash, results, points, time.perf_counter() - began,

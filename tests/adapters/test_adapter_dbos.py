@@ -11,6 +11,7 @@ from crashpoint.harness.adapters.dbos_adapter import DBOSAdapter  # noqa: E402
 from crashpoint.harness.load.loader import load_target  # noqa: E402
 from crashpoint.harness.run.sweep import sweep  # noqa: E402
 from crashpoint.scenarios import builtin_pack  # noqa: E402
+from verdicts import unverified_kills  # noqa: E402
 
 CASES = builtin_pack("conformance") / "cases"
 
@@ -28,3 +29,4 @@ def test_dbos_resumes_after_kills(case, points, tmp_path):
     bad = [(r.crash_point, r.error, [f.message for f in r.failures]) for r in result.results if r.verdict != "passed"]
     assert bad == []
     assert result.engine_version.startswith("dbos ")
+    assert unverified_kills(result.results) == []  # each kill landed on the worker; a new pid resumed

@@ -14,6 +14,7 @@ from crashpoint.harness.adapters.langgraph_adapter import LangGraphAdapter, Lang
 from crashpoint.harness.load.loader import load_target  # noqa: E402
 from crashpoint.harness.run.sweep import sweep  # noqa: E402
 from crashpoint.scenarios import builtin_pack  # noqa: E402
+from verdicts import unverified_kills  # noqa: E402
 
 CASE = builtin_pack("conformance") / "cases" / "resume_every_checkpoint.yaml"
 #: Kills right where a step begins (LangGraph's async writer may still hold the previous checkpoint),
@@ -35,6 +36,7 @@ def test_sync_durability_survives_every_kill(tmp_path):
     assert bad == []
     assert len(result.results) == len(points) + 1
     assert "langgraph" in result.engine_version
+    assert unverified_kills(result.results) == []  # each kill landed on the worker; a new pid resumed
 
 
 @pytest.mark.slow

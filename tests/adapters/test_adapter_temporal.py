@@ -13,6 +13,7 @@ from crashpoint.harness.adapters.temporal_adapter import TemporalAdapter  # noqa
 from crashpoint.harness.load.loader import load_target  # noqa: E402
 from crashpoint.harness.run.sweep import sweep  # noqa: E402
 from crashpoint.scenarios import builtin_pack  # noqa: E402
+from verdicts import unverified_kills  # noqa: E402
 
 try:
     from crashpoint.harness.adapters.temporal_worker import temporal_binary
@@ -46,4 +47,5 @@ def test_temporal_resumes_after_kills_and_leaves_no_server(tmp_path):
     bad = [(r.crash_point, r.error, [f.message for f in r.failures]) for r in result.results if r.verdict != "passed"]
     assert bad == []
     assert result.engine_version.startswith("temporalio ")
+    assert unverified_kills(result.results) == []  # each kill landed on the worker; a new pid resumed
     assert _servers_of(tmp_path) == [], "a temporal dev server outlived its run"

@@ -15,6 +15,13 @@ PACK = ROOT / "scenarios" / "refunds"
 SEED = "approval_timeout_after_refund_draft.json"
 
 
+@pytest.fixture(autouse=True)
+def _no_other_chaos_plugin(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests exercise crashpoint's own ``--chaos`` alias: keep another installed owner of ``--chaos``
+    (ordeal, which CI installs for tests/integration/test_pytest_foreign.py) out of the sessions they start."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:ordeal")
+
+
 @pytest.fixture()
 def project(pytester: pytest.Pytester) -> Path:
     """A project holding a copy of the refunds pack with the seed case and the cancel case."""

@@ -18,6 +18,13 @@ PACK = Path(__file__).resolve().parents[2] / "scenarios" / "refunds"
 CASES = ("approval_timeout_after_refund_draft.json", "cancel_while_waiting_compensates_draft.yaml")
 
 
+@pytest.fixture(autouse=True)
+def _no_other_chaos_plugin(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests exercise crashpoint's own ``--chaos`` alias: keep another installed owner of ``--chaos``
+    (ordeal, which CI installs for tests/integration/test_pytest_foreign.py) out of the sessions they start."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:ordeal")
+
+
 def test_chaos_under_xdist_records_every_result_once(pytester: pytest.Pytester, tmp_path: Path) -> None:
     pytest.importorskip("xdist")
     dst = pytester.path / "refunds"

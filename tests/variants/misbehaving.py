@@ -147,3 +147,15 @@ class DaemonFromHarnessSide(Engine):
     def deploy(self, definition: Any) -> bool:
         _daemon("319.5")
         return super().deploy(definition)
+
+
+class FailsWhenTold(Engine):
+    """A correct engine, until the environment carries ``VARIANT_FAIL_NOW``: then every worker pass raises
+    (the same engine and version, broken between a sweep and its ``--resume``)."""
+
+    def run_until_quiescent(self) -> dict[str, str]:
+        import os
+
+        if os.environ.get("VARIANT_FAIL_NOW"):
+            raise RuntimeError("told to fail")
+        return super().run_until_quiescent()
