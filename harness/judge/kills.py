@@ -52,7 +52,7 @@ def check_worker(kill_log: list[dict[str, Any]], problems: list[str], worker: in
     """
     kills = [e for e in events if e.kind in ("kill", "simulate")]
     starts = {e.pid for e in events if e.kind == "start"}
-    if kill_log and kill_log[-1]["resumed_by"] is None and kill_log[-1]["worker"] == worker - 1:
+    if kill_log and kill_log[-1]["resumed_by"] is None and kill_log[-1]["worker"] != worker:  # the next worker
         dead = kill_log[-1]["pid"]
         if pid is not None and pid in starts and (pid != dead or simulated):
             kill_log[-1]["resumed_by"] = pid
