@@ -27,7 +27,6 @@ from crashpoint.harness.load.loader import load_target
 from crashpoint.harness.run.driver import Driver
 from crashpoint.reports.store import ResultStore
 
-pytestmark = pytest.mark.slow
 pytest_plugins = ("pytester",)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,13 +70,18 @@ def _of(results) -> Verdicts:
             for r in results if r["crash_point"] in ("none", POINT)}
 
 
+METRICS: dict[str, dict] = {}  #: front end -> the summary metrics of its result document
+
+
 def via_run(pack_dir: Path, engine: str | None, tmp_path: Path) -> Verdicts:
     from crashpoint.harness.cli.main import main
 
     out = tmp_path / "run.json"
     main(["run", str(pack_dir), "--crash-point", POINT, "-q", "--jobs", "2", "--json", str(out)]
          + (["--engine", engine] if engine else []))
-    return _of(json.loads(out.read_text())["results"])
+    data = json.loads(out.read_text())
+    METRICS["run"] = data["summary"]["metrics"]
+    return _of(data["results"])
 
 
 def via_resume(pack_dir: Path, engine: str | None, tmp_path: Path) -> Verdicts:
@@ -97,6 +101,7 @@ def via_resume(pack_dir: Path, engine: str | None, tmp_path: Path) -> Verdicts:
     assert out.exists(), f"crashpoint run --resume exited {code} without results"
     data = json.loads(out.read_text())
     assert data["summary"]["runs"] == 2, "the resumed run holds the restored golden result and the new crash run"
+    METRICS["resume"] = data["summary"]["metrics"]
     return _of(data["results"])
 
 
@@ -125,6 +130,7 @@ def via_pytest(pytester: pytest.Pytester, pack_dir: Path, engine: str | None, tm
     return _of(ResultStore(url, create=False).load_run("latest")["results"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(ENGINES))
 def test_every_front_end_gives_one_case_with_faults_the_same_verdict(name: str, pack_dir: Path, tmp_path: Path,
                                                                      pytester: pytest.Pytester) -> None:
@@ -142,5 +148,21 @@ def test_every_front_end_gives_one_case_with_faults_the_same_verdict(name: str, 
               "pytest": via_pytest(pytester, pack_dir, engine, tmp_path / "pytest")}
     for front, got in others.items():
         assert got == reference, f"{front} judged {got}, crashpoint run judged {reference}"
+    # the restored golden result counts in the metrics as it did when it ran (its stored measures)
+    assert METRICS["resume"] == METRICS["run"], METRICS
     golden_only = via_trial(pack_dir, engine, tmp_path / "trial")
     assert golden_only["none"] == reference["none"], f"search judged {golden_only}, crashpoint run {reference}"
+
+
+def test_pytest_applies_the_vacuity_check_the_cli_applies(pack_dir: Path, pytester: pytest.Pytester) -> None:
+    """A case whose kill never fires tested nothing: ``crashpoint run`` calls it an ``error``, and a
+    plain ``pytest`` item of it fails with the same words (it used to pass: the pytest path judged
+    the run without the vacuity check)."""
+    from crashpoint.harness.cli.main import main
+
+    case = pack_dir / "cases" / f"{CASE_ID}.yaml"
+    case.write_text(CASE.replace(OWN_KILL, "after_checkpoint:no_such_checkpoint"))
+    assert main(["run", str(case), "--crash", "none", "-q"]) == 1
+    result = pytester.runpytest_subprocess(str(case), "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*error: the case's faults never fired, so nothing was tested*"])
