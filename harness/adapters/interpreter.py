@@ -109,6 +109,9 @@ FEATURES = frozenset({
     "human_gate.revise_from", "human_gate.max_revisions",
     "task.id", "task.tool", "task.args", "task.retries", "task.backoff_s", "task.critical", "task.side_effect",
     "task.irreversible", "task.compensation", "task.compensation_retries", "task.checkpoint", "task.agent",
+    # events delivered while a worker is held mid-step: approvals and clock moves wait in the inbox for the
+    # next gate; a cancel at a step boundary is not implemented ("hold: cancel" is unsupported)
+    "hold: approval_granted", "hold: approval_denied", "hold: advance_clock",
 })
 #: Trace event kinds the interpreter (with :mod:`crashpoint.harness.adapters.runtime`) writes.
 TRACE_KINDS = frozenset({
@@ -510,7 +513,7 @@ def _compensate(run: _Run, final: str, reason: str, *, skip: bool = False) -> Ge
 def _finish(run: _Run, status: str, reason: str,
             prelude: list[Event] | None = None) -> Generator[Request, Any, dict[str, Any]]:
     """The terminal transition, its checkpoint and ``workflow_finished`` (``prelude``: events to trace first)."""
-    yield Step("finish", (prelude or []) + [{"kind": "step_started", "task": "finish"}])
+    yield Step("finish", list(prelude or []))  # no step_started: "finish" is no task of the definition
     yield run.commit("finished", run.move(status) + [{"kind": "checkpoint", "name": "finished"},
                                                      {"kind": "workflow_finished", "status": status,
                                                       "stop_reason": reason}])
