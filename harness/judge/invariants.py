@@ -32,6 +32,7 @@ Rules:
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from typing import Any, Callable
 
@@ -242,3 +243,53 @@ def _register(rule_id: str, func: Callable[[Case, Pack, RunOutcome], list[Failur
 
 for _id, _func in RULES.items():
     _register(_id, _func)
+
+
+def delivery_line(entry: dict[str, Any]) -> str:
+    """One entry of the harness's delivery log as a phrase: ``delivery step 1: approval refund_approval
+    granted by alice (accepted)``, ``kill at before_checkpoint:approval_decision (worker 2, ...)``."""
+    kind = entry.get("kind")
+    if kind == "kill":
+        return kill_line(entry)
+    what = {"start": lambda e: "start request",
+            "approval": lambda e: f"approval {e.get('approval_id')} {'granted' if e.get('granted') else 'denied'} "
+                                  f"by {e.get('by')}",
+            "cancel": lambda e: f"cancel ({e.get('reason')})",
+            "approval_timeout": lambda e: f"approval {e.get('approval_id')} timed out (clock to {e.get('clock_to')})",
+            "advance_clock": lambda e: f"clock moved {e.get('seconds')} s",
+            "deploy": lambda e: f"deploy of version {e.get('version')}",
+            "worker": lambda e: "a second worker process ran alongside the held one"}.get(
+        kind, lambda e: str(kind))(entry)
+    if "redelivery_of" in entry:
+        what += f", delivered again (first at step {entry['redelivery_of']})"
+    if "accepted" in entry:
+        what += " (accepted)" if entry["accepted"] else " (recognised as a duplicate)"
+    if entry.get("held_at"):
+        what += f" while a worker was held at {entry['held_at']}"
+    return f"delivery step {entry.get('step')}: {what}"
+
+
+#: Oracle families whose findings are about the run's end state, which the delivery log explains.
+STATE_FAMILIES = ("final_status", "differential")
+
+
+def point_at_cause(failures: list[Failure], out: RunOutcome) -> list[Failure]:
+    """``failures`` with every end-state finding (:data:`STATE_FAMILIES`, and an effect count the case
+    expected) pointing at what came last before the run ended: the last delivery and the last kill
+    after it (issue 15: "expected succeeded, got waiting_approval" names the event that should have
+    moved it), and the trace's last event. Other findings are returned as they are."""
+    log = out.deliveries_log
+    if not log:
+        return failures
+    last = [e for e in log if e.get("kind") != "kill"][-1:]
+    kills = [e for e in log if e.get("kind") == "kill"]
+    after = last + ([kills[-1]] if kills and (not last or log.index(kills[-1]) > log.index(last[0])) else [])
+    cause = "; then ".join(delivery_line(e) for e in after)
+    lines = [delivery_line(e) for e in after] + ([trace_line(out.trace[-1])] if out.trace else [])
+    pointed = []
+    for f in failures:
+        if f.oracle in STATE_FAMILIES or f.message.startswith("expected effect "):
+            f = dataclasses.replace(f, message=f"{f.message}; the run ended so after {cause}",
+                                    evidence=list(f.evidence) + [line for line in lines if line not in f.evidence])
+        pointed.append(f)
+    return pointed

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from crashpoint.errors import WorkerTimeout
 from crashpoint.harness.judge.kills import unverified
+from crashpoint.harness.judge.invariants import point_at_cause
 from crashpoint.harness.judge.rules import Finding, Judgement, Rule, RuleContext, evaluate
 
 if TYPE_CHECKING:
@@ -227,7 +228,7 @@ def _decide(case: "Case", pack: "Pack", run: "RunOutcome | BaseException", crash
     if fault_free is not None:
         refs.append(("fault-free", fault_free))
     judgement: Judgement = evaluate(RuleContext(case, pack, run, golden, tuple(refs)), rules)
-    findings = judgement.findings
+    findings = point_at_cause(judgement.findings, run)  # end-state findings name the delivery or kill before it
     notes, nothing = vacuity(run, golden=crash_point is None)
 
     def result(verdict: str, error: str | None = None) -> RunResult:

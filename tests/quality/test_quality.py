@@ -319,7 +319,11 @@ def test_decision_consumed_before_it_is_applied_is_lost_by_a_kill() -> None:
     result = sweep(pack, [cases[HAPPY]], ReferenceAdapter(engine="variants.engines:DecisionConsumedBeforeApplied"),
                    crash="every", jobs=2, only=["before_checkpoint:approval_decision"])
     assert golden(result, HAPPY).verdict == "passed"
-    assert_caught(result, "final_status", "expected final status succeeded, got waiting_approval")
+    (hit,) = assert_caught(result, "final_status", "expected final status succeeded, got waiting_approval")
+    # the message points at the delivery and the kill after which the run stopped moving (issue 15 item 8)
+    message = next(f.message for f in hit.failures if f.oracle == "final_status")
+    assert "the run ended so after delivery step 1: approval refund_approval granted by alice (accepted); then " \
+           "kill at before_checkpoint:approval_decision (worker 2" in message, message
 
 
 def run_sampled(engine: str, *case_ids: str) -> SweepResult:
