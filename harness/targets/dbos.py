@@ -5,7 +5,8 @@ It wraps methods of ``dbos._sys_db.SystemDatabase`` (``init_workflow``, ``check_
 ``record_operation_result``, ``update_workflow_outcome``, ``recv``, ``send_bulk``,
 ``start_queued_workflows``) and lowers the internal queue's poll interval; these are internals, so the
 releases supported are those whose ``SystemDatabase`` has every one of them (checked by the worker, which
-says ``unsupported`` naming the missing ones). Tried: dbos 3.4.0 (see README, "Test your own DBOS app").
+says ``unsupported`` naming the missing ones). Tried: dbos 3.4.0 (swept), 3.0.0 and 2.31.1 (quick tests; before
+3.0 the internal queue keeps its 1 s poll). See README, "Test your own DBOS app".
 """
 
 from __future__ import annotations

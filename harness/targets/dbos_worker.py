@@ -300,7 +300,9 @@ def main(argv: list[str] | None = None) -> int:
                             "application_version": str(opts.get("application_version") or APP_VERSION),
                             "executor_id": args.executor_id, "log_level": "WARNING",
                             "notification_listener_polling_interval_sec": 0.01})
-    instance._registry._register_internal_queue(INTERNAL_QUEUE_NAME, polling_interval_sec=0.01)
+    fast_queue = getattr(instance._registry, "_register_internal_queue", None)
+    if fast_queue is not None:  # dbos >= 3.0; before it the internal queue keeps its 1 s poll (slower, still correct)
+        fast_queue(INTERNAL_QUEUE_NAME, polling_interval_sec=0.01)
     DBOS.launch()
     if opts.get("setup"):
         load_object(opts["setup"])()
