@@ -16,6 +16,18 @@ from pathlib import Path
 import pandas  # noqa: F401  (numpy cannot be imported twice in one process, and pytester's in-process
 import pytest  # runs drop the modules they imported: load it once, before any of them)
 
+# The same for what the plugin imports lazily inside a pytester run: dropped afterwards, a module imported
+# again holds new classes (sqlite3's exceptions included, a multi-phase extension), so a connection made
+# by a module kept from before raises exceptions the new module's ``except`` clauses do not catch.
+import concurrent.futures.process  # noqa: E402,F401
+import sqlite3  # noqa: E402,F401
+
+import crashpoint.engine.engine  # noqa: E402,F401
+import crashpoint.fakes.world  # noqa: E402,F401
+import crashpoint.harness.adapters.reference  # noqa: E402,F401
+import crashpoint.harness.run.driver  # noqa: E402,F401
+import crashpoint.reports.store  # noqa: E402,F401
+
 TESTS_DIR = str(Path(__file__).resolve().parent)
 
 if TESTS_DIR not in sys.path:
