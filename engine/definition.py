@@ -11,6 +11,7 @@ version it started with for its whole life.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -23,12 +24,26 @@ ON_DENY = ("compensate", "fail", "revise")
 #: ``evidence_missing``, a missing or unknown verdict) escalates the run.
 AGENT_OK = "confident"
 
+#: A task argument that refers to an earlier task's result: ``$result.TASK.field``.
+_REF = re.compile(r"^\$result\.([^.]+)\.")
 #: The tool the engine calls to ask a human for an approval (a side effect with its own key).
 APPROVAL_TOOL = "approvals.request"
 
 
 class DefinitionError(CrashpointError, ValueError):
-    """A workflow definition is inconsistent (unknown field values, irreversible task without a gate...)."""
+    """A workflow definition is inconsistent (unknown field values, irreversible task without a gate...).
+
+    Args:
+        message: what is wrong and how to fix it.
+        path: where, in the definition's data form (``("phases", 1, "tasks", 0, "irreversible")``;
+            ``()`` when the whole definition is at fault): the loader turns it into a file, line and field.
+        first: for a duplicate, the path of the first occurrence.
+    """
+
+    def __init__(self, message: str, path: tuple[str | int, ...] = (), first: tuple[str | int, ...] | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.first = first
 
 
 @dataclass(frozen=True)
@@ -177,33 +192,56 @@ class WorkflowDefinition:
         return definition
 
     def check(self) -> None:
-        """Raise :class:`DefinitionError` if the definition cannot run safely."""
-        ids = [task.id for _, _, task in self.tasks] + [phase.id for phase in self.phases]
-        dup = {i for i in ids if ids.count(i) > 1}
-        if dup:
-            raise DefinitionError(f"duplicate phase/task ids in {self.name!r}: {sorted(dup)}")
-        gates = [p.human_gate.approval_id for p in self.phases if p.human_gate]
-        if len(set(gates)) != len(gates):  # one grant would answer both gates
-            raise DefinitionError(f"duplicate human_gate approval_id in {self.name!r}: "
-                                  f"{sorted({g for g in gates if gates.count(g) > 1})}")
+        """Raise :class:`DefinitionError` if the definition cannot run safely: the one check of a
+        workflow's rules (the loader maps its ``path`` to a file and line).
+
+        Phase and task ids share one namespace; two human gates never share an approval id (one grant
+        would answer both); an irreversible task needs a human gate in an earlier phase; a compensation
+        needs a side effect; ``$result.TASK.`` arguments name an earlier task; enumerations and budgets
+        are in range; a ``revise`` gate names this phase or an earlier one and re-runs no side effect.
+        """
+        ids: dict[str, tuple[str | int, ...]] = {}
+        approvals: dict[str, tuple[str | int, ...]] = {}
+        earlier: set[str] = set()
         gated = False
         for index, phase in enumerate(self.phases):
+            at: tuple[str | int, ...] = ("phases", index)
+            if phase.id in ids:
+                raise DefinitionError(f"duplicate id {phase.id!r}", at + ("id",), ids[phase.id])
+            ids[phase.id] = at + ("id",)
             if phase.on_error not in ON_ERROR:
-                raise DefinitionError(f"phase {phase.id!r}: on_error must be one of {ON_ERROR}")
+                raise DefinitionError(f"phase {phase.id!r}: on_error must be one of {ON_ERROR}", at + ("on_error",))
             if phase.retries < 0:
-                raise DefinitionError(f"phase {phase.id!r}: retries must be >= 0")
-            for task in phase.tasks:
+                raise DefinitionError(f"phase {phase.id!r}: retries must be >= 0", at + ("retries",))
+            for t, task in enumerate(phase.tasks):
+                where = at + ("tasks", t)
+                if task.id in ids:
+                    raise DefinitionError(f"duplicate id {task.id!r}", where + ("id",), ids[task.id])
+                for name, value in task.args.items():
+                    ref = _REF.match(value) if isinstance(value, str) else None
+                    if ref and ref.group(1) not in earlier:
+                        raise DefinitionError(f"{value!r} refers to {ref.group(1)!r}, which is not an earlier task",
+                                              where + ("args", name))
+                ids[task.id] = where + ("id",)
+                earlier.add(task.id)
                 if task.irreversible and not gated:
-                    raise DefinitionError(f"task {task.id!r} is irreversible but no human gate precedes it")
+                    raise DefinitionError(f"irreversible task {task.id!r} needs a human_gate in an earlier phase",
+                                          where + ("irreversible",))
                 if task.compensation and not task.side_effect:
-                    raise DefinitionError(f"task {task.id!r} has a compensation but no side effect")
-                if task.retries < 0 or task.backoff_s < 0 or task.compensation_retries < 0:
-                    raise DefinitionError(f"task {task.id!r}: retries, compensation_retries and backoff_s "
-                                          "must be >= 0")
+                    raise DefinitionError(f"task {task.id!r} has a compensation but no side_effect; set "
+                                          "side_effect: true or drop the compensation", where + ("compensation",))
+                for field_name in ("retries", "compensation_retries", "backoff_s"):
+                    if getattr(task, field_name) < 0:
+                        raise DefinitionError(f"task {task.id!r}: {field_name} must be >= 0", where + (field_name,))
             if phase.human_gate:
                 g = phase.human_gate
+                gate_at = at + ("human_gate",)
+                if g.approval_id in approvals:  # one grant would answer both gates
+                    raise DefinitionError(f"duplicate human_gate approval_id {g.approval_id!r}",
+                                          gate_at + ("approval_id",), approvals[g.approval_id])
+                approvals[g.approval_id] = gate_at + ("approval_id",)
                 if g.on_timeout not in ON_TIMEOUT or g.on_deny not in ON_DENY or g.timeout_s <= 0:
-                    raise DefinitionError(f"phase {phase.id!r}: bad human_gate {g}")
+                    raise DefinitionError(f"phase {phase.id!r}: bad human_gate {g}", gate_at)
                 self._check_revise(index, g)
                 gated = True
 
@@ -219,19 +257,26 @@ class WorkflowDefinition:
     def _check_revise(self, index: int, gate: HumanGate) -> None:
         """Raise :class:`DefinitionError` unless a ``revise`` gate names an earlier-or-same phase, allows
         at least one revision, and re-runs no side effect (a revision would apply it again)."""
+        at: tuple[str | int, ...] = ("phases", index, "human_gate")
         if gate.on_deny != "revise":
             if gate.revise_from is not None or gate.max_revisions:
-                raise DefinitionError(f"gate {gate.approval_id!r}: revise_from/max_revisions need on_deny: revise")
+                raise DefinitionError(f"gate {gate.approval_id!r}: revise_from and max_revisions need on_deny: revise",
+                                      at + ("revise_from" if gate.revise_from is not None else "max_revisions",))
             return
         earlier = [p.id for p in self.phases[:index + 1]]
-        if gate.revise_from not in earlier or gate.max_revisions < 1:
-            raise DefinitionError(f"gate {gate.approval_id!r}: on_deny revise needs revise_from (one of {earlier}) "
-                                  "and max_revisions >= 1")
+        if gate.revise_from not in earlier:
+            raise DefinitionError(f"gate {gate.approval_id!r}: on_deny revise needs revise_from, this phase or an "
+                                  f"earlier one; phases: {', '.join(earlier)}",
+                                  at + ("revise_from" if gate.revise_from is not None else "on_deny",))
+        if gate.max_revisions < 1:
+            raise DefinitionError(f"gate {gate.approval_id!r}: on_deny revise needs max_revisions >= 1",
+                                  at + ("max_revisions",))
         for phase in self.revised_span(index):
             for task in phase.tasks:
                 if task.side_effect:
-                    raise DefinitionError(f"gate {gate.approval_id!r} revises phase {phase.id!r}, whose task "
-                                          f"{task.id!r} has a side effect: a revision would apply it again")
+                    raise DefinitionError(f"gate {gate.approval_id!r}: a revision re-runs phase {phase.id!r}, whose "
+                                          f"task {task.id!r} has a side effect (it would be applied again); move it "
+                                          "out of the revised phases", at + ("revise_from",))
 
     def to_dict(self) -> dict[str, Any]:
         """The data form, as accepted by :meth:`from_dict` (stored in the engine database).

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import tempfile
 import time
@@ -30,13 +31,8 @@ STATE_DIR = Path(".crashpoint")
 
 def add_search_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``search`` subcommand on ``sub``."""
-    import pkgutil
+    from crashpoint.harness.faults import kinds as fault_kinds  # listed() imports no kind: --version stays fast
 
-    from crashpoint.harness.faults import kinds as fault_kinds
-
-    # the kinds' module names (one module per kind, named for it): listing them imports none of them,
-    # so that building the parser (crashpoint --version) stays fast
-    kinds = sorted(m.name for m in pkgutil.iter_modules(fault_kinds.__path__) if not m.name.startswith("_"))
     p = sub.add_parser("search", help="generated fault schedules per case (hypothesis), shrunk to a repro case")
     p.add_argument("path", help="pack folder, case file, or built-in pack name (refunds)")
     p.add_argument("--seed", default=None, metavar="N|last",
@@ -44,7 +40,7 @@ def add_search_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--schedules", type=int, default=50, metavar="N", help="schedules generated per case (default 50)")
     p.add_argument("--max-faults", type=int, default=4, metavar="N", help="faults per schedule, at most (default 4)")
     p.add_argument("--kinds", default=None, metavar="K,K",
-                   help=f"only these fault kinds: {', '.join(kinds)} (default: all)")
+                   help=f"only these fault kinds: {', '.join(fault_kinds.listed())} (default: all)")
     p.add_argument("--engine", metavar="MODULE:CLASS", help="engine class for the reference adapter")
     p.add_argument("--adapter", metavar="MODULE:CLASS",
                    help="an EngineAdapter class or factory (any engine), e.g. "

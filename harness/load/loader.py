@@ -600,64 +600,20 @@ _REF = re.compile(r"^\$result\.([^.]+)\.")
 
 
 def _check_workflow(data: dict[str, Any], file: Path, loc: Locator) -> None:
-    """Semantic checks of one schema-valid workflow; fills each task's ``checkpoint``."""
-    def fail(message: str, path: PathT) -> None:
-        raise CaseError(message, file=str(file), line=loc.line(path), field=dotted(path))
+    """The rules of one schema-valid workflow, checked once: by the engine's own definition check
+    (:meth:`crashpoint.engine.definition.WorkflowDefinition.check`), whose error path this maps to a
+    line of ``file``. Fills each task's ``checkpoint`` (default: its id)."""
+    from crashpoint.engine.definition import DefinitionError, WorkflowDefinition
 
-    ids: dict[str, int] = {}  # phase and task ids share one namespace (as in the engine)
-    task_ids: set[str] = set()
-    gated = False  # a human gate in an earlier phase
-    approvals: dict[str, int] = {}  # approval_id -> line of its gate
-    for i, phase in enumerate(data["phases"]):
-        if phase["id"] in ids:
-            fail(f"duplicate id {phase['id']!r} (first at line {ids[phase['id']]})", ("phases", i, "id"))
-        ids[phase["id"]] = loc.line(("phases", i, "id"))
-        for j, task in enumerate(phase["tasks"]):
-            at = ("phases", i, "tasks", j)
-            if task["id"] in ids:
-                fail(f"duplicate id {task['id']!r} (first at line {ids[task['id']]})", at + ("id",))
-            for name, value in task["args"].items():
-                ref = _REF.match(value) if isinstance(value, str) else None
-                if ref and ref.group(1) not in task_ids:
-                    fail(f"{value!r} refers to {ref.group(1)!r}, which is not an earlier task",
-                         at + ("args", name))
-            ids[task["id"]] = loc.line(at + ("id",))
-            task_ids.add(task["id"])
-            if task["irreversible"] and not gated:
-                fail(f"irreversible task {task['id']!r} needs a human_gate in an earlier phase",
-                     at + ("irreversible",))
-            if "compensation" in task and not task["side_effect"]:
-                fail(f"task {task['id']!r} has a compensation but no side_effect; "
-                     "set side_effect: true or drop the compensation", at + ("compensation",))
-            task.setdefault("checkpoint", task["id"])
-        gated = gated or bool(phase["human_gate"])
-        gate = phase["human_gate"] or {}
-        if gate:
-            at = ("phases", i, "human_gate", "approval_id")
-            if gate["approval_id"] in approvals:  # one grant would answer both gates
-                fail(f"duplicate human_gate approval_id {gate['approval_id']!r} (first at line "
-                     f"{approvals[gate['approval_id']]})", at)
-            approvals[gate["approval_id"]] = loc.line(at)
-        if gate.get("on_deny") == "revise" or "revise_from" in gate:
-            _check_revise(data, i, gate, fail)
-
-
-def _check_revise(data: dict[str, Any], index: int, gate: dict[str, Any], fail: Callable[[str, PathT], None]) -> None:
-    """A ``revise`` gate names an earlier-or-same phase and re-runs no side effect (see the engine's check)."""
-    at = ("phases", index, "human_gate")
-    if gate.get("on_deny") != "revise":
-        fail("revise_from and max_revisions need on_deny: revise", at + ("revise_from",))
-    if "revise_from" not in gate:
-        fail("on_deny: revise needs revise_from (a phase id) and max_revisions", at + ("on_deny",))
-    earlier = [p["id"] for p in data["phases"][:index + 1]]
-    if gate["revise_from"] not in earlier:
-        fail(f"revise_from {gate['revise_from']!r} is not this phase or an earlier one; phases: {', '.join(earlier)}",
-             at + ("revise_from",))
-    for phase in data["phases"][earlier.index(gate["revise_from"]):index + 1]:
+    for phase in data["phases"]:
         for task in phase["tasks"]:
-            if task["side_effect"]:
-                fail(f"a revision re-runs phase {phase['id']!r}, whose task {task['id']!r} has a side effect "
-                     "(it would be applied again); move it out of the revised phases", at + ("revise_from",))
+            task.setdefault("checkpoint", task["id"])
+    try:
+        WorkflowDefinition.from_dict(data)
+    except DefinitionError as exc:
+        first = f" (first at line {loc.line(exc.first)})" if exc.first else ""
+        raise CaseError(f"{exc}{first}", file=str(file), line=loc.line(exc.path), field=dotted(exc.path) or None) \
+            from exc
 
 
 def load_pack(pack_dir: str | Path) -> Pack:

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from crashpoint.fakes.clock import VirtualClock
-from crashpoint.fakes.ledger import Ledger, next_gseq
+from crashpoint.fakes.ledger import Ledger
 from crashpoint.fakes.world import LEDGER_FILE
 from crashpoint.harness.run import crashpoints
 from crashpoint.harness.adapters.protocol import EngineAdapter, RunContext
@@ -257,20 +257,15 @@ class ReplayToolbox:
             conn.execute("INSERT INTO state VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
                          ("replay:" + pair, json.dumps(used + 1)))
             at = float(conn.execute("SELECT now FROM clock WHERE id=1").fetchone()[0])
-            args_json = json.dumps(dict(args), sort_keys=True, default=str)
             if answer is None:
                 error = (f"replay: no recorded answer for {tool} key={key} (call {used + 1}; the recording "
                          f"has {len(queue)})")
-                conn.execute("INSERT INTO calls (tool, args, idempotency_key, outcome, retryable, error, at, gseq) "
-                             "VALUES (?, ?, ?, 'failed', 0, ?, ?, ?)",
-                             (tool, args_json, key, error, at, next_gseq(conn)))
+                self.ledger.record_call(conn, tool, args, key, "failed", at, error=error, retryable=False)
+            elif answer["ok"]:
+                self.ledger.record_call(conn, tool, args, key, answer["outcome"], at, result=answer.get("result"))
             else:
-                conn.execute("INSERT INTO calls (tool, args, idempotency_key, outcome, retryable, result, error, at, "
-                             "gseq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                             (tool, args_json, key, answer["outcome"],
-                              None if answer["ok"] else int(answer["retryable"]),
-                              json.dumps(answer.get("result")) if answer["ok"] else None,
-                              None if answer["ok"] else answer["error"], at, next_gseq(conn)))
+                self.ledger.record_call(conn, tool, args, key, answer["outcome"], at, error=answer["error"],
+                                        retryable=bool(answer["retryable"]))
                 if answer.get("duration_s"):  # the recorded call took this long (a slow tool)
                     conn.execute("UPDATE clock SET now = now + ? WHERE id=1", (float(answer["duration_s"]),))
         self.probe(f"after_effect:{tool}")

@@ -22,7 +22,7 @@ BUILT_IN = ["kill", "duplicate", "hold", "insert", "reorder", "tool"]
 
 def test_every_module_of_the_package_registers_its_kind_in_order() -> None:
     modules = sorted(p.stem for p in (ROOT / "harness" / "faults" / "kinds").glob("*.py") if p.stem != "__init__")
-    assert sorted(kinds.names()) == sorted(modules)
+    assert sorted(kinds.names()) == sorted(modules) == list(kinds.listed())
     names = list(kinds.names())
     assert [n for n in names if n in BUILT_IN] == BUILT_IN  # the generator's order, so seeds keep their schedules
     with pytest.raises(ValueError, match="unknown fault kind 'meteor'; known: kill, duplicate"):

@@ -306,11 +306,10 @@ class NotifyBeforeIssue(Engine):
     """
 
     def _definition(self, name: str, version: int) -> Any:
-        data = super()._definition(name, version).to_dict()
-        for phase in data["phases"]:
-            if phase["id"] == "issue":
-                phase["tasks"] = list(reversed(phase["tasks"]))
-        return WorkflowDefinition.from_dict(data)
+        # built past the definition check, which refuses a task reading a later task's result
+        definition = super()._definition(name, version)
+        return replace(definition, phases=tuple(replace(p, tasks=tuple(reversed(p.tasks))) if p.id == "issue" else p
+                                                for p in definition.phases))
 
 
 class LostArgOnResume(Engine):

@@ -206,6 +206,12 @@ def all_kinds() -> list[FaultKind]:
     return sorted(_REGISTRY.values(), key=lambda k: (k.order, k.name))
 
 
+def listed() -> tuple[str, ...]:
+    """The kind names as the package's module names, sorted, without importing a kind (a module is
+    named after its kind; a test checks it): what a ``--help`` text can list at no import cost."""
+    return tuple(sorted(i.name for i in pkgutil.iter_modules(__path__) if not i.name.startswith("_")))
+
+
 def names() -> tuple[str, ...]:
     """The registered kind names, in :func:`all_kinds` order."""
     return tuple(k.name for k in all_kinds())
@@ -285,4 +291,4 @@ def table() -> str:
 
 
 __all__ = ["Fault", "FaultError", "FaultKind", "Injection", "Plan", "Space", "all_kinds", "columns", "describe",
-           "get", "injection", "names", "normalize", "of", "register", "table"]
+           "get", "injection", "listed", "names", "normalize", "of", "register", "table"]
