@@ -201,6 +201,10 @@ def _recorded_then_cut(db: Path, *extra: str) -> tuple:
     return complete
 
 
+@pytest.mark.xfail(reason="known bug (lead, 2026-12-01): under the default --crash sampled, when the cut removes a "
+                   "sampled recovery pair but keeps its single kill, --resume can stamp the run complete without "
+                   "that pair (the probe re-run of the single kill plans a different second point); which rows "
+                   "the cut removes depends on completion order, so it fails in some runs only", strict=False)
 def test_resume_in_process_runs_only_what_is_missing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A recorded sweep whose last results and end stamp are taken away (what a kill leaves) is
     finished by --resume: the missing runs only, the same verdicts, one row per pair."""
