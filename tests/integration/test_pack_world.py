@@ -82,7 +82,7 @@ def test_an_engine_that_loses_keys_fails_on_the_pack_tools(desk: Path, capsys: p
 
 def test_pytest_chaos_runs_a_pack_with_its_own_tools(pytester: pytest.Pytester, desk: Path) -> None:
     case = desk / "cases" / "ticket_opened_and_assigned.yaml"
-    result = pytester.runpytest(str(case), "--chaos", "--crashpoint-schedules", "0", "-v")
+    result = pytester.runpytest(str(case), "--crashpoint-chaos", "--crashpoint-schedules", "0", "-v")
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed", 0) >= 9 and not outcomes.get("failed") and not outcomes.get("error"), outcomes
     result.stdout.fnmatch_lines(["*ticket_opened_and_assigned[[]kill@after_effect:crm.openTicket[]] PASSED*"])
