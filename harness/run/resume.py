@@ -72,7 +72,7 @@ class ResumePlan:
     Attributes:
         run_id: the incomplete run to append to, or ``None`` (nothing to resume: start a new run).
         stored: its recorded results of the selected cases, restored, one per pair, in order of arrival.
-        skip: ``(case_id, crash_point)`` pairs already recorded (``None``: the golden run).
+        skip: ``(case_id, crash_point)`` pairs already recorded (``None``: the golden run) -> their stored verdict.
         todo: the cases that still have runs to do, in the selection's order.
         points: crash points of the cases with nothing left to do (from their recorded kills).
         mismatch: when ``run_id`` is ``None``: why the latest incomplete run of this pack and engine was
@@ -81,7 +81,7 @@ class ResumePlan:
 
     run_id: str | None
     stored: list[StoredResult] = field(default_factory=list)
-    skip: set[Pair] = field(default_factory=set)
+    skip: dict[Pair, str] = field(default_factory=dict)
     todo: list[Case] = field(default_factory=list)
     points: dict[str, list[str]] = field(default_factory=dict)
     mismatch: str | None = None
@@ -213,7 +213,7 @@ def plan(url: str | None, pack: Pack, cases: Sequence[Case], adapter: Any, crash
     left = {c.case_id for c in todo}
     points = {c.case_id: [p for (cid, p) in recorded if cid == c.case_id and p is not None]
               for c in cases if c.case_id not in left}
-    return ResumePlan(run_id, list(recorded.values()), set(recorded), todo, points)
+    return ResumePlan(run_id, list(recorded.values()), {k: r.verdict for k, r in recorded.items()}, todo, points)
 
 
 def merge(result: SweepResult, resume: ResumePlan, cases: Sequence[Case]) -> SweepResult:

@@ -16,7 +16,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, CancelledError, Executor, Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Collection, Sequence
+from typing import Callable, Collection, Mapping, Sequence
 
 from crashpoint.harness.adapters.protocol import EngineAdapter
 from crashpoint.harness.judge.verdict import VERDICTS, Invocation, RunResult, judge, needs_fault_free, unsupported
@@ -45,6 +45,15 @@ def _spread(items: Sequence[str], n: int) -> list[str]:
         return []
     n = min(n, len(items))
     return list(dict.fromkeys(items[(2 * k + 1) * len(items) // (2 * n)] for k in range(n)))
+
+
+def _golden_again(skip: Collection[tuple[str, str | None]], case_id: str, verdict: str) -> bool:
+    """Whether a stored golden run, re-run now as its case's reference, is a new result: when it does not
+    pass now, unless ``skip`` (a mapping pair -> stored verdict, from ``--resume``) says it had not passed
+    then either (the stored result already says so: one row per run)."""
+    if (case_id, None) not in skip or verdict == "passed":
+        return False
+    return not isinstance(skip, Mapping) or skip[(case_id, None)] == "passed"
 
 
 def sampled_points(points: Sequence[str]) -> dict[str, list[str]]:
@@ -348,9 +357,10 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
                     continue
                 if phase == "golden" and crash != "none":
                     result = _needs_crash_points(result)
-                if phase == "golden" and (cid, None) in skip and result.verdict != "passed":
+                again = phase == "golden" and _golden_again(skip, cid, result.verdict)
+                if again:
                     plan(1)
-                if (phase != "golden" or (cid, None) not in skip or result.verdict != "passed") and phase != "probe":
+                if (phase != "golden" or (cid, None) not in skip or again) and phase != "probe":
                     if on_result:  # a golden run re-run as a reference that does not pass now is a result
                         on_result(result)
                 if phase == "golden":
@@ -377,7 +387,7 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
         if not keep and workdir is None:
             shutil.rmtree(root, ignore_errors=True)
     results = [golden_results[c.case_id] for c in cases if c.case_id in golden_results
-               and ((c.case_id, None) not in skip or golden_results[c.case_id].verdict != "passed")]
+               and ((c.case_id, None) not in skip or _golden_again(skip, c.case_id, golden_results[c.case_id].verdict))]
     results += [r for c in cases for r in singles[c.case_id] if r is not None]
     results += [r for c in cases for r in doubles[c.case_id] if r is not None]
     return SweepResult(pack, adapter.name, adapter.version(), crash, results, points, time.perf_counter() - began,
