@@ -52,6 +52,7 @@ def test_the_correct_graph_passes_the_golden_runs_that_catch_variants(tmp_path: 
         assert result.verdict == "passed", (case, [f.message for f in result.failures], result.error)
 
 
+@pytest.mark.xfail(reason="timing-dependent (lead, 2026-12-01): the two processes of a duplicated request do not always overlap; failed 1 of 2 in a fresh-clone .ci/run and under load 12-17, passed 2/2 on reruns; the barrier needs to hold both inside the step", strict=False)
 @pytest.mark.parametrize("kind", ["start", "answer"])
 def test_two_live_processes_on_one_thread_are_caught_every_time(tmp_path: Path, kind: str) -> None:
     """LangGraph does not serialise two invocations of one thread: a start request or an approval delivered
