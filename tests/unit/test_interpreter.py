@@ -167,7 +167,11 @@ def test_features_used_names_every_field_and_enum_value() -> None:
 #: Built-in cases the interpreter declares it cannot run: a cancel delivered at a step boundary (mid-step).
 BEYOND = {"refunds": {c: ["hold: cancel"] for c in ("cancel_after_approval_before_issue",
                                                      "cancel_after_refund_issued_completes_forward",
-                                                     "cancel_while_draft_retrying", "cancel_while_drafting_compensates_draft")}}
+                                                     "cancel_while_draft_retrying", "cancel_while_drafting_compensates_draft")},
+          "conformance": {"drafting_cancelled_compensates": ["hold: cancel"],
+                          "duplicate_start_while_drafting": ["hold: redeliver"],
+                          "pivot_cancel_completes_forward": ["hold: cancel"],
+                          "retrying_draft_cancelled_compensates": ["hold: cancel"]}}
 
 
 @pytest.mark.parametrize("pack", ["refunds", "conformance", "ads_audit"])
