@@ -147,10 +147,11 @@ def finding_rule(r: dict[str, Any]) -> str:
 def failure_groups(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """The runs that did not pass, grouped by verdict and :func:`finding_rule`, and within a group by
     :func:`crash_family`: twelve failures of one bug are one group with its families counted, not
-    twelve. Largest group first, then first seen; families likewise.
+    twelve. Largest group first, then by verdict and rule; within a group the runs are in case and
+    crash point order, so a report does not depend on the order parallel workers finished in.
 
     Returns:
-        ``[{"verdict", "rule", "runs": [result dicts, first seen first], "cases": [ids],
+        ``[{"verdict", "rule", "runs": [result dicts by case id, crash point], "cases": [ids],
         "families": {family: [result dicts]}}]``.
     """
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -158,13 +159,14 @@ def failure_groups(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         if r["verdict"] != "passed":
             groups.setdefault((r["verdict"], finding_rule(r)), []).append(r)
     out = []
-    for (verdict, rule), runs in sorted(groups.items(), key=lambda kv: -len(kv[1])):  # stable sort
+    for (verdict, rule), runs in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        runs = sorted(runs, key=lambda r: (r["case_id"], str(r.get("crash_point"))))
         families: dict[str, list[dict[str, Any]]] = {}
         for r in runs:
             families.setdefault(crash_family(r.get("crash_point")), []).append(r)
         out.append({"verdict": verdict, "rule": rule, "runs": runs,
                     "cases": list(dict.fromkeys(r["case_id"] for r in runs)),
-                    "families": dict(sorted(families.items(), key=lambda kv: -len(kv[1])))})
+                    "families": dict(sorted(families.items(), key=lambda kv: (-len(kv[1]), kv[0])))})
     return out
 
 
