@@ -34,10 +34,12 @@ which recovers the PENDING workflows of this executor id and application version
   or ``DBOS.retrieve_queue(name).enqueue``;
 * ``recover``: nothing more (``--recover-executor ID`` also asks DBOS to recover executor ``ID``'s pending
   workflows, what an operator or a control plane does for a dead executor);
-* ``answer``: ``DBOS.send(thread, resume, topic=NODE)`` for each answer in ``RUN_DIR/answers.json``.
+* ``answer``: ``DBOSClient.send(thread, resume, topic=NODE)`` for each answer in ``RUN_DIR/answers.json``,
+  before ``DBOS.launch()`` (what the team's web app does for a human's click; the workflows launch recovers
+  then find their message waiting, whatever thread runs first).
 
-Then the worker waits until every submitted workflow is at rest: terminal, or PENDING inside a ``recv``
-with no message waiting for it (``waiting``), or ``dbos.settle_s`` seconds pass. It writes
+Then the worker waits until every submitted workflow is at rest: terminal, or PENDING blocked in a ``recv``
+(its durable timeout recorded) with no message waiting for it (``waiting``), or ``dbos.settle_s`` seconds pass. It writes
 ``RUN_DIR/threads.json``: thread -> ``{"status": finished|waiting|stuck|pending|enqueued|no_checkpoint,
 "dbos_status", "executor", "error"?, "waiting": [{"node": TOPIC, "interrupt": "WF:FUNCTION_ID"}], "values"}``
 and exits 0 (without ``DBOS.destroy()``: its background threads die with the process, as in a SIGKILL).
@@ -150,7 +152,7 @@ def install_hooks(probe: Callable[[str], None], run_dir: Path) -> list[str]:
         mark = waits / f"{workflow_uuid}.json"
         waits.mkdir(exist_ok=True)
         mark.write_text(json.dumps({"node": topic or "default", "interrupt": f"{workflow_uuid}:{function_id}",
-                                    "topic": topic, "pid": os.getpid()}))
+                                    "topic": topic, "pid": os.getpid(), "timeout_step": timeout_function_id}))
         try:
             probe(f"recv:{workflow_uuid}@{topic}")
             out = orig["recv"](self, workflow_uuid, function_id, timeout_function_id, topic, *args, **kwargs)
@@ -198,6 +200,18 @@ def _message_waiting(db: sqlite3.Connection | None, wf: str, topic: Any) -> bool
     return bool(row and row[0])
 
 
+def _timeout_recorded(db: sqlite3.Connection | None, wf: str, step: Any) -> bool:
+    """Whether ``recv``'s durable timeout (a ``DBOS.sleep`` entry, function id ``step``) is recorded for ``wf``:
+    until then the ``recv`` is still setting up, not blocked (SQLite only; ``True`` elsewhere)."""
+    if db is None or step is None:
+        return True
+    try:
+        return db.execute("SELECT 1 FROM operation_outputs WHERE workflow_uuid=? AND function_id=?",
+                          (wf, step)).fetchone() is not None
+    except sqlite3.OperationalError:
+        return False
+
+
 def _waiting(run_dir: Path, thread: str) -> dict[str, Any] | None:
     try:
         return json.loads((run_dir / WAITING_DIR / f"{thread}.json").read_text())
@@ -229,7 +243,8 @@ def report(dbos: Any, threads: list[str], done: set[str], run_dir: Path,
         elif st in TERMINAL:
             entry["status"] = "stuck"
             entry["error"] = f"DBOS workflow status {st}: {values['error']}"
-        elif st == "PENDING" and wait is not None and not _message_waiting(db, thread, wait["topic"]):
+        elif (st == "PENDING" and wait is not None and _timeout_recorded(db, thread, wait.get("timeout_step"))
+              and not _message_waiting(db, thread, wait["topic"])):
             entry["status"] = "waiting"
             entry["waiting"] = [{"node": wait["node"], "interrupt": wait["interrupt"], "value": None}]
         else:
@@ -239,6 +254,23 @@ def report(dbos: Any, threads: list[str], done: set[str], run_dir: Path,
                               f"{entry['app_version']}) once this worker gave up waiting")
         out[thread] = entry
     return out, rest
+
+
+def deliver(url: str, app: str, answers: list[dict[str, Any]]) -> None:
+    """Send each answer ``{"thread", "node", "resume"}`` as ``DBOSClient.send(thread, resume, topic=node)``: what
+    the team's web app does for a human's click, through the system database alone (no workflow code)."""
+    import inspect
+
+    from dbos import DBOSClient
+
+    accepted = inspect.signature(DBOSClient).parameters
+    client = DBOSClient(system_database_url=url,
+                        **({"application_name": app} if "application_name" in accepted else {}))
+    try:
+        for answer in answers:
+            client.send(answer["thread"], answer["resume"], topic=answer.get("node"))
+    finally:
+        client.destroy()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -296,6 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     effect_api._install(EffectSession(run_dir / LEDGER_FILE, probe, where_am_i, durable))
     if args.barrier:
         barrier(run_dir, args.barrier)
+    if args.phase == "answer":  # before launch: the workflows DBOS.launch() recovers find their message waiting
+        deliver(url, app_name(target["target"]), json.loads((run_dir / ANSWERS_FILE).read_text()))
     instance = DBOS(config={"name": app_name(target["target"]), "system_database_url": url,
                             "application_version": str(opts.get("application_version") or APP_VERSION),
                             "executor_id": args.executor_id, "log_level": "WARNING",
@@ -323,9 +357,6 @@ def main(argv: list[str] | None = None) -> int:
                     DBOS.retrieve_queue(item["queue"]).enqueue(workflow, item["input"])
                 else:
                     DBOS.start_workflow(workflow, item["input"])
-    elif args.phase == "answer":
-        for answer in json.loads((run_dir / ANSWERS_FILE).read_text()):
-            DBOS.send(answer["thread"], answer["resume"], topic=answer.get("node"))
     deadline = time.monotonic() + float(opts.get("settle_s", 20))
     while True:
         out, rest = report(DBOS, threads, done, run_dir, db)
