@@ -9,14 +9,18 @@ table lists them with their fields), spelled the same in a case file's ``faults`
 Indices are taken modulo the current number of external events, and faults apply in
 order, so every schedule is valid for every case (a fault that cannot apply, such as a
 reorder with one event, is a no-op). The result of :func:`apply` is an ordinary case:
-the faults the driver injects (kills, holds, tool faults: kinds with ``injected``) become its
-``faults`` field, the others rewrite its ``events``.
+the faults the driver injects (kills, holds, tool faults: kinds with ``injected``) are added
+after the case's own ``faults`` (a case's own hold-cancel is still delivered when a generated
+kill lands before it), the others rewrite its ``events``.
 
 Faults the engine must **mask** (kills, duplicate deliveries, restarts, transient tool faults
-within the task's retry budget: each kind's ``is_masked``) keep the case's expectations and add
-``like_fault_free`` (the run must end like the same case without its faults). Any other fault
-changes the story (a cancellation, a denial, a fatal error), so the case keeps only the
-invariants every run must satisfy: the side-effect and trace oracles, which need no expectation.
+within the task's retry budget: each kind's ``is_masked``) keep the case's expectations, which
+were written for the case with its own faults. When the case's own faults are masked too (or it
+has none), the result also gets ``like_fault_free`` (the run must end like the same case without
+any faults); a case with a fault of its own that changes the story (a held cancel) does not, since
+without its faults it would end differently. Any other generated fault changes the story (a
+cancellation, a denial, a fatal error), so the case keeps only the invariants every run must
+satisfy: the side-effect and trace oracles, which need no expectation.
 """
 
 from __future__ import annotations
@@ -73,14 +77,15 @@ def apply(case: Case, pack: Pack, schedule: Sequence[Fault], *, case_id: str | N
 
     Returns a new :class:`Case` (``case`` is not changed), tagged ``generated``, with the same
     ``case_id`` (so the same workflow id) unless ``case_id`` is given, and the input the base case
-    runs with written out (a generated input included); its ``path`` stays the base case's.
+    runs with written out (a generated input included); its ``path`` stays the base case's. Its
+    ``faults`` are the case's own, then the injected ones of ``schedule``.
 
     Raises:
         ValueError: a fault of unknown ``kind`` or ``outcome``.
     """
     tools, external = _split(case)
     wf = pack.workflows[case.workflow]
-    plan = Plan(tools, external, [], wf, first_gate(wf))
+    plan = Plan(tools, external, [dict(f) for f in case.faults], wf, first_gate(wf))
     for fault in schedule:
         registry.of(fault).apply(fault, plan)
     faults = plan.faults
@@ -89,7 +94,7 @@ def apply(case: Case, pack: Pack, schedule: Sequence[Fault], *, case_id: str | N
     masked = is_masked(schedule, case, pack)
     expected = dict(case.expected) if masked else {}
     expected.pop("like_fault_free", None)
-    if masked and faults:
+    if masked and faults and is_masked(case.faults, case, pack):
         expected["like_fault_free"] = True
     events = external[:1] + tools + external[1:] if external else tools
     workflow_input = case.input or pack.workflow_input(case.workflow, seed=zlib.crc32(case.case_id.encode()))

@@ -172,6 +172,28 @@ def test_a_held_worker_receives_the_event_mid_step(refunds, tmp_path: Path) -> N
     assert out.faults_missed == []
 
 
+def test_a_generated_kill_keeps_the_cases_own_held_cancel(refunds, tmp_path: Path) -> None:
+    # issue 17: `pytest --chaos --chaos-seed 12345 scenarios/refunds` failed the cancel_* cases' [schedules]
+    # on the reference engine: apply() dropped the case's own `faults`, so a generated kill at
+    # before_checkpoint:workflow_started ran without the case's hold-cancel and never got cancelled
+    from crashpoint.harness.faults.generate import trial
+
+    pack, cases = refunds
+    case = next(c for c in cases if c.case_id == "cancel_while_drafting_compensates_draft")
+    kill = {"kind": "kill", "at": "before_checkpoint:workflow_started"}
+    derived = apply(case, pack, [kill])
+    assert derived.faults == [*case.faults, kill]
+    assert derived.expected["final_status"] == "cancelled"
+    assert "like_fault_free" not in derived.expected  # without its hold it would not be cancelled
+    driver = Driver(ReferenceAdapter(), pack)
+    golden = driver.run(case, tmp_path / "golden")
+    result = trial(driver, case, pack, [kill], tmp_path / "run", golden)
+    assert result.verdict == "passed", [f.message for f in result.failures]
+    happy = next(c for c in cases if c.case_id == "refund_approved_happy_path")
+    own_kill = apply(happy, pack, [{"kind": "kill", "at": "after_checkpoint:refund_draft"}])
+    assert apply(own_kill, pack, [kill]).expected["like_fault_free"] is True  # all masked: ends like fault-free
+
+
 def test_seed_resolution(tmp_path: Path) -> None:
     from crashpoint.errors import UsageError
 
