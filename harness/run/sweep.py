@@ -162,6 +162,14 @@ def _clean_after(pid: int, roots: list[str], wait_s: float = 30.0) -> None:
             shutil.rmtree(root, ignore_errors=True)
 
 
+def _pair_stored(skip: Collection[tuple[str, str | None]], case_id: str, point: str) -> bool:
+    """``True`` when ``skip`` holds the sampled recovery pair of the kill at ``point`` (``"point >> B"``, two
+    kills), for case ``case_id``. A ``"point >> 3 workers"`` run starts the same way but is not that pair
+    (taking it for one left the pair missing from a resumed run stamped complete)."""
+    return any(c == case_id and p is not None and crashpoints.parse(p).kills[:1] == (point,)
+               and len(crashpoints.parse(p).kills) == 2 for c, p in skip)
+
+
 def _needs_crash_points(golden: RunResult) -> RunResult:
     """A golden run that passed no crash point, in a crash sweep: ``error``, never ``passed`` (its case
     has no crash run, so a sweep of it would test nothing; see :func:`crashpoint.harness.judge.kills.no_crash_points`)."""
@@ -311,8 +319,7 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
             sample = sampled_points(points[case.case_id])
             pair_from[case.case_id] = set(sample["pairs"])
             for point in sample["pairs"]:  # resumed: a stored single kill is run again (unreported) for its pair
-                if (case.case_id, point) in skip and not any(
-                        c == case.case_id and p and p.startswith(point + crashpoints.THEN) for c, p in skip):
+                if (case.case_id, point) in skip and not _pair_stored(skip, case.case_id, point):
                     submit("probe", case, root / case.case_id / f"p-{re.sub(r'[^A-Za-z0-9_.-]', '_', point)[:80]}",
                            point, golden.outcome, 0)
             extra([f"{p}{crashpoints.ALONGSIDE}" for p in sample["alongside"]]

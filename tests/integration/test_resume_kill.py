@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -184,27 +185,29 @@ def test_resume_with_nothing_to_resume_starts_a_new_run(tmp_path: Path, crash: s
     assert "no incomplete run" in capsys.readouterr().out
 
 
-def _recorded_then_cut(db: Path, *extra: str) -> tuple:
+def _recorded_then_cut(db: Path, *extra: str, cut: Callable[[list[str]], list[str]] | None = None) -> tuple:
     """A recorded sweep of CASE (``crashpoint run``'s default ``--crash sampled``, or ``extra`` options)
-    whose last 3 results and end stamp are then taken away (what a kill leaves); returns the complete
-    run's row as :func:`_runs` gives it, from before the cut."""
+    whose last 3 results (or the crash points ``cut`` picks from the recorded ones) and end stamp are then
+    taken away (what a kill leaves); returns the complete run's row as :func:`_runs` gives it, from before
+    the cut."""
     from crashpoint.harness.cli.main import main
 
     assert main(["run", str(CASE), "--results-db", str(db), "-q", "--jobs", "2", *extra]) == 0
     (complete,) = _runs(db)
     con = sqlite3.connect(db)
     with con:
-        con.execute("delete from crashpoint_results where id in (select id from crashpoint_results "
-                    "order by id desc limit 3)")
+        if cut is None:
+            con.execute("delete from crashpoint_results where id in (select id from crashpoint_results "
+                        "order by id desc limit 3)")
+        else:
+            gone = cut(sorted(p for _, p in complete[2] if p))
+            assert gone, "nothing to cut"
+            con.executemany("delete from crashpoint_results where crash_point = ?", [(p,) for p in gone])
         con.execute("update crashpoint_runs set complete = 0, ended_at = null")
     con.close()
     return complete
 
 
-@pytest.mark.xfail(reason="known bug (lead, 2026-12-01): under the default --crash sampled, when the cut removes a "
-                   "sampled recovery pair but keeps its single kill, --resume can stamp the run complete without "
-                   "that pair (the probe re-run of the single kill plans a different second point); which rows "
-                   "the cut removes depends on completion order, so it fails in some runs only", strict=False)
 def test_resume_in_process_runs_only_what_is_missing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A recorded sweep whose last results and end stamp are taken away (what a kill leaves) is
     finished by --resume: the missing runs only, the same verdicts, one row per pair."""
@@ -219,6 +222,31 @@ def test_resume_in_process_runs_only_what_is_missing(tmp_path: Path, capsys: pyt
     ((again, complete, results, rows),) = _runs(db)
     assert again == run_id and complete and results == reference and rows == len(reference)
     assert f"{len(reference)} passed" in out
+
+
+def _pairs_beside_together_runs(points: list[str]) -> list[str]:
+    """The recorded "A >> B" pairs whose A also starts an "A >> 3 workers" run."""
+    together = {p.split(" >> ")[0] for p in points if p.endswith(" workers")}
+    return [p for p in points if " >> " in p and not p.endswith(" workers") and p.split(" >> ")[0] in together]
+
+
+def test_resume_runs_a_missing_pair_whose_kill_also_starts_a_together_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """issue 17: the cut of the pair ``before_checkpoint:refund_draft >> ...#2`` (its single kill and the
+    ``... >> 3 workers`` run kept) was taken as done, since the together run starts with the same
+    ``A >> ``: --resume ran nothing for it and stamped the run complete with the pair missing."""
+    from crashpoint.harness.cli.main import main
+
+    db = tmp_path / "r.db"
+    run_id, _, reference, _ = _recorded_then_cut(db, cut=_pairs_beside_together_runs)
+    gone = _pairs_beside_together_runs(sorted(p for _, p in reference if p))
+    capsys.readouterr()
+    assert main(["run", str(CASE), "--results-db", str(db), "-q", "--jobs", "2", "--resume"]) == 0
+    out = capsys.readouterr().out
+    assert f"resuming run {run_id}: {len(reference) - len(gone)} result(s) already recorded" in out
+    ((again, complete, results, rows),) = _runs(db)
+    assert again == run_id and complete and rows == len(reference)
+    assert results == reference
 
 
 def test_resume_never_mixes_crash_modes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
