@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 import pandas as pd
 
 from crashpoint.harness.judge.oracles import DUPLICATE_RULES
-from crashpoint.harness.run.crashpoints import THEN
+from crashpoint.harness.run.crashpoints import parse
 
 if TYPE_CHECKING:
     from crashpoint.harness.judge.verdict import RunResult
@@ -77,6 +77,14 @@ def _stored_row(r: "RunResult") -> dict[str, Any]:
             "passed": r.verdict == "passed", **row, "golden_points": int(measures["golden_points"] or 0)}
 
 
+def _first_kill(spec: str | None) -> str | None:
+    """The crash point a run's spec kills at first (``"A >> B"``, ``"A >> 3 workers"`` -> ``"A"``;
+    ``"P || worker"``, which kills nothing, -> ``None``): a point is covered once however many runs
+    kill there."""
+    kills = parse(spec).kills
+    return kills[0] if kills else None
+
+
 def _ratio(num: int, den: int) -> float | None:
     return None if den == 0 else round(num / den, 4)
 
@@ -88,7 +96,7 @@ def _metrics(df: pd.DataFrame) -> dict[str, float | None]:
         "duplicate_event_safety": _ratio(int(df.dup_safe.sum()), int(df.dup.sum())),
         "retry_success": _ratio(int(df.retry_ok.sum()), int(df.retry.sum())),
         "compensation_success": _ratio(int(df.comp_ok.sum()), int(df.comp.sum())),
-        "crash_points_covered": _ratio(crashed[~crashed.point.str.contains(THEN, regex=False)]
+        "crash_points_covered": _ratio(crashed.assign(point=crashed.point.map(_first_kill)).dropna(subset=["point"])
                                        .drop_duplicates(["case_id", "point"]).shape[0],
                                        int(df.golden_points.sum())),
     }

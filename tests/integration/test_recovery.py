@@ -104,3 +104,18 @@ def test_crash_during_recovery_sweep_kills_twice_and_passes(tmp_path: Path) -> N
     data = sweep_data(result)
     assert data["summary"]["recovery_pairs"] == 12
     assert data["summary"]["metrics"]["crash_points_covered"] == 1.0
+
+
+def test_sampled_sweep_covers_each_crash_point_once_however_many_runs_kill_there() -> None:
+    """``--crash sampled`` kills at some points more than once (a recovery pair, a recovery by 3
+    workers); coverage counts distinct points, so a full sweep is 100%, never more (it printed 107.7%)."""
+    from crashpoint.harness.adapters.reference import ReferenceAdapter
+    from crashpoint.harness.judge.results import sweep_data
+    from crashpoint.harness.load.loader import load_target
+    from crashpoint.harness.run.sweep import sweep
+
+    pack, cases = load_target(WORKFLOW.parents[1] / "cases" / "refund_denied_compensates_draft.yaml")
+    result = sweep(pack, cases, ReferenceAdapter(), crash="sampled", jobs=2)
+    assert any(r.crash_point and (" >> " in r.crash_point or "||" in r.crash_point) for r in result.results)
+    assert {r.verdict for r in result.results} == {"passed"}
+    assert sweep_data(result)["summary"]["metrics"]["crash_points_covered"] == 1.0

@@ -53,7 +53,7 @@ def test_twelve_failures_of_one_bug_are_one_group_everywhere() -> None:
     stored = _stored(lambda i: "passed" if i == 0 else "failed")
     term = text.failures({"results": stored["results"]})
     assert term.count("FAILED [side_effects]: 12 runs in 1 case") == 1
-    assert "before_checkpoint:* (4), after_checkpoint:* (4), before_effect:* (4)" in term
+    assert "after_checkpoint:* (4), before_checkpoint:* (4), before_effect:* (4)" in term  # ties by name
     assert term.count("reproduce:") == 1 and term.count("ledger#1 x") == 1
     page = html.render(stored)
     assert page.count("<h4>Trace timeline") == 1 and page.count('<section class="group">') == 1
