@@ -66,3 +66,18 @@ def refund_workflow(order: dict[str, Any]) -> dict[str, Any]:
     void(drafted)
     notify(order["order_id"], "denied")
     return {"order_id": order["order_id"], "status": "denied", "draft_id": drafted["draft_id"]}
+
+
+@DBOS.workflow()
+def refund_preapproved(order: dict[str, Any]) -> dict[str, Any]:
+    """A refund small enough to need no approval: draft, issue, tell the customer."""
+    refund = issue(draft(order))
+    notify(order["order_id"], "refunded")
+    return {"order_id": order["order_id"], "status": "issued", "refund_id": refund["refund_id"]}
+
+
+@DBOS.workflow()
+def refund_batch(orders: list[dict[str, Any]]) -> list[str]:
+    """Enqueue one :func:`refund_preapproved` per order on the ``refunds`` queue; returns their workflow ids."""
+    queue = DBOS.retrieve_queue(QUEUE)
+    return [queue.enqueue(refund_preapproved, order).get_workflow_id() for order in orders]

@@ -11,6 +11,10 @@ says ``unsupported`` naming the missing ones). Tried: dbos 3.4.0 (swept), 3.0.0 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
 from crashpoint.harness.adapters.langgraph_adapter import _versions
 
 WORKER_MODULE = "crashpoint.harness.targets.dbos_worker"
@@ -26,3 +30,20 @@ def identity_args(name: str, seen: list[str]) -> list[str]:
     """A DBOS worker's arguments: its executor id ``name``, and ``--recover-executor`` for every other executor
     of the run so far (they have all exited: what an operator or a control plane recovers)."""
     return ["--executor-id", name, *[a for other in seen if other != name for a in ("--recover-executor", other)]]
+
+
+def _json_lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def facts(run_dir: Path) -> dict[str, Any]:
+    """What the run's DBOS workers recorded beyond effects (the files of
+    :mod:`~crashpoint.harness.targets.dbos_worker`): ``dequeues`` (``[{"pid", "wf", "queue"}]``, each claim from
+    a queue), ``outcomes`` (``[{"pid", "wf", "status"}]``, each final status written), ``overlaps``
+    (``[{"pid", "wf", "holders"}]``, a workflow executed by a process while other live ones executed it),
+    ``queued`` (the last worker's list of DBOS's queued workflows, ``[{"id", "name", "queue", "status",
+    "digest", "executor"}]``; ``None`` when no worker wrote one)."""
+    queued = run_dir / "queued.json"
+    return {"dequeues": _json_lines(run_dir / "dequeues.log"), "outcomes": _json_lines(run_dir / "outcomes.log"),
+            "overlaps": _json_lines(run_dir / "overlaps.log"),
+            "queued": json.loads(queued.read_text()) if queued.exists() else None}

@@ -48,6 +48,8 @@ and exits 0 (without ``DBOS.destroy()``: its background threads die with the pro
 from __future__ import annotations
 
 import argparse
+import fcntl
+import hashlib
 import importlib
 import json
 import os
@@ -62,7 +64,7 @@ from typing import Any, Callable
 import crashpoint.api as effect_api
 from crashpoint.fakes.world import LEDGER_FILE
 from crashpoint.harness.run.crashpoints import probe as make_probe
-from crashpoint.harness.targets.effects import EffectSession
+from crashpoint.harness.targets.effects import EffectSession, alive, digest
 from crashpoint.harness.targets.workerlib import (PIDS_FILE, append, barrier, load_object, mark_submitted,
                                                    patch_effects, submitted)
 
@@ -71,6 +73,17 @@ TARGET_FILE = "target.json"
 THREADS_FILE = "threads.json"
 ANSWERS_FILE = "answers.json"
 STEPS_FILE = "steps.log"
+#: JSON lines ``{"pid", "wf", "queue"}``: each workflow a worker claimed from a queue.
+DEQUEUES_FILE = "dequeues.log"
+#: JSON lines ``{"pid", "wf", "status"}``: each final status DBOS wrote (``update_workflow_outcome``).
+OUTCOMES_FILE = "outcomes.log"
+#: ``PID WF`` lines: each workflow a process executed (any of its steps checked).
+EXECUTIONS_FILE = "executions.log"
+#: JSON lines ``{"pid", "wf", "holders"}``: a process executed a workflow another live process was executing.
+OVERLAPS_FILE = "overlaps.log"
+EXECUTING_DIR = "executing"
+#: JSON ``[{"id", "name", "queue", "status", "waiting", "digest", "executor"}]``: DBOS's queued workflows at the end.
+QUEUED_FILE = "queued.json"
 WAITING_DIR = "waiting"
 #: ``SystemDatabase`` methods the worker wraps (a dbos release lacking one is ``unsupported``).
 HOOKS = ("init_workflow", "check_operation_execution", "record_operation_result", "update_workflow_outcome",
@@ -103,6 +116,30 @@ def where_am_i() -> dict[str, Any]:
     return {"thread": wf, "node": name, "task": None, "step": fid}
 
 
+_held: dict[str, int] = {}
+
+
+def executing(run_dir: Path, workflow_id: str) -> None:
+    """Note that this process executes ``workflow_id`` (the first time only): take an exclusive ``flock`` on
+    ``RUN_DIR/executing/WF.lock`` and keep it until the process ends (the kernel drops it on a SIGKILL). When
+    another live process holds it, append ``{"pid", "wf", "holders"}`` to ``RUN_DIR/overlaps.log``: two live
+    processes executing one workflow at once (``holders``: the other live pids that executed it)."""
+    if workflow_id in _held:
+        return
+    folder = run_dir / EXECUTING_DIR
+    folder.mkdir(exist_ok=True)
+    fd = os.open(folder / f"{hashlib.sha256(workflow_id.encode()).hexdigest()[:32]}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    _held[workflow_id] = fd
+    append(run_dir / EXECUTIONS_FILE, f"{os.getpid()} {workflow_id}\n")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holders = sorted({int(line.split(" ", 1)[0]) for line in (run_dir / EXECUTIONS_FILE).read_text().splitlines()
+                          if line.split(" ", 1)[1] == workflow_id} - {os.getpid()})
+        append(run_dir / OVERLAPS_FILE, json.dumps({"pid": os.getpid(), "wf": workflow_id,
+                                                    "holders": [p for p in holders if alive(p)]}) + "\n")
+
+
 def install_hooks(probe: Callable[[str], None], run_dir: Path) -> list[str]:
     """Wrap ``SystemDatabase``'s methods (see the module docstring); returns the :data:`HOOKS` this dbos lacks
     (nothing is wrapped then). A ``recv`` in progress is ``RUN_DIR/waiting/WF.json`` (``{"node", "interrupt",
@@ -128,6 +165,7 @@ def install_hooks(probe: Callable[[str], None], run_dir: Path) -> list[str]:
                                   *args: Any, **kwargs: Any) -> Any:
         recorded = orig["check_operation_execution"](self, workflow_id, function_id, function_name, *args, **kwargs)
         _position.value = (workflow_id, function_id, function_name)
+        executing(run_dir, workflow_id)
         if recorded is None:
             append(steps, f"{os.getpid()} {workflow_id} {function_id} {function_name}\n")
             probe(f"step:{workflow_id}@{function_name}")
@@ -144,6 +182,7 @@ def install_hooks(probe: Callable[[str], None], run_dir: Path) -> list[str]:
         where = f"{workflow_id}@{status}"
         probe(f"before_status:{where}")
         out = orig["update_workflow_outcome"](self, workflow_id, status, *args, **kwargs)
+        append(run_dir / OUTCOMES_FILE, json.dumps({"pid": os.getpid(), "wf": workflow_id, "status": status}) + "\n")
         probe(f"after_status:{where}")
         return out
 
@@ -174,6 +213,8 @@ def install_hooks(probe: Callable[[str], None], run_dir: Path) -> list[str]:
         out = orig["start_queued_workflows"](self, queue, *args, **kwargs)
         ids = out[0] if isinstance(out, tuple) else out
         for wf in ids or ():
+            append(run_dir / DEQUEUES_FILE, json.dumps({"pid": os.getpid(), "wf": wf,
+                                                        "queue": getattr(queue, "name", str(queue))}) + "\n")
             probe(f"dequeued:{wf}@{getattr(queue, 'name', queue)}")
         return out
 
@@ -219,6 +260,32 @@ def _waiting(run_dir: Path, thread: str) -> dict[str, Any] | None:
         return None
 
 
+def _blocked(run_dir: Path, db: sqlite3.Connection | None, wf: str, status: str) -> dict[str, Any] | None:
+    """The ``recv`` mark of ``wf`` when it is PENDING and blocked in a ``recv`` with no message waiting, else ``None``."""
+    wait = _waiting(run_dir, wf) if status == "PENDING" else None
+    if (wait is None or not _timeout_recorded(db, wf, wait.get("timeout_step"))
+            or _message_waiting(db, wf, wait["topic"])):
+        return None
+    return wait
+
+
+def queued_work(dbos: Any, run_dir: Path, db: sqlite3.Connection | None, internal: str) -> tuple[list[dict[str, Any]], bool]:
+    """``(DBOS's workflows put on a team's queue, each at rest)``: ``[{"id", "name", "queue", "status", "waiting",
+    "digest", "executor"}]`` sorted by id (``waiting``: blocked in a ``recv``; ``digest``: of the workflow's inputs;
+    DBOS's internal queue left out: recovery uses it for workflows started directly)."""
+    work, rest = [], True
+    for st in dbos.list_workflows(load_input=True, load_output=False):
+        queue = getattr(st, "queue_name", None)
+        if not queue or queue == internal:
+            continue
+        waiting = _blocked(run_dir, db, st.workflow_id, st.status) is not None
+        work.append({"id": st.workflow_id, "name": st.name, "queue": queue, "status": st.status, "waiting": waiting,
+                     "digest": digest({"input": getattr(st, "input", None)}), "executor": getattr(st, "executor_id", None)})
+        if st.status not in TERMINAL and not waiting:
+            rest = False
+    return sorted(work, key=lambda w: w["id"]), rest
+
+
 def report(dbos: Any, threads: list[str], done: set[str], run_dir: Path,
            db: sqlite3.Connection | None) -> tuple[dict[str, Any], bool]:
     """``(threads.json's content, every submitted workflow at rest)`` from DBOS's own workflow statuses."""
@@ -237,14 +304,13 @@ def report(dbos: Any, threads: list[str], done: set[str], run_dir: Path,
                   "error": None if getattr(status, "error", None) is None else str(status.error)[:ERROR_CHARS]}
         entry: dict[str, Any] = {"dbos_status": st, "executor": getattr(status, "executor_id", None),
                                  "app_version": getattr(status, "app_version", None), "values": values, "waiting": []}
-        wait = _waiting(run_dir, thread)
+        wait = _blocked(run_dir, db, thread, st)
         if st == "SUCCESS":
             entry["status"] = "finished"
         elif st in TERMINAL:
             entry["status"] = "stuck"
             entry["error"] = f"DBOS workflow status {st}: {values['error']}"
-        elif (st == "PENDING" and wait is not None and _timeout_recorded(db, thread, wait.get("timeout_step"))
-              and not _message_waiting(db, thread, wait["topic"])):
+        elif wait is not None:
             entry["status"] = "waiting"
             entry["waiting"] = [{"node": wait["node"], "interrupt": wait["interrupt"], "value": None}]
         else:
@@ -360,9 +426,13 @@ def main(argv: list[str] | None = None) -> int:
     deadline = time.monotonic() + float(opts.get("settle_s", 20))
     while True:
         out, rest = report(DBOS, threads, done, run_dir, db)
-        if rest or time.monotonic() > deadline:
+        work, work_rest = queued_work(DBOS, run_dir, db, INTERNAL_QUEUE_NAME)
+        if (rest and work_rest) or time.monotonic() > deadline:
             break
         time.sleep(POLL_S)
+    tmp = run_dir / (QUEUED_FILE + f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(work, sort_keys=True))
+    os.replace(tmp, run_dir / QUEUED_FILE)
     tmp = run_dir / (THREADS_FILE + f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(out, sort_keys=True))
     os.replace(tmp, run_dir / THREADS_FILE)

@@ -80,6 +80,7 @@ class TargetOutcome:
         lost_responses: scripted ``lost_response`` faults that fired. ``notes``: facts worth showing.
         steps: ``(pid, thread, step, node)`` for every node start, in order (how far each process got).
         over_budget: the run did not end within the target's budget (``budget_s``). ``wall_s``: seconds.
+        engine_facts: what the engine's workers recorded beyond effects (DBOS: :func:`~crashpoint.harness.targets.dbos.facts`).
     """
 
     case: str
@@ -99,6 +100,7 @@ class TargetOutcome:
     over_budget: str | None = None
     wall_s: float = 0.0
     steps: list[tuple[int, str, int | None, str]] = field(default_factory=list)
+    engine_facts: dict[str, Any] = field(default_factory=dict)
 
 
 class _WarmServer(forkserver.ForkServer):
@@ -160,6 +162,8 @@ EXECUTOR = "crashpoint-executor"
 #: Engine -> ``identity(name, seen) -> worker args``: the worker's own identity and the dead ones it recovers
 #: (engines with no worker identity are absent: their K workers are plain copies).
 IDENTITIES = {"dbos": dbos_engine.identity_args}
+#: Engine -> ``facts(run_dir) -> dict``: what its workers recorded beyond effects (``TargetOutcome.engine_facts``).
+ENGINE_FACTS = {"dbos": dbos_engine.facts}
 
 
 def _pid_executors(run_dir: Path) -> list[tuple[int, str]]:
@@ -363,6 +367,7 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
         out.crash_points = crashpoints.passed(run_dir)
         out.fired = crashpoints.fired_points(run_dir)
         out.steps = _steps(run_dir)
+        out.engine_facts = ENGINE_FACTS[target.engine](run_dir) if target.engine in ENGINE_FACTS else {}
         out.wall_s = time.monotonic() - began
     return out
 

@@ -272,3 +272,6 @@ def judge(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> t
         if verdict is False or (isinstance(verdict, str) and verdict):
             failures.append(Failure(rule_id, verdict if isinstance(verdict, str) else f"invariant {name} failed"))
     return failures, unknown
+
+
+from crashpoint.harness.targets import engine_oracles  # noqa: E402,F401 - registers the engine-fact rules in RULES
