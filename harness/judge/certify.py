@@ -103,6 +103,9 @@ class GuardedAdapter:
         inner: the adapter (also ``wrapped``, so that :func:`~crashpoint.harness.adapters.protocol.adapter_class`
             names it). Every other attribute is read from it.
         call_timeout_s: wall seconds one call may take (> 0).
+
+    Attributes:
+        adapter_spec: the ``MODULE:ATTR`` it was loaded from (:func:`load_adapter`), or ``None``.
     """
 
     def __init__(self, inner: Any, call_timeout_s: float = CALL_TIMEOUT_S) -> None:
@@ -110,6 +113,7 @@ class GuardedAdapter:
         self.wrapped = inner
         self.name = inner.name
         self.call_timeout_s = float(call_timeout_s)
+        self.adapter_spec: str | None = None
         self._hung: set[str] = set()
 
     def __getattr__(self, attr: str) -> Any:
@@ -170,7 +174,9 @@ def load_adapter(spec: str, call_timeout_s: float = CALL_TIMEOUT_S) -> EngineAda
     if missing or not isinstance(getattr(adapter, "name", None), str):
         raise UsageError(f"--adapter {spec}: not an EngineAdapter (missing: {', '.join(missing) or 'name'}); "
                          "see crashpoint.harness.adapters.protocol.EngineAdapter")
-    return GuardedAdapter(adapter, call_timeout_s)
+    guarded = GuardedAdapter(adapter, call_timeout_s)
+    guarded.adapter_spec = spec  # what a trace file records, so that its incident reruns this adapter
+    return guarded
 
 
 def repro(case_path: Path, crash_point: str | None, adapter_spec: str) -> str:

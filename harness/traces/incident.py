@@ -54,7 +54,7 @@ def incident_case(trace: Mapping[str, Any], trace_file: str, digest: str, out: s
     case, run = trace["case"], trace["run"]
     case_id = f"incident_{case['case_id'][:110]}_{digest[:8]}"
     point = trace["crash_point"]
-    spec = trace["engine"].get("spec")
+    spec = trace["engine"].get("adapter") or trace["engine"].get("spec")
     engine = spec or f"{trace['engine']['name']} {trace['engine']['version']}"
     why = (run.get("failures") or [{}])[0].get("message") or run.get("error") or f"final status {run.get('status')}"
     why, engine = clip(str(why), MAX_WHY), clip(engine, MAX_WHY)  # an engine's 5 MB message fits no case file
@@ -71,12 +71,13 @@ def incident_case(trace: Mapping[str, Any], trace_file: str, digest: str, out: s
 
 def reproduce_command(trace: Mapping[str, Any], out: str) -> str:
     """The shell command that re-runs the incident case written to ``out`` as the trace's run ran: at
-    its crash point, on its engine; when ``out`` is not inside a pack, it first copies the case into
-    the recorded pack's cases folder (a case runs with its pack's workflows). Words quoted for a
-    POSIX shell."""
+    its crash point, on its engine (``--adapter`` when the trace records one, else ``--engine``); when
+    ``out`` is not inside a pack, it first copies the case into the recorded pack's cases folder (a case
+    runs with its pack's workflows). Words quoted for a POSIX shell."""
     target, point, spec = _in_pack(trace, out), trace["crash_point"], trace["engine"].get("spec")
+    adapter = trace["engine"].get("adapter")
     words = ["crashpoint", "run", target, *(["--crash", "none"] if point == "none" else ["--crash-point", point]),
-             *(["--engine", spec] if spec else [])]
+             *(["--adapter", adapter] if adapter else ["--engine", spec] if spec else [])]
     copy = f"{shlex.join(['cp', out, target])} && " if target != out else ""
     return copy + shlex.join(words)
 

@@ -8,7 +8,7 @@ regression case (:mod:`crashpoint.harness.traces.incident`)::
      "case": {"case_id", "file", "description", "workflow", "initial_step", "input" (as used),
               "input_generated", "tags", "events", "faults", "expected"},   # Case.to_data() + file, input
      "pack": {"name", "version", "path"}, "workflow": {...definition data...},
-     "engine": {"name", "version", "spec"}, "crash_point": "none" | ID | "A >> B",
+     "engine": {"name", "version", "spec", "adapter"}, "crash_point": "none" | ID | "A >> B",
      "run": {"workflow_id", "status", "stop_reason", "crash_fired", "kills", "workers",
              "verdict", "failures", "error", "notes"},
      "deliveries": [{"step", "kind", ...}],   # RunOutcome.deliveries_log
@@ -61,17 +61,20 @@ def trace_data(outcome: RunOutcome, case: Case, pack: Pack, engine: Any, *, verd
     Args:
         outcome: the run's :class:`~crashpoint.harness.run.driver.RunOutcome`.
         case, pack: what was run.
-        engine: the adapter (``name``, ``version()``, and ``engine``, its ``MODULE:CLASS``, when it has
-            one) or a mapping ``{"name", "version", "spec"}``.
+        engine: the adapter (``name``, ``version()``, ``engine``, its ``MODULE:CLASS``, when it has
+            one, and ``adapter_spec``, the ``--adapter MODULE:ATTR`` it was loaded from, when it was) or a
+            mapping ``{"name", "version", "spec", "adapter"?}``.
         verdict, failures, error: the run's verdict and oracle findings, when judged
             (:class:`~crashpoint.harness.judge.oracles.Failure` objects or their dicts).
     """
     if isinstance(engine, Mapping):
-        eng = {"name": str(engine["name"]), "version": str(engine["version"]), "spec": engine.get("spec")}
+        eng = {"name": str(engine["name"]), "version": str(engine["version"]), "spec": engine.get("spec"),
+               "adapter": engine.get("adapter")}
     else:
         spec = getattr(engine, "engine", None)
         default = spec in (None, "crashpoint.engine.engine:Engine")
-        eng = {"name": engine.name, "version": engine.version(), "spec": None if default else spec}
+        eng = {"name": engine.name, "version": engine.version(), "spec": None if default else spec,
+               "adapter": getattr(engine, "adapter_spec", None)}
     start = next((d for d in outcome.deliveries_log if d["kind"] == "start"), None)
     used_input = start["input"] if start else case.input
     try:

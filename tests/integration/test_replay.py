@@ -268,3 +268,29 @@ def test_an_incident_of_a_case_with_faults_keeps_them_and_still_fails(tmp_path: 
     assert main(["run", str(out), "--crash", "none", "-q", "--engine", buggy]) == ExitCode.FAILED
     assert "differential" in capsys.readouterr().out  # the rule that catches the second recovery's new key
     assert main(["run", str(out), "--crash", "none", "-q"]) == ExitCode.OK
+
+
+def test_an_incident_of_an_adapter_run_reruns_that_adapter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """issue 17: the trace of a ``run --adapter`` run recorded no adapter, so ``crashpoint incident`` printed a
+    reproduce line on the reference engine, which passes: it did not reproduce."""
+    import shlex
+
+    adapter = "variants.adapters:no_compensation_on_cancel"
+    monkeypatch.syspath_prepend(str(ROOT / "tests"))
+    (trace_file,) = _save_traces(tmp_path, "cancel_while_waiting_compensates_draft", "--crash", "none",
+                                 "--adapter", adapter)
+    trace = read_trace(trace_file)
+    assert trace["run"]["verdict"] == "failed" and trace["engine"]["adapter"] == adapter
+    pack = tmp_path / "refunds"
+    shutil.copytree(PACK, pack, ignore=shutil.ignore_patterns("cases"))
+    (pack / "cases").mkdir()
+    out = pack / "cases" / "incident.yaml"
+    capsys.readouterr()
+    assert main(["incident", str(trace_file), "--out", str(out)]) == ExitCode.OK
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("reproduce: ")]
+    words = shlex.split(line.removeprefix("reproduce: "))
+    assert words[-2:] == ["--adapter", adapter] and f"--adapter {adapter}" in yaml.safe_load(out.read_text())[
+        "description"]
+    assert main(words[1:] + ["-q"]) == ExitCode.FAILED  # the pasted line reproduces, on that adapter
+    assert main(["run", str(out), "--crash", "none", "-q"]) == ExitCode.OK  # the reference engine passes it
