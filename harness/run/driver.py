@@ -14,36 +14,32 @@ than those files.
 from __future__ import annotations
 
 import copy
-from collections import Counter
+import functools
 import re
-import os
 import shutil
-import signal
 import subprocess
 import time
 import zlib
+from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from crashpoint.errors import EngineCrashed, WorkerTimeout
+from crashpoint.errors import EngineCrashed
 from crashpoint.fakes.clock import VirtualClock
 from crashpoint.fakes.ledger import Ledger
 from crashpoint.fakes.world import LEDGER_FILE, write_world
 from crashpoint.harness.faults import kinds as fault_kinds
 from crashpoint.harness.faults.kinds.tool import TOOL_EVENTS, script_event
 from crashpoint.harness.faults.kinds.zombie import WORKER_EVENT
-from crashpoint.harness.run import crashpoints, forkserver, inprocess
-from crashpoint.harness.run.forkserver import forkable
+from crashpoint.harness.run import crashpoints, forkserver
+from crashpoint.harness.run.delivery import MAX_WORKERS_PER_RUN, PROBE_SPEC, run_segment, send, worker_argv  # noqa: F401
+from crashpoint.harness.run.launch import RUN_MARKER, launcher, reap, reap_under, run_process  # noqa: F401
 from crashpoint.harness.judge import kills as kills_judge
 from crashpoint.harness.adapters.protocol import EngineAdapter, RunContext
 from crashpoint.harness.load.loader import Case, Pack, first_gate, redeployed
 from crashpoint.harness.run.modes import CRASH_MODES, crash_label  # noqa: F401  (re-exported)
-
-PROBE_SPEC = "crashpoint.harness.run.crashpoints:probe"
-#: Worker processes started for one event before the harness gives up on a crash loop, count.
-MAX_WORKERS_PER_RUN = 40
 
 
 @dataclass
@@ -141,9 +137,8 @@ class Driver:
         self.pack = pack
         self.worker_timeout_s = worker_timeout_s
         self.crash_mode = crash_mode
-        self.fork = crash_mode == "kill"
+        self.launcher = launcher(crash_mode, adapter, worker_timeout_s)
         self.snapshots = crash_mode in ("kill", "inprocess")
-        self.inprocess = crash_mode == "inprocess"
 
     def run(self, case: Case, run_dir: Path, crash_point: str | None = None,
             golden: RunOutcome | None = None) -> RunOutcome:
@@ -289,15 +284,12 @@ class Driver:
         self.adapter.prepare(ctx, {case.workflow: self.pack.workflows[case.workflow]})
         workflow_id = out.workflow_id
         workflow_input = case.input or self.pack.workflow_input(case.workflow, zlib.crc32(case.case_id.encode()))
+        record = {"step": 0, "kind": "start", "workflow_id": workflow_id, "workflow": case.workflow,
+                  "input": workflow_input, "initial_step": case.initial_step, "idempotency_key": f"start:{workflow_id}"}
         for n in range(starts):
-            accepted = self.adapter.start(ctx, workflow_id, case.workflow, workflow_input,
-                                          initial_step=case.initial_step,
-                                          idempotency_key=f"start:{workflow_id}")
+            accepted = send(self.adapter, ctx, ledger, clock, workflow_id, record)
             self._count_delivery(out, n, accepted)
-            out.deliveries_log.append({"step": 0, "kind": "start", "workflow_id": workflow_id,
-                                       "workflow": case.workflow, "input": workflow_input,
-                                       "initial_step": case.initial_step,
-                                       "idempotency_key": f"start:{workflow_id}", "accepted": accepted})
+            out.deliveries_log.append({**record, "accepted": accepted})
         for index, ev in enumerate(external):  # decisions that arrive before the workflow waits for them
             if ev.get("before_wait"):
                 self._deliver(ctx, out, ledger, clock, ev, index, workflow=case.workflow)
@@ -343,51 +335,47 @@ class Driver:
 
     def _deliver(self, ctx: RunContext, out: RunOutcome, ledger: Ledger, clock: VirtualClock,
                  ev: dict[str, Any], index: int, *, workflow: str | None = None) -> None:
+        """Turn the case's external event ``ev`` (its ``index``-th) into delivery records, send each with
+        :func:`~crashpoint.harness.run.delivery.send` (``deliveries`` times where the event repeats) and log
+        them in ``out.deliveries_log`` (the records a trace keeps and a replay sends again).
+
+        Raises:
+            ValueError: an unknown event type (the loader refuses them; this guards programmatic callers).
+        """
         kind, wid = ev["type"], out.workflow_id
+        step = index + 1
         if kind in ("approval_granted", "approval_denied"):
-            approval_id = self._decision_target(ctx, out, ev, index, workflow)
-            granted = kind == "approval_granted"
-            by = ev.get("by", "case-human")
-            ledger.record_decision(approval_id, granted, by, clock.now())
-            for n in range(ev.get("deliveries", 1)):
-                accepted = self.adapter.send_approval(ctx, wid, approval_id, granted=granted, by=by,
-                                                      idempotency_key=f"{kind}:{ev['approval_id']}:{index}")
-                self._count_delivery(out, n, accepted)
-                # an early decision goes out with the start request, before the first worker: step 0
-                out.deliveries_log.append({"step": 0 if ev.get("before_wait") else index + 1, "kind": "approval",
-                                           "approval_id": approval_id,
-                                           "granted": granted, "by": by, "accepted": accepted,
-                                           "idempotency_key": f"{kind}:{ev['approval_id']}:{index}"})
+            # an early decision goes out with the start request, before the first worker: step 0
+            record = {"step": 0 if ev.get("before_wait") else step, "kind": "approval",
+                      "approval_id": self._decision_target(ctx, out, ev, index, workflow),
+                      "granted": kind == "approval_granted", "by": ev.get("by", "case-human"),
+                      "idempotency_key": f"{kind}:{ev['approval_id']}:{index}"}
+            self._send_times(ctx, out, ledger, clock, record, ev.get("deliveries", 1))
         elif kind == "approval_timeout":
-            pending = self.adapter.status(ctx, wid).get("pending_approval")
+            pending = send(self.adapter, ctx, ledger, clock, wid, {"kind": "approval_timeout"})
             if pending:
-                clock.set(float(pending["deadline"]) + 1.0)
-                out.deliveries_log.append({"step": index + 1, "kind": "approval_timeout",
+                out.deliveries_log.append({"step": step, "kind": "approval_timeout",
                                            "approval_id": pending["approval_id"], "clock_to": clock.now()})
             else:
                 out.notes.append(f"event {index} approval_timeout: no approval was pending")
         elif kind == "cancel":
-            for n in range(ev.get("deliveries", 1)):
-                accepted = self.adapter.cancel(ctx, wid, reason=ev.get("reason", "cancelled by the case"),
-                                               idempotency_key=f"cancel:{index}")
-                self._count_delivery(out, n, accepted)
-                out.deliveries_log.append({"step": index + 1, "kind": "cancel", "accepted": accepted,
-                                           "reason": ev.get("reason", "cancelled by the case"),
-                                           "idempotency_key": f"cancel:{index}"})
+            record = {"step": step, "kind": "cancel", "reason": ev.get("reason", "cancelled by the case"),
+                      "idempotency_key": f"cancel:{index}"}
+            self._send_times(ctx, out, ledger, clock, record, ev.get("deliveries", 1))
         elif kind == "advance_clock":
-            clock.advance(float(ev["seconds"]))
-            out.deliveries_log.append({"step": index + 1, "kind": "advance_clock", "seconds": float(ev["seconds"]),
-                                       "clock_to": clock.now()})
+            record = {"step": step, "kind": "advance_clock", "seconds": float(ev["seconds"])}
+            send(self.adapter, ctx, ledger, clock, wid, record)
+            out.deliveries_log.append({**record, "clock_to": clock.now()})
         elif kind == "deploy":
             data = redeployed(self.pack.workflows[workflow or self.pack.default_workflow or ""], ev["version"],
                               ev.get("rename_tasks"))
-            self.adapter.deploy(ctx, data)
-            out.deliveries_log.append({"step": index + 1, "kind": "deploy", "version": data["version"],
-                                       "definition": data})
+            record = {"step": step, "kind": "deploy", "version": data["version"], "definition": data}
+            send(self.adapter, ctx, ledger, clock, wid, record)
+            out.deliveries_log.append(record)
         elif kind == "restart":
             pass  # the next worker is a new process on the same files, like every worker
         elif kind == "redeliver":
-            self._redeliver(ctx, out, ev, index)
+            self._redeliver(ctx, out, ledger, clock, ev, index)
         elif kind == "worker":  # a second live worker while this one is held (the ``zombie`` fault kind)
             self._alongside(ctx, out, 1)
             out.deliveries_log.append({"step": out.deliveries_log[-1]["step"] if out.deliveries_log else 0,
@@ -395,7 +383,16 @@ class Driver:
         else:  # the loader rejects unknown types; this guards programmatic callers
             raise ValueError(f"event {index}: unknown event type {kind!r}")
 
-    def _redeliver(self, ctx: RunContext, out: RunOutcome, ev: dict[str, Any], index: int) -> None:
+    def _send_times(self, ctx: RunContext, out: RunOutcome, ledger: Ledger, clock: VirtualClock,
+                    record: dict[str, Any], times: int) -> None:
+        """Send ``record`` ``times`` times (the human's decision is recorded once), each one logged."""
+        for n in range(times):
+            accepted = send(self.adapter, ctx, ledger, clock, out.workflow_id, record, first=n == 0)
+            self._count_delivery(out, n, accepted)
+            out.deliveries_log.append({**record, "accepted": accepted})
+
+    def _redeliver(self, ctx: RunContext, out: RunOutcome, ledger: Ledger, clock: VirtualClock,
+                   ev: dict[str, Any], index: int) -> None:
         """Deliver again what delivery step ``ev["of"]`` delivered (0: the start request; N: the N-th external
         event's start, approval or cancel), with the same idempotency key and payload, ``deliveries`` times:
         a duplicate that is not back to back. Nothing is recorded as a new human decision."""
@@ -409,35 +406,18 @@ class Driver:
             out.notes.append(f"event {index} redeliver: delivery step {of} delivered no start, approval or cancel "
                              "(yet), so nothing was delivered again")
             return
-        wid = out.workflow_id
         for d in first.values():
             for _ in range(ev.get("deliveries", 1)):
-                if d["kind"] == "start":
-                    accepted = self.adapter.start(ctx, d["workflow_id"], d["workflow"], d["input"],
-                                                  initial_step=d.get("initial_step"), idempotency_key=d["idempotency_key"])
-                elif d["kind"] == "approval":
-                    accepted = self.adapter.send_approval(ctx, wid, d["approval_id"], granted=d["granted"], by=d["by"],
-                                                          idempotency_key=d["idempotency_key"])
-                else:
-                    accepted = self.adapter.cancel(ctx, wid, reason=d["reason"], idempotency_key=d["idempotency_key"])
+                accepted = send(self.adapter, ctx, ledger, clock, out.workflow_id, d, first=False)
                 self._count_delivery(out, 1, accepted)
                 out.deliveries_log.append({**d, "step": index + 1, "accepted": accepted, "redelivery_of": of})
-
-    def _worker_argv(self, ctx: RunContext, out: RunOutcome, crash_point: str | None,
-                     holds: list[str], simulate: bool = False) -> tuple[list[str], dict[str, str], Path]:
-        """The command, environment and log file of the run's next worker process (counted in ``out.workers``)."""
-        argv = self.adapter.worker_command(ctx, PROBE_SPEC, crashpoints.probe_arg(ctx.run_dir, crash_point, holds,
-                                                                                  simulate=simulate, witness=True))
-        out.workers += 1
-        log = ctx.run_dir / f"worker-{out.workers:03d}.log"
-        return argv, {**ctx.env, **forkserver.ISOLATED_ENV, RUN_MARKER: str(Path(ctx.run_dir).resolve())}, log
 
     def _start_alongside(self, ctx: RunContext, out: RunOutcome, n: int) -> list[tuple[Future, Path]]:
         """Start ``n`` more worker processes (no kills, no holds) on other threads, each forked from that
         thread's own zygote (a zygote runs one worker at a time), or as new interpreters."""
         started = []
         for _ in range(n):
-            argv, env, log = self._worker_argv(ctx, out, None, [])
+            argv, env, log = worker_argv(self.adapter, ctx, out, None)
             started.append((_alongside_pool().submit(self._launch_alongside, argv, env, log), log))
         return started
 
@@ -466,33 +446,9 @@ class Driver:
         self._wait_alongside(out, self._start_alongside(ctx, out, n))
 
     def _launch_alongside(self, argv: list[str], env: dict[str, str], log: Path) -> tuple[int, list[str]]:
-        target = forkable(argv) if getattr(self.adapter, "fork_workers", False) else None
-        if target is None or self.crash_mode == "kill-cold":
-            return run_process(argv, self.worker_timeout_s, env, log)
-        return forkserver.for_this_thread().run(target[0], target[1], self.worker_timeout_s, env, log)
-
-    def _launch(self, argv: list[str], env: dict[str, str], log: Path,
-                poll: Callable[[], None] | None, on_start: Callable[[int], None]) -> tuple[int, list[str]]:
-        """Start one worker process and wait for it: forked from this thread's warm zygote when the
-        adapter allows it (``fork_workers``) and ``argv`` runs a Python module, else a new program that the
-        zygote forks and ``exec``-s (so every launch mode has a subreaper above the worker).
-        ``on_start`` gets the worker's pid (this process's for an in-process worker).
-
-        Returns ``(returncode, leftovers)`` as :func:`run_process`.
-        """
-        target = forkable(argv) if getattr(self.adapter, "fork_workers", False) else None
-        if target is not None and self.inprocess and poll is None:
-            on_start(os.getpid())
-            return inprocess.run_worker(target[0], target[1], log), []
-        server = forkserver.for_this_thread()
-        try:
-            if target is None or not (self.fork or self.inprocess):
-                return server.exec(argv, self.worker_timeout_s, env, log, poll, on_start=on_start)
-            return server.run(target[0], target[1], self.worker_timeout_s, env, log, poll, on_start=on_start)
-        except OSError:  # the zygote died (a worker that killed it): what carries the run's marker dies too
-            if env.get(RUN_MARKER):
-                reap_under(Path(env[RUN_MARKER]))
-            raise
+        """A worker alongside another: forked as in ``kill`` mode (never simulated), or a new interpreter."""
+        mode = "kill-cold" if self.crash_mode == "kill-cold" else "kill"
+        return launcher(mode, self.adapter, self.worker_timeout_s).launch(argv, env, log, None)
 
     def _work(self, ctx: RunContext, out: RunOutcome, crash_point: str | None, held: "_Holds") -> None:
         """Run worker processes until one exits cleanly; restart after the harness's SIGKILL.
@@ -503,7 +459,10 @@ class Driver:
         """
         self._close_client(ctx)
         try:
-            self._run_workers(ctx, out, crash_point, held)
+            run_segment(self.adapter, ctx, self.launcher, out, crash_point, held=list(held.events), poll=held.poll,
+                        ledger=held.ledger, together=held.together,
+                        alongside=lambda n: functools.partial(self._wait_alongside, out,
+                                                              self._start_alongside(ctx, out, n), held.poll))
         finally:
             self._open_client(ctx)
 
@@ -514,41 +473,6 @@ class Driver:
     def _close_client(self, ctx: RunContext) -> None:
         if hasattr(self.adapter, "open_run") and hasattr(self.adapter, "close_run"):
             self.adapter.close_run(ctx)
-
-    def _run_workers(self, ctx: RunContext, out: RunOutcome, crash_point: str | None, held: "_Holds") -> None:
-        together = 1  # after a kill: held.together workers recover at once (the ``workers`` fault kind)
-        for _ in range(MAX_WORKERS_PER_RUN):
-            seen = len(crashpoints.witness_events(ctx.run_dir))
-            simulate = self.inprocess and not held.events and getattr(self.adapter, "fork_workers", False) \
-                and together == 1
-            others = self._start_alongside(ctx, out, together - 1) if together > 1 else []
-            argv, env, log = self._worker_argv(ctx, out, crash_point, list(held.events), simulate)
-            started: list[int] = []
-            rc, leftovers = self._launch(argv, env, log, poll=held.poll if held.events or others else None,
-                                         on_start=started.append)
-            self._wait_alongside(out, others, held.poll)
-            if leftovers:
-                out.notes.append(f"worker {out.workers} left {len(leftovers)} process(es) running, killed: "
-                                 + "; ".join(leftovers))
-            killed = kills_judge.check_worker(out.kill_log, out.kill_problems, out.workers,
-                                              started[0] if started else None, rc,
-                                              crashpoints.witness_events(ctx.run_dir)[seen:],
-                                              simulated=simulate and bool(started) and started[0] == os.getpid())
-            if rc == 0:
-                return
-            if killed:
-                if out.kill_log and out.kill_log[-1]["worker"] == out.workers:
-                    out.kills += 1
-                    out.deliveries_log.append({"step": out.deliveries_log[-1]["step"] if out.deliveries_log else 0,
-                                               "kind": "kill", "worker": out.workers,
-                                               "crash_point": out.kill_log[-1]["crash_point"],
-                                               "ledger_gseq": held.ledger.last_gseq()})
-                together = held.together
-                continue
-            tail = log.read_text(errors="replace").strip().splitlines()[-6:] if log.exists() else []
-            raise EngineCrashed(f"worker exited with {rc} (not a harness kill): " + " | ".join(tail))
-        raise EngineCrashed(f"{MAX_WORKERS_PER_RUN} worker processes in a row were killed or restarted "
-                            "without the workflow reaching a quiescent state")
 
 
 def tool_script(events: list[dict[str, Any]], faults: list[dict[str, Any]] = ()) -> list[dict[str, Any]]:
@@ -605,104 +529,6 @@ def _alongside_pool() -> ThreadPoolExecutor:
     if _ALONGSIDE is None:
         _ALONGSIDE = ThreadPoolExecutor(max_workers=ALONGSIDE_THREADS, thread_name_prefix="crashpoint-alongside")
     return _ALONGSIDE
-
-
-#: Environment variable set for every worker of a run; its value is the run folder. Children
-#: inherit it, so the harness finds and kills whatever a worker left behind, even in a new session.
-RUN_MARKER = "CRASHPOINT_RUN_DIR"
-
-
-def run_process(argv: list[str], timeout_s: float, env: dict[str, str] | None = None,
-                log: Path | None = None, poll: Callable[[], None] | None = None,
-                on_start: Callable[[int], None] | None = None) -> tuple[int, list[str]]:
-    """Run ``argv`` in its own process group, stdout and stderr to ``log`` (or discarded).
-
-    Returns ``(returncode, leftovers)``: ``leftovers`` describes processes still alive after it
-    ended that belong to its group or carry its :data:`RUN_MARKER` value; they are SIGKILLed.
-    Output goes to a file, not a pipe, so a child that keeps the pipe open cannot hang the harness.
-    ``poll``, when given, is called about every 2 ms while the process runs (to serve held workers);
-    ``on_start``, when given, gets the process's pid as soon as it runs.
-
-    Raises:
-        WorkerTimeout: it ran longer than ``timeout_s`` wall seconds (it and its leftovers are killed).
-    """
-    env = {**os.environ, **(env or {})}
-    marker = env.get(RUN_MARKER)
-    with open(log if log else os.devnull, "wb") as sink:
-        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, env=env)
-        if on_start is not None:
-            on_start(proc.pid)
-        try:
-            if poll is None:
-                proc.wait(timeout=timeout_s)
-            else:
-                deadline = time.monotonic() + timeout_s
-                while proc.poll() is None:
-                    poll()
-                    if time.monotonic() > deadline:
-                        raise subprocess.TimeoutExpired(argv, timeout_s)
-                    time.sleep(0.002)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc.pid)
-            proc.wait()
-            reap(marker, proc.pid)
-            raise WorkerTimeout(f"worker did not exit within {timeout_s} s (killed with its process group)") from None
-    return proc.returncode, reap(marker, proc.pid)
-
-
-def reap(marker: str | None, pgid: int) -> list[str]:
-    """SIGKILL every process in group ``pgid`` or whose environment has ``RUN_MARKER=marker``.
-
-    Returns ``"PID COMMAND"`` descriptions of what was killed (Linux ``/proc``; elsewhere only the group).
-    """
-    killed = []
-    needle = f"{RUN_MARKER}={marker}".encode() if marker else None
-    me = os.getpid()
-    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        pid = int(entry.name)
-        try:
-            ours = os.getpgid(pid) == pgid
-            if not ours and needle:
-                ours = needle in (entry / "environ").read_bytes().split(b"\0")
-            if not ours:
-                continue
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-            os.kill(pid, signal.SIGKILL)
-            killed.append(f"{pid} {cmd[:80]}")
-        except (ProcessLookupError, PermissionError, FileNotFoundError, OSError):
-            continue
-    _kill_group(pgid)
-    return killed
-
-
-def reap_under(root: Path) -> list[str]:
-    """SIGKILL every process whose :data:`RUN_MARKER` names a run folder under ``root`` (a sweep's folder):
-    what the workers of an interrupted sweep left, whatever group or session they are in. Linux ``/proc``;
-    returns ``"PID COMMAND"`` descriptions."""
-    prefix = f"{RUN_MARKER}={Path(root).resolve()}".encode()
-    killed = []
-    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if not any(v == prefix or v.startswith(prefix + b"/") for v in (entry / "environ").read_bytes().split(b"\0")):
-                continue
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-            os.kill(int(entry.name), signal.SIGKILL)
-            killed.append(f"{entry.name} {cmd[:80]}")
-        except (ProcessLookupError, PermissionError, FileNotFoundError, OSError):
-            continue
-    return killed
-
-
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def snapshot_for(adapter: EngineAdapter, case: Case, crash_point: str | None,

@@ -129,7 +129,7 @@ class ForkServer:
     def run(self, module: str, args: list[str], timeout_s: float, env: dict[str, str] | None = None,
             log: Path | None = None, poll: Callable[[], None] | None = None,
             on_start: Callable[[int], None] | None = None) -> tuple[int, list[str]]:
-        """Fork a child that runs ``module.main(args)``; wait for it like :func:`~crashpoint.harness.run.driver.run_process`
+        """Fork a child that runs ``module.main(args)``; wait for it like :func:`~crashpoint.harness.run.launch.run_process`
         (``on_start`` gets the child's pid as soon as it runs).
 
         Returns ``(returncode, leftovers)``: ``-9`` after a SIGKILL; ``leftovers`` describes processes the

@@ -44,7 +44,6 @@ from typing import Any, Mapping
 from crashpoint.fakes.clock import VirtualClock
 from crashpoint.fakes.ledger import Ledger
 from crashpoint.fakes.world import LEDGER_FILE
-from crashpoint.harness.run import crashpoints
 from crashpoint.harness.adapters.protocol import EngineAdapter, RunContext
 from crashpoint.protocols import Probe, ToolError, no_probe
 
@@ -69,6 +68,8 @@ DECISION_FIELDS: dict[str, tuple[str, ...]] = {
     "approval_timeout": ("approval_id",),
     "workflow_finished": ("status",),
 }
+#: Delivery kinds a replay sends again (as the driver sent them; a ``kill`` is not one).
+REDELIVERED = frozenset({"start", "approval", "cancel", "approval_timeout", "advance_clock", "deploy", "restart"})
 #: The error a toolbox gives for an answer the caller never got (a ``lost`` call).
 LOST_ANSWER = "{tool}: connection reset after the effect (the answer was lost)"
 
@@ -384,12 +385,19 @@ def _unanswered(run_dir: Path) -> list[dict[str, Any]]:
 
 def _drive(adapter: EngineAdapter, ctx: RunContext, trace: Mapping[str, Any], wid: str, worker_timeout_s: float,
            notes: list[str]) -> str:
-    """Make the recorded deliveries, one worker after each step; returns why a worker crashed, or ``""``."""
-    from crashpoint.harness.run.driver import PROBE_SPEC, RUN_MARKER, run_process
+    """Make the recorded deliveries, one worker segment after each step (the driver's mechanism:
+    :mod:`crashpoint.harness.run.delivery`, new interpreters, nothing killed); returns why a worker
+    crashed, or ``""``."""
+    from crashpoint.errors import EngineCrashed
+    from crashpoint.harness.run.delivery import run_segment
+    from crashpoint.harness.run.driver import RunOutcome
+    from crashpoint.harness.run.launch import ColdLauncher
 
     adapter.prepare(ctx, {trace["workflow"]["workflow"]: trace["workflow"]})
     ledger = Ledger(ctx.run_dir / LEDGER_FILE)
     clock = VirtualClock(ledger)
+    log = RunOutcome(trace["case"]["case_id"], None, wid, ctx.run_dir)
+    launch = ColdLauncher(adapter, worker_timeout_s)
     try:
         steps: list[list[dict[str, Any]]] = []
         for d in trace["deliveries"]:
@@ -398,17 +406,16 @@ def _drive(adapter: EngineAdapter, ctx: RunContext, trace: Mapping[str, Any], wi
             if not steps or steps[-1][0]["step"] != d["step"]:
                 steps.append([])
             steps[-1].append(d)
-        for n, step in enumerate(steps):
+        for step in steps:
             for d in step:
                 _deliver(adapter, ctx, ledger, clock, wid, d, notes)
-            argv = adapter.worker_command(ctx, PROBE_SPEC, crashpoints.probe_arg(ctx.run_dir, None))
-            log = ctx.run_dir / f"worker-{n + 1:03d}.log"
-            rc, leftovers = run_process(argv, worker_timeout_s, {**ctx.env, RUN_MARKER: str(ctx.run_dir)}, log)
-            if leftovers:
-                notes.append(f"worker {n + 1} left {len(leftovers)} process(es) running, killed")
-            if rc != 0:
-                tail = log.read_text(errors="replace").strip().splitlines()[-3:] if log.exists() else []
-                return f"the replay worker exited with {rc}: " + " | ".join(tail)
+            try:
+                run_segment(adapter, ctx, launch, log, None, witness=False)
+            except EngineCrashed as exc:
+                return f"the replay worker crashed: {exc}"
+            finally:
+                notes += log.notes
+                log.notes = []
         return ""
     finally:
         ledger.close()
@@ -416,30 +423,15 @@ def _drive(adapter: EngineAdapter, ctx: RunContext, trace: Mapping[str, Any], wi
 
 def _deliver(adapter: EngineAdapter, ctx: RunContext, ledger: Ledger, clock: VirtualClock, wid: str,
              d: Mapping[str, Any], notes: list[str]) -> None:
+    """Send one recorded delivery (as the driver sent it), noting what cannot be sent again."""
+    from crashpoint.harness.run.delivery import send
+
     kind = d["kind"]
-    if kind == "start":
-        adapter.start(ctx, d["workflow_id"], d["workflow"], d["input"], initial_step=d.get("initial_step"),
-                      idempotency_key=d["idempotency_key"])
-    elif kind == "approval":
-        if "redelivery_of" not in d:  # a late duplicate is no new human decision
-            ledger.record_decision(d["approval_id"], d["granted"], d["by"], clock.now())
-        adapter.send_approval(ctx, wid, d["approval_id"], granted=d["granted"], by=d["by"],
-                              idempotency_key=d["idempotency_key"])
-    elif kind == "cancel":
-        adapter.cancel(ctx, wid, reason=d["reason"], idempotency_key=d["idempotency_key"])
-    elif kind == "approval_timeout":  # as the driver did: just past the deadline of what is pending now
-        pending = adapter.status(ctx, wid).get("pending_approval")
-        if "clock_to" not in d:
-            pass  # nothing was pending in the recorded run: the clock did not move
-        elif pending:
-            clock.set(float(pending["deadline"]) + 1.0)
-        else:
-            notes.append(f"step {d['step']} approval_timeout: no approval was pending in the replay")
-    elif kind == "advance_clock":
-        clock.advance(float(d["seconds"]))
-    elif kind == "deploy" and hasattr(adapter, "deploy"):
-        adapter.deploy(ctx, d["definition"])
-    elif kind == "restart":
-        pass  # nothing to deliver: the next worker is a new process on the same files
-    else:
+    if kind == "approval_timeout" and "clock_to" not in d:
+        return  # nothing was pending in the recorded run: the clock did not move
+    if kind not in REDELIVERED or (kind == "deploy" and not hasattr(adapter, "deploy")):
         notes.append(f"step {d['step']}: a recorded {kind!r} is not re-delivered by replay")
+        return
+    # a late duplicate (``redelivery_of``) is no new human decision
+    if send(adapter, ctx, ledger, clock, wid, d, first="redelivery_of" not in d) is None and kind == "approval_timeout":
+        notes.append(f"step {d['step']} approval_timeout: no approval was pending in the replay")
