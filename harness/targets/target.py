@@ -32,7 +32,7 @@ from typing import Any
 
 from crashpoint.errors import CaseError
 
-ENGINES = ("langgraph", "dbos")
+ENGINES = ("langgraph", "dbos", "temporal")
 DURABILITY = ("sync", "async", "exit")
 
 
@@ -41,13 +41,16 @@ class TargetCase:
     """One variation of a target's run: ``human`` answers and tool ``faults`` (each ``{effect, outcome,
     times, seconds?}``) replace the target's; ``duplicate``: ``start`` | ``answer`` delivers the first start
     request or answer twice at once (two live processes); ``workers``: K >= 2 workers recover after each kill,
-    together at a barrier, each with its own identity (a DBOS executor id; each recovers the exited ones)."""
+    together at a barrier, each with its own identity (a DBOS executor id; each recovers the exited ones);
+    ``deploy``: a version of the code (Temporal: a name in ``temporal.versions``) that every worker runs once the
+    run first comes to rest with a workflow still running (a code deploy while workflows wait)."""
 
     name: str = "default"
     human: dict[str, list[dict[str, Any]]] | None = None
     faults: list[dict[str, Any]] = field(default_factory=list)
     duplicate: str | None = None
     workers: int = 1
+    deploy: str | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,9 @@ class Target:
             queues), ``database_url`` (PostgreSQL; default a SQLite file per run), ``application_version``
             (pinned; default ``crashpoint-pinned``), ``settle_s`` (seconds a worker waits for rest). A DBOS
             input may name ``workflow`` (another workflow of the entry's module) and ``queue``.
+        temporal: Temporal targets' options: ``workflows`` / ``activities`` (``module:attr`` each, a class, a
+            function or a list), ``task_queue``, ``worker`` (``Worker`` keyword arguments), ``task_timeout_s``,
+            ``settle_s``, ``versions`` (``NAME: {workflows, activities}``, the code a ``deploy`` case runs).
         file: the YAML it came from (``None`` when built in Python).
     """
 
@@ -81,6 +87,7 @@ class Target:
     pythonpath: list[str] = field(default_factory=list)
     cases: list[TargetCase] = field(default_factory=lambda: [TargetCase()])
     dbos: dict[str, Any] = field(default_factory=dict)
+    temporal: dict[str, Any] = field(default_factory=dict)
     file: str | None = None
 
     def __post_init__(self) -> None:
@@ -93,6 +100,10 @@ class Target:
                             file=self.file, field="durability")
         if ":" not in self.entry:
             raise CaseError(f"entry must be module:attribute, got {self.entry!r}", file=self.file, field="entry")
+        for c in self.cases:
+            if c.deploy and c.deploy not in (self.temporal.get("versions") or {}):
+                raise CaseError(f"case {c.name!r} deploys {c.deploy!r}, which temporal.versions does not name",
+                                file=self.file, field="cases")
         threads = [i["thread"] for i in self.inputs]
         if not threads or len(set(threads)) != len(threads):
             raise CaseError(f"inputs need distinct threads, got {threads!r}", file=self.file, field="inputs")
@@ -119,21 +130,22 @@ class Target:
         base = Path(file).resolve().parent if file else Path.cwd()
         effects = [e if isinstance(e, dict) else {"path": e} for e in data.get("effects", [])]
         cases = [TargetCase(c["name"], c.get("human"), c.get("faults", []), c.get("duplicate"),
-                            int(c.get("workers", 1)))
+                            int(c.get("workers", 1)), c.get("deploy"))
                  for c in data.get("cases", [{"name": "default"}])]
         return cls(name=data["target"], entry=data["entry"], inputs=data["inputs"], engine=data.get("engine", "langgraph"),
                    human=data.get("human", {}), gates=data.get("gates", {}), effects=effects,
                    invariants=data.get("invariants", []), durability=data.get("durability", ["sync"]),
                    saver=data.get("saver", "sqlite"), budget_s=float(data.get("budget_s", 60)),
                    pythonpath=[str((base / p).resolve()) for p in data.get("pythonpath", ["."])],
-                   cases=cases or [TargetCase()], dbos=data.get("dbos", {}), file=file)
+                   cases=cases or [TargetCase()], dbos=data.get("dbos", {}), temporal=data.get("temporal", {}),
+                   file=file)
 
     def to_data(self) -> dict[str, Any]:
         """The YAML form (``pythonpath`` absolute); ``Target.from_data(t.to_data()) == t`` up to ``file``."""
         return {"target": self.name, "engine": self.engine, "entry": self.entry, "inputs": self.inputs,
                 "human": self.human, "gates": self.gates, "effects": self.effects, "invariants": self.invariants,
                 "durability": self.durability, "saver": self.saver, "budget_s": self.budget_s,
-                "pythonpath": self.pythonpath, "dbos": self.dbos, "cases": [{k: v for k, v in asdict(c).items() if v is not None}
+                "pythonpath": self.pythonpath, "dbos": self.dbos, "temporal": self.temporal, "cases": [{k: v for k, v in asdict(c).items() if v is not None}
                                                          for c in self.cases]}
 
     def case(self, name: str) -> TargetCase:

@@ -8,15 +8,19 @@ Imports no engine (each engine's worker, e.g. :mod:`~crashpoint.harness.targets.
 from __future__ import annotations
 
 import importlib
+import json
 import os
+import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import crashpoint.api as effect_api
 
 SUBMITTED_FILE = "submitted.log"
 PIDS_FILE = "pids.log"
+TARGET_FILE = "target.json"
+THREADS_FILE = "threads.json"
 #: Wall seconds a worker waits at a barrier for the others before it goes on alone.
 BARRIER_LIMIT_S = 30.0
 
@@ -71,3 +75,45 @@ def barrier(run_dir: Path, n: int) -> None:
     deadline = time.monotonic() + BARRIER_LIMIT_S
     while len(list(run_dir.glob("barrier.*"))) < n and time.monotonic() < deadline:
         time.sleep(0.002)
+
+
+def open_run(run_dir: Path, *identity: str) -> dict[str, Any]:
+    """What a worker does first: append ``PID IDENTITY...`` (its phase, an executor id) to ``pids.log``, read
+    ``target.json``, and put the target's ``pythonpath`` first on ``sys.path``. Returns the target's data."""
+    append(run_dir / PIDS_FILE, " ".join([str(os.getpid()), *identity]) + "\n")
+    target = json.loads((run_dir / TARGET_FILE).read_text())
+    for folder in reversed(target["pythonpath"]):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+    return target
+
+
+def write_threads(run_dir: Path, threads: dict[str, Any]) -> None:
+    """Replace ``threads.json`` atomically (two processes of a duplicated request write it too)."""
+    tmp = run_dir / f"{THREADS_FILE}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(threads, sort_keys=True))
+    os.replace(tmp, run_dir / THREADS_FILE)
+
+
+def exit_after(main: Callable[[], int]) -> None:
+    """Run a worker's ``main()``, flush its output and leave with ``os._exit``: no interpreter shutdown, where
+    engines' background threads have been seen to crash a worker after its work (Temporal, DBOS)."""
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def to_submit(run_dir: Path, target: dict[str, Any], done: set[str], resubmit: list[str], duplicate: bool
+              ) -> list[dict[str, Any]]:
+    """The inputs a ``start`` worker submits now, each marked submitted (and added to ``done``) before it is
+    returned: those not submitted yet, those the harness resubmits, or all of them for a duplicated start."""
+    items = []
+    for item in target["inputs"]:
+        thread = item["thread"]
+        if thread in done and thread not in resubmit and not duplicate:
+            continue
+        mark_submitted(run_dir, thread)
+        done.add(thread)
+        items.append(item)
+    return items

@@ -1,0 +1,75 @@
+"""Broken variants of the refund flow: mistakes a Temporal team could make, each caught by a named crashpoint rule
+(tests/quality/test_temporal_variants.py). Each is the v1 workflow with one method changed.
+
+The two that read the wall clock or a random number opt out of Temporal's sandbox (``sandboxed=False``, which
+teams do for speed or for a library the sandbox refuses); inside the sandbox the same calls fail the workflow
+task at once (``RestrictedWorkflowAccessError``), which crashpoint reports the same way.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from temporalio import activity, workflow
+
+with workflow.unsafe.imports_passed_through():
+    from temporal_refund import services
+    from temporal_refund.workflows import ACTIVITY, NotifyCustomer, RefundWorkflow
+
+
+@activity.defn
+def issue_without_key(drafted: dict[str, Any]) -> dict[str, Any]:
+    """Issues the refund with no idempotency key: when Temporal retries the activity after a worker died between
+    the payment and the activity's completion report, the payments API cannot recognise the repeat."""
+    return services.issue_refund(drafted["draft_id"], drafted["amount_cents"])
+
+
+#: The variants' extra activities (registered beside the example's).
+ACTIVITIES = [issue_without_key]
+
+
+@workflow.defn(name="RefundWithoutKey")
+class RefundWithoutKey(RefundWorkflow):
+    """Issues through :func:`issue_without_key` (caught by target.at_most_once_per_key)."""
+
+    async def issue(self, drafted: dict[str, Any]) -> dict[str, Any]:
+        return await workflow.execute_activity(issue_without_key, drafted, **ACTIVITY)
+
+    @workflow.run
+    async def run(self, order: dict[str, Any]) -> dict[str, Any]:
+        return await super().run(order)
+
+
+@workflow.defn(name="RefundRandomChildId", sandboxed=False)
+class RefundRandomChildId(RefundWorkflow):
+    """Names the notification child with ``uuid.uuid4()`` instead of ``workflow.uuid4()``: a worker that replays
+    the history (after a restart) starts a child of another id than the one in the history, a nondeterminism
+    error (caught by target.ends_within_budget, quoting Temporal)."""
+
+    async def notify(self, order_id: str, template: str) -> None:
+        await workflow.execute_child_workflow(NotifyCustomer.run, args=[order_id, template],
+                                              id=f"notify-{order_id}-{uuid.uuid4()}")
+
+    @workflow.run
+    async def run(self, order: dict[str, Any]) -> dict[str, Any]:
+        return await super().run(order)
+
+
+@workflow.defn(name="RefundWallClockChildId", sandboxed=False)
+class RefundWallClockChildId(RefundWorkflow):
+    """Names the notification child with ``time.time_ns()`` instead of ``workflow.now()``: the same mistake with
+    the wall clock (caught by target.ends_within_budget, quoting Temporal)."""
+
+    async def notify(self, order_id: str, template: str) -> None:
+        await workflow.execute_child_workflow(NotifyCustomer.run, args=[order_id, template],
+                                              id=f"notify-{order_id}-{time.time_ns()}")
+
+    @workflow.run
+    async def run(self, order: dict[str, Any]) -> dict[str, Any]:
+        return await super().run(order)
+
+
+#: What a variant target registers.
+WORKFLOWS = [RefundWithoutKey, RefundRandomChildId, RefundWallClockChildId, NotifyCustomer]

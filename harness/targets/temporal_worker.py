@@ -1,0 +1,439 @@
+"""The worker process of a Temporal target: the team's own workflow classes and activities on the run's server.
+
+``python -m crashpoint.harness.targets.temporal_worker --run-dir DIR --probe SPEC --probe-arg ARG
+--phase start|recover|answer --address HOST:PORT [--version NAME]``
+
+The target is read from ``RUN_DIR/target.json``; its ``temporal:`` options name the ``workflows`` (``module:Class``
+each; the entry is the one started for each input, an input may name ``workflow:`` another by its Temporal
+name), the ``activities`` (``module:function`` or ``module:LIST``), the ``task_queue`` and ``worker`` options
+(keyword arguments of ``temporalio.worker.Worker``), and ``versions`` (``NAME: {workflows, activities}``: the
+code another deploy runs; ``--version NAME`` makes this worker run it).
+
+Crash points, with no user code:
+
+* activities, through an ``ActivityInboundInterceptor`` (Temporal's public interceptors):
+  ``activity:WF@TYPE`` before the activity function runs, ``after_activity:WF@TYPE`` once it returned and
+  before the worker reports its completion (``WF`` is the calling workflow's id);
+* workflow tasks, through a ``WorkflowRunner`` that wraps the team's (sandboxed or not) runner's instances
+  (``WorkflowInstance.activate``, public API: the SDK's interceptors have no timer hook), for activations
+  that are not replays: before the workflow code sees a job, ``signal:WF@NAME``, ``timer_fired:WF``,
+  ``resolved:WF@TYPE`` (an activity's result, i.e. after its completion report reached the server) and
+  ``child_done:WF@TYPE``; once the workflow code produced its commands and before the worker reports the
+  workflow task's completion, ``task_done:WF`` and, for the commands in it, ``timer_started:WF``,
+  ``child_start:WF@TYPE``;
+* the client's calls this worker makes for the outside world: ``before_start:WF`` / ``after_start:WF``,
+  ``before_signal:WF@NAME`` / ``after_signal:WF@NAME`` (the human's answer);
+* ``before_effect:NAME`` / ``after_effect:NAME``: each ``crashpoint.effect`` (called from activities).
+
+Worker defaults, each overridable in ``temporal.worker``: ``sticky_queue_schedule_to_start_timeout`` 1 s
+(Temporal's 10 s is what a workflow task waits on a killed worker's sticky queue), ``graceful_shutdown_timeout``
+0; workflows are started with ``task_timeout`` ``temporal.task_timeout_s`` (default 2 s; Temporal's 10 s is what
+a workflow task taken by a killed worker waits before it is given to another), and a child workflow started
+without one gets the same (through a ``WorkflowOutboundInterceptor``). Activity timeouts are the team's code.
+
+Phases (what a Temporal application and its clients do):
+
+* ``start``: ``client.start_workflow(NAME, input, id=THREAD, id_conflict_policy=USE_EXISTING)`` for each input
+  not yet submitted (``--resubmit THREAD`` again);
+* ``recover``: nothing but running the worker (the server redelivers what the killed worker had taken);
+* ``answer``: ``handle.signal(NAME, VALUE)`` for each answer in ``RUN_DIR/answers.json`` (``node`` is the
+  signal's name).
+
+Then the worker waits until every submitted workflow is at rest, from the server's own view: closed, or
+running with no pending activity, child workflow or workflow task and no timer due within ``settle_s``
+(``waiting``: each signal the target's humans answer is a wait, its id ``WF:SIGNAL:N`` with N the signals of
+that name in the history so far), or its latest workflow task **failed** (``stuck``, quoting the failure
+Temporal wrote to the history; a nondeterminism error also names ``workflow.patched``). It writes
+``RUN_DIR/threads.json``: thread -> ``{"status": finished|waiting|stuck|running|no_checkpoint, "values",
+"error"?, "waiting"}``, shuts the worker down and leaves with ``os._exit`` (Temporal workers have been seen
+to crash at interpreter exit, after their work). With ``$CRASHPOINT_TEMPORAL_TIMING`` set, the worker's log
+gets each crash point it passes with the seconds since the worker started (where a slow run spends its time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import os
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Callable
+
+from temporalio import activity, workflow
+from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.service import RPCError
+from temporalio.worker import (ActivityInboundInterceptor, ExecuteActivityInput, Interceptor, StartChildWorkflowInput,
+                               UnsandboxedWorkflowRunner, Worker, WorkflowInboundInterceptor, WorkflowInstance,
+                               WorkflowInterceptorClassInput, WorkflowOutboundInterceptor, WorkflowRunner)
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+import crashpoint.api as effect_api
+from crashpoint.fakes.world import LEDGER_FILE
+from crashpoint.harness.run.crashpoints import probe as make_probe
+from crashpoint.harness.targets.effects import EffectSession
+from crashpoint.harness.targets.temporal import SERVER_START_S
+from crashpoint.harness.targets.workerlib import (append, barrier, exit_after, load_object, open_run, to_submit,
+                                                   patch_effects, submitted, write_threads)
+
+ANSWERS_FILE = "answers.json"
+STEPS_FILE = "steps.log"
+TASK_QUEUE = "crashpoint-target"
+#: Seconds between two looks at the workflows while waiting for rest.
+POLL_S = 0.05
+ERROR_CHARS = 2000
+#: Worker options crashpoint sets unless the target's ``temporal.worker`` does (see the module docstring).
+WORKER_DEFAULTS = {"sticky_queue_schedule_to_start_timeout": timedelta(seconds=1),
+                   "graceful_shutdown_timeout": timedelta(0)}
+PATCHED_HINT = ("a code change that does not replay the running workflow's history: keep the old path for "
+                "running workflows behind workflow.patched(\"CHANGE-ID\") (then workflow.deprecate_patch once "
+                "none runs it)")
+
+_probe: Callable[[str], None] = lambda name: None
+_task_timeout = timedelta(seconds=2)
+
+
+# ------------------------------------------------------------------ activities: Temporal's public interceptors
+class _ActivityProbe(ActivityInboundInterceptor):
+    async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+        info = activity.info()
+        where = f"{info.workflow_id}@{info.activity_type}"
+        step = int(info.activity_id) if info.activity_id.isdigit() else None
+        append(_steps, f"{os.getpid()} {info.workflow_id} {step} {info.activity_type}\n")
+        _probe(f"activity:{where}")
+        result = await super().execute_activity(input)
+        _probe(f"after_activity:{where}")
+        return result
+
+
+class _ChildTimeouts(WorkflowOutboundInterceptor):
+    async def start_child_workflow(self, input: StartChildWorkflowInput) -> Any:
+        if input.task_timeout is None:
+            input = dataclasses.replace(input, task_timeout=_task_timeout)
+        return await super().start_child_workflow(input)
+
+
+class _WorkflowInbound(WorkflowInboundInterceptor):
+    def init(self, outbound: WorkflowOutboundInterceptor) -> None:
+        super().init(_ChildTimeouts(outbound))
+
+
+class Probes(Interceptor):
+    """The interceptor crashpoint adds to the team's worker (activities' crash points, child task timeouts)."""
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        return _ActivityProbe(next)
+
+    def workflow_interceptor_class(self, input: WorkflowInterceptorClassInput) -> type[WorkflowInboundInterceptor]:
+        return _WorkflowInbound
+
+
+# ------------------------------------------------------------------ workflow tasks: a runner around the team's
+_types: dict[tuple[str, int], str] = {}  # (run id, activity seq) -> activity type; ("c" + run id, seq) -> child type
+
+
+class _ProbedInstance(WorkflowInstance):
+    def __init__(self, inner: WorkflowInstance, workflow_id: str) -> None:
+        self.inner, self.wf = inner, workflow_id
+
+    def activate(self, act: Any) -> Any:
+        live = not act.is_replaying
+        if live:
+            for job in act.jobs:
+                kind = job.WhichOneof("variant")
+                if kind == "signal_workflow":
+                    _probe(f"signal:{self.wf}@{job.signal_workflow.signal_name}")
+                elif kind == "fire_timer":
+                    _probe(f"timer_fired:{self.wf}")
+                elif kind == "resolve_activity":
+                    _probe(f"resolved:{self.wf}@{_types.get((act.run_id, job.resolve_activity.seq), '?')}")
+                elif kind == "resolve_child_workflow_execution":
+                    seq = job.resolve_child_workflow_execution.seq
+                    _probe(f"child_done:{self.wf}@{_types.get(('c' + act.run_id, seq), '?')}")
+        completion = self.inner.activate(act)
+        commands = completion.successful.commands if completion.HasField("successful") else ()
+        for cmd in commands:
+            kind = cmd.WhichOneof("variant")
+            if kind == "schedule_activity":
+                _types[(act.run_id, cmd.schedule_activity.seq)] = cmd.schedule_activity.activity_type
+            elif kind == "start_child_workflow_execution":
+                _types[("c" + act.run_id, cmd.start_child_workflow_execution.seq)] = \
+                    cmd.start_child_workflow_execution.workflow_type
+        if live:
+            _probe(f"task_done:{self.wf}" if completion.HasField("successful") else f"task_failed:{self.wf}")
+            for cmd in commands:
+                kind = cmd.WhichOneof("variant")
+                if kind == "start_timer":
+                    _probe(f"timer_started:{self.wf}")
+                elif kind == "start_child_workflow_execution":
+                    _probe(f"child_start:{self.wf}@{cmd.start_child_workflow_execution.workflow_type}")
+        return completion
+
+    def get_serialization_context(self, *args: Any, **kwargs: Any) -> Any:
+        return self.inner.get_serialization_context(*args, **kwargs)
+
+    def get_info(self, *args: Any, **kwargs: Any) -> Any:
+        return self.inner.get_info(*args, **kwargs)
+
+    def get_external_store_context(self, *args: Any, **kwargs: Any) -> Any:
+        return self.inner.get_external_store_context(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class ProbedRunner(WorkflowRunner):
+    """The team's workflow runner (Temporal's sandbox by default), its instances' activations probed."""
+
+    def __init__(self, inner: WorkflowRunner) -> None:
+        self.inner = inner
+
+    def prepare_workflow(self, defn: Any) -> None:
+        self.inner.prepare_workflow(defn)
+
+    def create_instance(self, det: Any) -> WorkflowInstance:
+        return _ProbedInstance(self.inner.create_instance(det), det.info.workflow_id)
+
+    def set_worker_level_failure_exception_types(self, types: Any) -> None:
+        self.inner.set_worker_level_failure_exception_types(types)
+
+
+# ------------------------------------------------------------------ the team's code
+def _specs(specs: list[str]) -> list[Any]:
+    out: list[Any] = []
+    for spec in specs:
+        obj = load_object(spec)
+        out += list(obj) if isinstance(obj, (list, tuple)) else [obj]
+    return out
+
+
+def workflow_name(cls: Any) -> str:
+    """The Temporal name of a ``@workflow.defn`` class (a string is returned as given)."""
+    if isinstance(cls, str):
+        return cls
+    defn = workflow._Definition.from_class(cls)
+    if defn is None or defn.name is None:
+        raise TypeError(f"{cls!r} is not a named @workflow.defn class")
+    return defn.name
+
+
+def code(opts: dict[str, Any], version: str | None) -> tuple[list[Any], list[Any]]:
+    """``(workflow classes, activities)`` of the target's code, or of its deployed ``version``.
+
+    Raises:
+        KeyError: no such version.
+    """
+    spec = {"workflows": opts.get("workflows") or [], "activities": opts.get("activities") or []}
+    if version:
+        spec |= {k: v for k, v in opts["versions"][version].items() if v}
+    return _specs(spec["workflows"]), _specs(spec["activities"])
+
+
+# ------------------------------------------------------------------ rest: the server's view of each workflow
+def _failure_text(failure: Any) -> str:
+    parts, seen = [], 0
+    while failure is not None and failure.message and seen < 4:
+        parts.append(failure.message)
+        failure = failure.cause if failure.HasField("cause") else None
+        seen += 1
+    return ": ".join(parts)
+
+
+async def look(client: Client, thread: str, signals: list[str], settle_until: float) -> tuple[dict[str, Any], bool]:
+    """``(threads.json entry, at rest)`` of workflow ``thread`` from its description and history."""
+    handle = client.get_workflow_handle(thread)
+    try:
+        desc = await handle.describe()
+    except RPCError as exc:
+        if "not found" in str(exc).lower():
+            return {"status": "no_checkpoint", "waiting": []}, True
+        raise
+    history = (await handle.fetch_history()).events
+    status = desc.status
+    entry: dict[str, Any] = {"temporal_status": status.name if status else None, "waiting": []}
+    if status == WorkflowExecutionStatus.COMPLETED:
+        last = history[-1].workflow_execution_completed_event_attributes
+        result = await client.data_converter.decode(last.result.payloads) if last.result.payloads else [None]
+        entry |= {"status": "finished", "values": {"result": json.loads(json.dumps(result[0], default=repr))}}
+        return entry, True
+    if status != WorkflowExecutionStatus.RUNNING:
+        closing = history[-1]
+        which = closing.WhichOneof("attributes")
+        failure = getattr(getattr(closing, which), "failure", None) if which else None
+        text = _failure_text(failure) if failure is not None else ""
+        entry |= {"status": "stuck", "values": {"closed": entry["temporal_status"]},
+                  "error": f"Temporal closed the workflow {entry['temporal_status']}: {text}"[:ERROR_CHARS]}
+        return entry, True
+    failed = None
+    timers: dict[str, float] = {}
+    counts = {name: 0 for name in signals}
+    for event in history:
+        et = event.event_type
+        if et == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+            failed = event
+        elif et == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+            failed = None
+        elif et == EventType.EVENT_TYPE_TIMER_STARTED:
+            attrs = event.timer_started_event_attributes
+            timers[attrs.timer_id] = event.event_time.ToDatetime().timestamp() + attrs.start_to_fire_timeout.ToTimedelta().total_seconds()
+        elif et in (EventType.EVENT_TYPE_TIMER_FIRED, EventType.EVENT_TYPE_TIMER_CANCELED):
+            attrs = (event.timer_fired_event_attributes if et == EventType.EVENT_TYPE_TIMER_FIRED
+                     else event.timer_canceled_event_attributes)
+            timers.pop(attrs.timer_id, None)
+        elif et == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+            name = event.workflow_execution_signaled_event_attributes.signal_name
+            counts[name] = counts.get(name, 0) + 1
+    if failed is not None:
+        attrs = failed.workflow_task_failed_event_attributes
+        cause = WorkflowTaskFailedCause.Name(attrs.cause)
+        text = _failure_text(attrs.failure)
+        hint = f" ({PATCHED_HINT})" if "NON_DETERMINISTIC" in cause or "Nondeterminism" in text else ""
+        entry |= {"status": "stuck", "values": {"workflow_task_failed": cause},
+                  "error": f"Temporal workflow task failed ({cause}, event {failed.event_id}): {text}{hint}"[:ERROR_CHARS]}
+        return entry, True
+    raw = desc.raw_description
+    busy = bool(raw.pending_activities) or bool(raw.pending_children) or raw.HasField("pending_workflow_task")
+    due = [t for t in timers.values() if t <= settle_until]
+    entry |= {"status": "running" if busy or due else "waiting", "values": {"running": True}}
+    if busy or due:
+        what = ([f"activity {a.activity_type.name} (attempt {a.attempt})" for a in raw.pending_activities]
+                + [f"child {c.workflow_id}" for c in raw.pending_children]
+                + (["a workflow task"] if raw.HasField("pending_workflow_task") else []) + [f"{len(due)} timer(s)"] * bool(due))
+        entry["error"] = "Temporal still runs " + ", ".join(what) + " once this worker gave up waiting"
+        return entry, False
+    entry["waiting"] = [{"node": name, "interrupt": f"{thread}:{name}:{counts.get(name, 0)}", "value": None}
+                        for name in signals]
+    return entry, True
+
+
+# ------------------------------------------------------------------ one worker pass
+async def connect(address: str, within_s: float | None = None) -> Client:
+    """Connect once the server's frontend is healthy (it listens before it is: "Frontend is not healthy yet").
+
+    Raises:
+        RuntimeError: still unhealthy after ``within_s`` seconds (default :data:`SERVER_START_S`).
+    """
+    within_s = SERVER_START_S if within_s is None else within_s
+    deadline = time.monotonic() + within_s
+    while True:
+        try:
+            return await Client.connect(address)
+        except RuntimeError as exc:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"temporal server at {address} not healthy within {within_s} s: {exc}") from exc
+            await asyncio.sleep(0.05)
+
+
+async def _pass(args: argparse.Namespace, target: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    opts = target.get("temporal") or {}
+    workflows, activities = code(opts, args.version)
+    queue = opts.get("task_queue") or TASK_QUEUE
+    entry_name = workflow_name(load_object(target["entry"]))
+    signals = sorted({n for human in [target.get("human") or {}, *[c.get("human") or {} for c in target["cases"]]]
+                      for n in human})
+    client = await connect(args.address)
+    options: dict[str, Any] = {**WORKER_DEFAULTS, **(opts.get("worker") or {})}
+    for name in ("sticky_queue_schedule_to_start_timeout", "graceful_shutdown_timeout"):
+        if isinstance(options.get(name), (int, float)):
+            options[name] = timedelta(seconds=options[name])
+    executor = ThreadPoolExecutor(max_workers=int(options.pop("max_concurrent_activities", 8)))
+    restrictions = SandboxRestrictions.default.with_passthrough_modules("crashpoint")
+    worker = Worker(client, task_queue=queue, workflows=workflows, activities=activities, activity_executor=executor,
+                    interceptors=[Probes()], workflow_runner=ProbedRunner(SandboxedWorkflowRunner(restrictions=restrictions)),
+                    unsandboxed_workflow_runner=ProbedRunner(UnsandboxedWorkflowRunner()), **options)
+    done = set(submitted(run_dir))
+    threads = [i["thread"] for i in target["inputs"]]
+    async with worker:
+        if args.phase == "start":
+            for item in to_submit(run_dir, target, done, args.resubmit, args.duplicate):
+                thread = item["thread"]
+                _probe(f"before_start:{thread}")
+                await client.start_workflow(item.get("workflow") or entry_name, item["input"], id=thread,
+                                            task_queue=queue, task_timeout=_task_timeout,
+                                            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING)
+                _probe(f"after_start:{thread}")
+        elif args.phase == "answer":
+            for answer in json.loads((run_dir / ANSWERS_FILE).read_text()):
+                where = f"{answer['thread']}@{answer['node']}"
+                _probe(f"before_signal:{where}")
+                await client.get_workflow_handle(answer["thread"]).signal(answer["node"], answer["resume"])
+                _probe(f"after_signal:{where}")
+        settle_s = float(opts.get("settle_s", 30))
+        deadline = time.monotonic() + settle_s
+        while True:
+            out: dict[str, Any] = {}
+            rest = True
+            horizon = time.time() + max(0.0, deadline - time.monotonic())
+            for thread in threads:
+                if thread not in done:
+                    out[thread] = {"status": "not_submitted", "waiting": []}
+                    continue
+                out[thread], one = await look(client, thread, signals, horizon)
+                rest = rest and one
+            if rest or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(POLL_S)
+    return out
+
+
+_steps = Path(os.devnull)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """One worker pass (see the module docstring)."""
+    global _probe, _steps, _task_timeout
+    parser = argparse.ArgumentParser(prog="temporal_worker")
+    parser.add_argument("--run-dir", required=True)
+    parser.add_argument("--probe", required=True)
+    parser.add_argument("--probe-arg", default="")
+    parser.add_argument("--durability", default="sync")
+    parser.add_argument("--phase", choices=("start", "recover", "answer"), required=True)
+    parser.add_argument("--address", required=True, help="the run's Temporal server, HOST:PORT")
+    parser.add_argument("--version", default=None, help="run this deployed version of the code (temporal.versions)")
+    parser.add_argument("--duplicate", action="store_true", help="a second delivery of the start request")
+    parser.add_argument("--barrier", type=int, default=0, metavar="N", help="wait for N workers before starting")
+    parser.add_argument("--entry", help="the target's entry point (named so a warm zygote imports its module)")
+    parser.add_argument("--resubmit", action="append", default=[], help="a workflow whose start was lost")
+    args = parser.parse_args(argv)
+    run_dir = Path(args.run_dir)
+    target = open_run(run_dir, args.phase)
+    if args.durability != "sync":
+        print(f"unsupported: durability={args.durability!r}: the Temporal server records each event of a workflow's "
+              "history before the worker is told of it; it has no other mode", flush=True)
+        return 4
+    _probe = make_probe(args.probe_arg) if args.probe.endswith(":probe") else load_object(args.probe)(args.probe_arg)
+    _steps = run_dir / STEPS_FILE
+    if os.environ.get("CRASHPOINT_TEMPORAL_TIMING"):
+        inner, t0 = _probe, time.monotonic()
+
+        def _probe(name: str) -> None:
+            print(f"{time.monotonic() - t0:.3f} {name}", flush=True)
+            inner(name)
+    _task_timeout = timedelta(seconds=float((target.get("temporal") or {}).get("task_timeout_s", 2)))
+    patch_effects(target["effects"])
+
+    def where_am_i() -> dict[str, Any]:
+        try:
+            info = activity.info()
+        except RuntimeError:
+            return {}
+        return {"thread": info.workflow_id, "node": info.activity_type, "task": f"attempt {info.attempt}",
+                "step": int(info.activity_id) if info.activity_id.isdigit() else None}
+
+    effect_api._install(EffectSession(run_dir / LEDGER_FILE, _probe, where_am_i,
+                                      lambda thread: None if thread is None else True))
+    if args.barrier:
+        barrier(run_dir, args.barrier)
+    write_threads(run_dir, asyncio.run(_pass(args, target, run_dir)))
+    return 0
+
+
+if __name__ == "__main__":
+    exit_after(main)

@@ -1,0 +1,130 @@
+"""Temporal targets: the team's own workflows and activities (examples/temporal_refund) under real SIGKILLs,
+one dev server per run that outlives the killed workers and dies with the run."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("temporalio")
+
+from crashpoint.errors import CaseError  # noqa: E402
+from crashpoint.harness.targets.driver import TargetUnsupported, run_target  # noqa: E402
+from crashpoint.harness.targets.effects import alive  # noqa: E402
+from crashpoint.harness.targets.oracles import judge  # noqa: E402
+from crashpoint.harness.targets.target import Target  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples/temporal_refund"
+TARGET = EXAMPLE / "target.yaml"
+
+
+def _binary_or_skip() -> None:
+    from crashpoint.harness.targets.temporal import temporal_binary
+
+    try:
+        temporal_binary()
+    except FileNotFoundError as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="module")
+def target() -> Target:
+    _binary_or_skip()
+    return Target.from_file(TARGET)
+
+
+@pytest.fixture(scope="module")
+def golden(target: Target, tmp_path_factory: pytest.TempPathFactory):
+    return run_target(target, target.case("approved"), "sync", tmp_path_factory.mktemp("golden"))
+
+
+def _servers_of(run_dir: Path) -> list[int]:
+    """Pids of live processes whose command line names this run's database file."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmd = (proc / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if str(run_dir).encode() in cmd and b"start-dev" in cmd:
+                found.append(int(proc.name))
+    return found
+
+
+def test_golden_run_of_the_teams_workflows(target: Target, golden) -> None:
+    """Start, then the approval signal from a new process; the activities, the timer, the child workflow."""
+    assert golden.threads["refund-1001"]["status"] == "finished"
+    assert golden.threads["refund-1001"]["values"]["result"] == {"order_id": "1001", "refund_id": "rf-dr-1001",
+                                                                 "status": "issued"}
+    applied = [(c.thread, c.effect, c.node) for c in golden.calls if c.outcome == "applied"]
+    assert applied == [("refund-1001", "draft_refund", "draft"), ("refund-1001", "issue_refund", "issue"),
+                       ("refund-1001-notify-refunded", "notify_customer", "notify")]
+    assert [p["phase"] for p in golden.pids] == ["start", "answer"] and golden.kills == 0
+    for point in ("before_start:refund-1001", "task_done:refund-1001", "activity:refund-1001@draft",
+                  "before_effect:draft_refund", "after_activity:refund-1001@draft", "resolved:refund-1001@draft",
+                  "timer_started:refund-1001", "before_signal:refund-1001@approve", "signal:refund-1001@approve",
+                  "child_start:refund-1001@NotifyCustomer", "activity:refund-1001-notify-refunded@notify",
+                  "child_done:refund-1001@NotifyCustomer"):
+        assert point in golden.crash_points, point
+    assert judge(target, golden, None) == ([], [])
+
+
+def test_one_server_per_run_is_killed_with_the_run(golden) -> None:
+    """The server of the run (one pid for the whole run) is gone once the run is over, and nothing else of the
+    run's database file still runs."""
+    servers = [d for d in golden.deliveries if d["kind"] == "server"]
+    assert len(servers) == 1 and not alive(servers[0]["pid"])
+    assert _servers_of(golden.run_dir) == []
+    assert (golden.run_dir / "temporal.db").exists()
+
+
+def test_a_verified_kill_inside_an_activity_is_retried_by_temporal_in_a_new_process(target: Target, golden,
+                                                                                     tmp_path: Path) -> None:
+    """A SIGKILL after the payment and before the activity's completion reached the server: the same server
+    (alive across the kill) retries the activity on the next worker; the key makes the repeat a duplicate."""
+    out = run_target(target, target.case("approved"), "sync", tmp_path, "after_effect:issue_refund")
+    killed = [p for p in out.pids if p["rc"] == -9]
+    assert len(killed) == 1 and out.kills == 1 and out.fired == ["after_effect:issue_refund"]
+    assert not alive(killed[0]["pid"]) and killed[0]["pid"] != out.pids[-1]["pid"]
+    assert len([d for d in out.deliveries if d["kind"] == "server"]) == 1  # no server restarted by the kill
+    issues = [c.outcome for c in out.calls if c.effect == "issue_refund"]
+    assert issues == ["applied", "duplicate"]
+    assert out.threads["refund-1001"]["status"] == "finished"
+    assert judge(target, out, golden) == ([], [])
+    assert _servers_of(tmp_path) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", ["signal:refund-1001@approve", "timer_started:refund-1001",
+                                   "child_start:refund-1001@NotifyCustomer", "before_signal:refund-1001@approve",
+                                   "resolved:refund-1001@draft"])
+def test_kills_in_workflow_tasks_are_recovered(target: Target, golden, tmp_path: Path, point: str) -> None:
+    out = run_target(target, target.case("approved"), "sync", tmp_path, point)
+    assert out.kills == 1 and out.fired == [point]
+    assert out.threads["refund-1001"]["status"] == "finished"
+    assert judge(target, out, golden) == ([], [])
+
+
+def test_an_async_durability_is_unsupported_on_temporal(target: Target, tmp_path: Path) -> None:
+    with pytest.raises(TargetUnsupported, match="Temporal server records each event"):
+        run_target(target, target.case("approved"), "async", tmp_path)
+    assert _servers_of(tmp_path) == []
+
+
+def test_a_deploy_must_name_a_version() -> None:
+    data = Target.from_file(TARGET).to_data()
+    data["cases"] = [{"name": "d", "deploy": "v9"}]
+    with pytest.raises(CaseError, match="temporal.versions"):
+        Target.from_data(data)
+
+
+def test_the_target_file_round_trips() -> None:
+    target = Target.from_file(TARGET)
+    assert Target.from_data(target.to_data()).to_data() == target.to_data()
+    assert target.case("deploy-v2-patched").deploy == "v2-patched"
+    assert target.temporal["task_queue"] == "refunds"
+    assert os.path.isdir(target.pythonpath[0])
