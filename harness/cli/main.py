@@ -198,7 +198,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.json is not None:
         output_file(args.json, "--json")
     if args.save_traces:
-        output_folder(args.save_traces, "--save-traces")
+        output_folder(args.save_traces, "--save-traces", files_only=True)
     executor, close_executor = make_executor(args.executor, args.workers)  # exit 2 here if Dask is unreachable
     try:
         return _sweep_and_report(args, pack, cases, adapter, executor, describe(executor))

@@ -74,15 +74,20 @@ def output_file(raw: str | os.PathLike[str], option: str) -> Path:
     return path
 
 
-def output_folder(raw: str | os.PathLike[str], option: str, *, empty: bool = False) -> Path:
+def output_folder(raw: str | os.PathLike[str], option: str, *, empty: bool = False,
+                  files_only: bool = False) -> Path:
     """Check that ``raw`` (the value of ``option``) is a folder files can be written in, or can be made.
 
     Args:
         empty: an existing folder must be empty too (``--workdir``).
+        files_only: an existing folder must hold nothing but regular files and folders (a folder that
+            files with names not known yet are written into, ``--save-traces``: a FIFO there would
+            hang the writer or be replaced, a device written through).
 
     Raises:
-        UsageError: an existing non-folder, a non-empty folder when ``empty``, or a folder (or nearest
-            existing ancestor of a new one) where no file can be created.
+        UsageError: an existing non-folder, a non-empty folder when ``empty``, a FIFO, device or socket
+            in it (also through a link) when ``files_only``, or a folder (or nearest existing ancestor
+            of a new one) where no file can be created.
     """
     path = Path(raw)
     what = f"{option} {os.fspath(raw)}"
@@ -91,6 +96,11 @@ def output_folder(raw: str | os.PathLike[str], option: str, *, empty: bool = Fal
             raise UsageError(f"{what}: is {_kind(os.stat(path).st_mode)}, not a folder")
         if empty and any(path.iterdir()):
             raise UsageError(f"{what}: must be an empty folder or not exist yet")
+        if files_only:
+            odd = _not_a_file(path)
+            if odd is not None:
+                raise UsageError(f"{what}: holds {odd[1]}, {odd[0]}; give a folder of regular files only "
+                                 "(a file written there could go through it)")
         _probe(path, what)
         return path
     ancestor = path.absolute().parent
@@ -100,3 +110,28 @@ def output_folder(raw: str | os.PathLike[str], option: str, *, empty: bool = Fal
         raise UsageError(f"{what}: {ancestor} is not a folder")
     _probe(ancestor, what)
     return path
+
+
+def _not_a_file(folder: Path) -> tuple[str, str] | None:
+    """The first entry of ``folder`` (by name) that is neither a regular file nor a folder, following links:
+    ``(name, what it is)``, or ``None``. A dangling link counts as nothing (a rename replaces the link)."""
+    with os.scandir(folder) as entries:
+        for entry in sorted(entries, key=lambda e: e.name):
+            try:
+                mode = entry.stat().st_mode
+            except OSError:
+                continue
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                return entry.name, _kind(mode)
+    return None
+
+
+def check_written(path: Path, option: str) -> None:
+    """Just before a file is written to ``path`` (by a rename) in a folder checked with ``files_only``: a
+    FIFO, device, socket or folder that appeared there since is refused with :class:`UsageError`."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"{option}: {path} is {_kind(mode)}; not replaced and not written through")

@@ -158,7 +158,13 @@ def save_traces(folder: str | Path, results: Sequence[Any], cases: Sequence[Case
     Returns ``(written paths, skipped runs as "CASE @ POINT: why")``: a run that ended before the
     harness could read it back (an ``error`` raised by the engine, a worker timeout) has no outcome
     to keep. Two points whose sanitized names collide get the second name suffixed with a hash.
+
+    Raises:
+        UsageError: a trace's name in ``folder`` is taken by a FIFO, device, socket or folder (never
+            written through or replaced; ``crashpoint run`` refuses such a folder before it sweeps).
     """
+    from crashpoint.harness.cli.paths import check_written
+
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     by_id = {c.case_id: c for c in cases}
@@ -173,6 +179,7 @@ def save_traces(folder: str | Path, results: Sequence[Any], cases: Sequence[Case
         if name in used:
             name = name.removesuffix(SUFFIX) + "-" + hashlib.sha1(str(r.crash_point).encode()).hexdigest()[:8] + SUFFIX
         used.add(name)
+        check_written(folder / name, "--save-traces")
         written.append(write_trace(folder / name, r.outcome, by_id[r.case_id], pack, engine, verdict=r.verdict,
                                    failures=r.failures, error=r.error))
     return written, skipped

@@ -106,3 +106,31 @@ def test_a_device_node_is_never_replaced(tmp_path: Path, capsys) -> None:
     with pytest.raises(FileExistsError):
         write_atomic(node, "{}")
     assert stat.S_ISCHR(os.stat(node).st_mode)
+
+
+def test_save_traces_into_a_folder_holding_a_fifo_is_refused_before_sweeping(tmp_path: Path, capsys) -> None:
+    """issue 17: a FIFO named as a trace file in the ``--save-traces`` folder: a traceback after the whole
+    sweep (exit 3). Now one message before anything runs, exit 2, the FIFO untouched; one that appears
+    during the sweep is refused by name when the traces are written (exit 2, never written through)."""
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    fifo = folder / "refund_approved_happy_path__none.trace.json"
+    os.mkfifo(fifo)
+    _one_line_exit_2(["run", _case(), "--crash", "none", "--save-traces", str(folder), "--no-progress"], capsys,
+                     "--save-traces", "a FIFO", fifo.name)
+    link = tmp_path / "links"
+    link.mkdir()
+    (link / "x.trace.json").symlink_to(fifo)  # through a link too
+    _one_line_exit_2(["run", _case(), "--crash", "none", "--save-traces", str(link), "--no-progress"], capsys,
+                     "a FIFO")
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+    from types import SimpleNamespace
+
+    from crashpoint.errors import UsageError
+    from crashpoint.harness.traces.tracefile import save_traces
+
+    late = SimpleNamespace(case_id="refund_approved_happy_path", crash_point=None, outcome=object())
+    with pytest.raises(UsageError, match="is a FIFO; not replaced and not written through"):
+        save_traces(folder, [late], [], None, None)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
