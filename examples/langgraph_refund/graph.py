@@ -3,7 +3,9 @@
 * ``route`` decides whether the request qualifies for a refund at all;
 * ``draft`` drafts the refund (``services.draft_refund``, keyed by order and draft version);
 * ``approve`` asks a human (``interrupt()``); a denial goes to ``revise``, which lowers the amount and
-  drafts again, then asks again (at most :data:`MAX_ASKS` times);
+  drafts again, then asks again (at most :data:`MAX_ASKS` times). An answer that names an earlier ask
+  (``{"approved": true, "ask": 1}`` arriving while ask 2 waits: the reviewer clicked late) is not an answer
+  to this ask: the node asks again;
 * ``notify_received`` runs in parallel with the drafting: it tells the customer the request is in review;
 * ``issue`` issues the approved draft (``services.issue_refund``, keyed by the draft), retried on
   transient payment errors;
@@ -56,13 +58,16 @@ def draft(state: RefundState) -> dict[str, Any]:
 
 
 def approve(state: RefundState) -> dict[str, Any]:
-    answer = interrupt({"question": "Issue this refund?", "draft": state["current_draft"],
-                        "ask": state.get("asks", 0) + 1})
-    return {"approval": dict(answer), "asks": state.get("asks", 0) + 1,
-            "log": [f"approval:{'yes' if answer.get('approved') else 'no'}"]}
+    ask = state.get("asks", 0) + 1
+    answer = interrupt({"question": "Issue this refund?", "draft": state["current_draft"], "ask": ask})
+    if answer.get("ask", ask) != ask:  # a reviewer's answer to an earlier ask, arriving late: not an answer to this one
+        return {"approval": {"stale": True}, "log": [f"approval:stale-ask-{answer.get('ask')}"]}
+    return {"approval": dict(answer), "asks": ask, "log": [f"approval:{'yes' if answer.get('approved') else 'no'}"]}
 
 
 def after_approval(state: RefundState) -> str:
+    if state["approval"].get("stale"):
+        return "approve"  # ask again: the answer that came was for another draft
     if state["approval"].get("approved"):
         return "issue"
     return "revise" if state["asks"] < MAX_ASKS else "notify_rejected"
@@ -127,7 +132,7 @@ def make_builder(nodes: dict[str, Any] | None = None, edges: list[tuple[str, str
                                 else ["notify_rejected"], ["draft", "notify_received", "notify_rejected"])
     for a, b in edges if edges is not None else [("draft", "approve"), ("revise", "draft"), ("issue", "notify_done")]:
         graph.add_edge(a, b)
-    graph.add_conditional_edges("approve", after_approval, ["issue", "revise", "notify_rejected"])
+    graph.add_conditional_edges("approve", after_approval, ["issue", "revise", "notify_rejected", "approve"])
     graph.add_edge("notify_received", END)
     graph.add_edge("notify_done", END)
     graph.add_edge("notify_rejected", END)

@@ -13,6 +13,10 @@ Each is a builder like :data:`langgraph_refund.graph.builder` (point a target's 
   all. Caught by ``target.repeats_explained`` in the golden run.
 * ``ignores_denial``: the edge after the approval issues the refund whatever the human answered.
   Caught by ``target.approval_gate`` (case ``denied-then-approved``, golden run).
+* ``trusts_any_answer``: ``approve`` takes whatever ``Command(resume=...)`` arrives as the answer to the
+  current ask. A reviewer's grant of the first draft that arrives late, after a denial (the deadline's)
+  sent the workflow on to a revised draft, approves the revised one: the refund is issued with no timely
+  grant. Caught by ``target.approval_gate`` (case ``approval-late``, golden run).
 * ``default_retry``: the payments node keeps LangGraph's default ``retry_on``, which does not retry a
   ``TimeoutError``; one timeout of the payments API leaves the thread stuck. Caught by
   ``target.ends_within_budget`` (case ``issue-flaky``, golden run), quoting LangGraph's error.
@@ -47,10 +51,18 @@ def _approve_after_emailing(state: graph.RefundState) -> dict[str, Any]:
             "log": [f"approval:{'yes' if answer.get('approved') else 'no'}"]}
 
 
+def _approve_any_answer(state: graph.RefundState) -> dict[str, Any]:
+    answer = interrupt({"question": "Issue this refund?", "draft": state["current_draft"],
+                        "ask": state.get("asks", 0) + 1})
+    return {"approval": dict(answer), "asks": state.get("asks", 0) + 1,
+            "log": [f"approval:{'yes' if answer.get('approved') else 'no'}"]}
+
+
 no_key = graph.make_builder(nodes={"issue": _issue_without_key})
 wall_clock = graph.make_builder(nodes={"draft": _draft_keyed_by_clock})
 email_before_interrupt = graph.make_builder(nodes={"approve": _approve_after_emailing})
 default_retry = graph.make_builder(retry_on=None)
+trusts_any_answer = graph.make_builder(nodes={"approve": _approve_any_answer})
 
 
 def _ignores_denial() -> Any:

@@ -55,8 +55,7 @@ def run_target_command(args: argparse.Namespace, path: Path) -> int:
         raise UsageError("a target runs with real kills only: --crash-mode kill or kill-cold")
     executor, close = make_executor(args.executor or "threads", args.workers or 2)
     try:
-        crash = "every" if args.crash == "sampled" else args.crash  # a target's sweep has no sampled extras yet
-        result = sweep(target, cases=args.case, durability=args.durability, crash=crash,
+        result = sweep(target, cases=args.case, durability=args.durability, crash=args.crash,
                        crash_points=args.crash_point, repeat=args.repeat, executor=executor,
                        warm=args.crash_mode == "kill", write_latency_ms=args.write_latency_ms,
                        workdir=args.workdir)
@@ -64,8 +63,11 @@ def run_target_command(args: argparse.Namespace, path: Path) -> int:
         close()
     counts = result.counts()
     points = sum(len(p) for p in result.crash_points.values())
+    kinds = result.runs_by_kind()
     print(f"target {target.name} on {result.engine_version}: {len(result.results)} runs, {points} crash points "
           f"over {len(result.crash_points)} case/mode pair(s), {result.wall_s:.1f} s")
+    print(f"  --crash {result.crash}: {kinds['golden']} golden run(s), {kinds['single']} single kill(s), "
+          f"{kinds['double']} kill(s) during a recovery")
     print("  " + ", ".join(f"{v} {n}" for v, n in counts.items()))
     for rule, n in sorted(result.findings().items()):
         print(f"  {rule}: {n} run(s)")

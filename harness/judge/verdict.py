@@ -253,6 +253,57 @@ def _decide(case: "Case", pack: "Pack", run: "RunOutcome | BaseException", crash
     return result("passed")
 
 
+def judge_target(target: Any, case: Any, durability: str, run: Any, *, crash_point: str | None = None,
+                 golden: Any = None, reached: bool = True, repeat: int = 1, wall_s: float = 0.0) -> Any:
+    """The result record of one run of a target (the team's own code): the same decision as :func:`judge`
+    for a pack's run, in the same order, on a target's outcome. ``crashpoint run TARGET.yaml``, ``pytest
+    --chaos`` (the ``crashpoint_sweep`` fixture) and the benchmarks all reach a target run's verdict here
+    (through :func:`crashpoint.harness.targets.sweep.run_one`).
+
+    1. the engine release lacks what the run needs
+       (:class:`~crashpoint.harness.targets.driver.TargetUnsupported`): ``unsupported``;
+       :class:`~crashpoint.errors.WorkerTimeout`: ``unknown``; any other exception: ``error`` naming it;
+    2. a kill that was not verified, or what the run was meant to test did not happen (``run.not_tested``: a
+       duplicate whose processes never overlapped): ``error``;
+    3. the targeted crash point was never reached (``reached`` false): ``error``;
+    4. a target rule or invariant found something: ``failed``;
+    5. one raised instead of judging: ``unknown``;
+    6. otherwise ``passed``.
+
+    Args:
+        target, case, durability: what ran (:class:`~crashpoint.harness.targets.target.Target`, its
+            ``TargetCase``, the durability mode).
+        run: the :class:`~crashpoint.harness.targets.driver.TargetOutcome`, or the exception the run raised.
+        crash_point: the targeted crash point (``None``: the golden run). ``golden``: the golden run's outcome.
+        reached: every kill of ``crash_point`` fired. ``repeat``: which try of the crash point. ``wall_s``: seconds.
+
+    Returns:
+        A :class:`~crashpoint.harness.targets.sweep.TargetRunResult` (findings kept whatever the verdict).
+    """
+    from crashpoint.harness.targets.driver import TargetUnsupported
+    from crashpoint.harness.targets.oracles import judge as judge_rules
+    from crashpoint.harness.targets.sweep import TargetRunResult
+
+    result = TargetRunResult(case.name, durability, crash_point, repeat, "error", wall_s=wall_s)
+    if isinstance(run, TargetUnsupported):
+        result.verdict, result.error = "unsupported", str(run)
+        return result
+    if isinstance(run, BaseException):  # the engine or the team's code broke: a verdict, never a skip
+        result.verdict = "unknown" if isinstance(run, WorkerTimeout) else "error"
+        result.error = exception_text(run)
+        return result
+    result.kills, result.workers, result.pids, result.notes = run.kills, run.workers, run.pids, run.notes
+    result.failures, result.unknown = judge_rules(target, run, golden)
+    if run.not_tested:
+        result.error = "; ".join(run.not_tested)
+    elif crash_point and not reached:
+        result.error = (f"crash point {crash_point} was not reached (fired: {run.fired or 'none'}): this run did not "
+                        "test it; with --repeat, a racy point may be reached in some tries only")
+    else:
+        result.verdict = "failed" if result.failures else ("unknown" if result.unknown else "passed")
+    return result
+
+
 #: The starts of the ``error`` texts that say only that nothing was tested (no finding involved).
 NOTHING_TESTED = ("the case's faults never fired", "the golden run made no tool call")
 
@@ -265,4 +316,4 @@ def is_vacuous(result: RunResult) -> bool:
         result.error.startswith(NOTHING_TESTED)
 
 
-__all__ = ["judge", "unsupported", "VERDICTS", "RunResult", "Invocation", "repro_command", "needs_fault_free", "exception_text", "is_vacuous"]
+__all__ = ["judge", "judge_target", "unsupported", "VERDICTS", "RunResult", "Invocation", "repro_command", "needs_fault_free", "exception_text", "is_vacuous"]

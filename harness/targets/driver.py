@@ -13,7 +13,11 @@ faults (the ledger's script), then alternates worker processes with what the out
    ``decisions`` first, ``grants`` true or false), delivered by an ``answer`` worker as
    ``Command(resume=...)``. An interrupt still waiting after its answer was delivered (the answer was
    lost with a kill) gets the same answer again, noted as a redelivery; a new interrupt of N (a re-ask)
-   gets the next answer; none left: the thread ends waiting for a human;
+   gets the next answer; none left: the thread ends waiting for a human. A ``late`` answer arrives after
+   the workflow moved on: the node's next answer is delivered in its turn, and once that answer took effect
+   (the thread no longer waits on the interrupt it answered) the late one is delivered as
+   ``Command(resume=...)`` to the thread as it is then (whatever it waits on, or finished), as a reviewer's
+   click that comes after the deadline reaches a webhook; its decision is recorded ``by`` :data:`LATE_BY`;
 5. the run ends when a worker exits with nothing left to deliver.
 
 A case with ``duplicate: start`` (or ``answer``) delivers its first start request (or answer) twice at
@@ -45,6 +49,7 @@ from crashpoint.harness.run import crashpoints, forkserver
 from crashpoint.harness.run.driver import RUN_MARKER, run_process
 from crashpoint.harness.targets.effects import alive, ensure_schema, read_calls
 from crashpoint.harness.targets.target import Target, TargetCase
+from crashpoint.harness.targets.workerlib import RENDEZVOUS_MISSED_FILE
 
 from crashpoint.harness.targets import dbos as dbos_engine, langgraph as langgraph_engine, temporal as temporal_engine
 
@@ -64,6 +69,8 @@ class TargetUnsupported(CrashpointError):
     """The engine release installed lacks what the run needs (a durability mode): the verdict is ``unsupported``."""
 
 
+#: ``by`` of a late answer's decision in the ledger (the approval rule counts it as no answer: it grants nothing).
+LATE_BY = "crashpoint-late"
 #: Worker processes per run before the harness gives up on a loop that makes no progress.
 MAX_WORKERS_PER_RUN = 40
 #: Times one interrupt may get its answer again before the run is called stuck.
@@ -85,6 +92,8 @@ class TargetOutcome:
         steps: ``(pid, thread, step, node)`` for every node start, in order (how far each process got).
         over_budget: the run did not end within the target's budget (``budget_s``). ``wall_s``: seconds.
         engine_facts: what the engine's workers recorded beyond effects (DBOS: :func:`~crashpoint.harness.targets.dbos.facts`).
+        not_tested: what the run was meant to test and did not (a duplicate whose processes never overlapped):
+            its verdict is then ``error``.
     """
 
     case: str
@@ -105,6 +114,7 @@ class TargetOutcome:
     wall_s: float = 0.0
     steps: list[tuple[int, str, int | None, str]] = field(default_factory=list)
     engine_facts: dict[str, Any] = field(default_factory=dict)
+    not_tested: list[str] = field(default_factory=list)
 
 
 class _WarmServer(forkserver.ForkServer):
@@ -161,6 +171,9 @@ class _Together:
     logs: list[Path]
 
 
+#: Engines whose worker holds the two processes of a duplicated request together inside a step (at the first
+#: effect call of each: ``--rendezvous 2``), so that they provably overlap.
+RENDEZVOUS = ("langgraph",)
 #: The identity of a run's workers when one at a time (a restarted process keeps its executor id).
 EXECUTOR = "crashpoint-executor"
 #: Engine -> ``identity(name, seen) -> worker args``: the worker's own identity and the dead ones it recovers
@@ -206,6 +219,7 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
     next_answer: dict[tuple[str, str], int] = {}  # (thread, node) -> answers given: each thread gets the node's list
     delivered: dict[str, dict[str, Any]] = {}
     redelivered: dict[str, int] = {}
+    due: dict[str, list[dict[str, Any]]] = {}  # thread -> late answers, each delivered once ``after`` is answered
     phase, extra = "start", []
     duplicated = False
     executors: list[str] = [EXECUTOR]  # engine identities used so far (DBOS executor ids)
@@ -236,7 +250,7 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
             env = {**forkserver.ISOLATED_ENV, RUN_MARKER: str(run_dir)}
             cold_env = {**env, "PYTHONPATH": os.pathsep.join([*target.pythonpath, os.environ.get("PYTHONPATH", "")])}
             twin = None
-            for stale in run_dir.glob("barrier.*"):  # a barrier counts the processes of this phase only
+            for stale in [*run_dir.glob("barrier.*"), *run_dir.glob("rendezvous*")]:  # this phase's processes only
                 stale.unlink(missing_ok=True)
             if phase == "recover" and case.workers > 1 and target.engine in IDENTITIES:  # K workers race
                 names = [f"{EXECUTOR}-{out.kills}.{n}" for n in range(1, case.workers + 1)]
@@ -257,7 +271,7 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
                 argv += IDENTITIES[target.engine](EXECUTOR, executors)
             if twin is None and case.duplicate == phase and not duplicated:  # the same request delivered twice, at once
                 duplicated = True
-                argv += ["--barrier", "2"]
+                argv += ["--barrier", "2", *(["--rendezvous", "2"] if target.engine in RENDEZVOUS else [])]
                 twin_args = [*argv, *(["--duplicate"] if phase == "start" else [])]
                 twin_log = log.with_suffix(".twin.log")
                 if warm:  # each helper thread keeps its own warm zygote, so both processes start alike
@@ -299,6 +313,16 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
                 if twin is not None:  # both processes of a duplicated request, in the order they started
                     out.pids += [{"pid": p, "phase": phase, "rc": rc, "duplicate": True} for p in pids[pids_before:-1]]
                 out.pids.append({"pid": pid, "phase": phase, "rc": rc})
+            met = {int(p.name.split(".", 1)[1]): sorted(int(x) for x in p.read_text().split())
+                   for p in sorted(run_dir.glob("rendezvous-ok.*"))}
+            if met:  # who verified whom inside the step (a duplicated request's processes)
+                out.deliveries.append({"kind": "rendezvous", "worker": out.workers, "met": met})
+            missed = run_dir / RENDEZVOUS_MISSED_FILE
+            if missed.exists():
+                out.not_tested.append(f"the duplicate {phase} never overlapped: pid(s) {' '.join(missed.read_text().split())}"
+                                      " met no other live process inside the step (two processes at once were not "
+                                      "tested)")
+                missed.unlink()
             if leftovers:
                 out.notes.append(f"worker {out.workers} left {len(leftovers)} process(es) running, killed: "
                                  + "; ".join(leftovers))
@@ -342,7 +366,24 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
                 out.notes.append(f"deployed version {deployed} after worker {out.workers}: every later worker runs it")
             pending = []
             for thread, status in threads.items():
-                for wait in status.get("waiting", ()):
+                waiting = status.get("waiting", ())
+                late = due.get(thread) or []
+                if late and not any(w["interrupt"] == late[0]["after"] for w in waiting):
+                    # the answer before it took effect: now the late one arrives, to whatever the thread waits on
+                    held = late.pop(0)
+                    iid = waiting[0]["interrupt"] if waiting else None
+                    item = {"thread": thread, "interrupt": iid, "resume": held["answer"]["resume"],
+                            "node": held["node"], "late": True}
+                    ledger.record_decision(f"{thread}@{held['node']}", bool(held["answer"]["grants"]), LATE_BY,
+                                           time.time())
+                    if iid is not None:
+                        delivered[iid] = item
+                    out.deliveries.append({"kind": "late_answer", "thread": thread, "node": held["node"],
+                                           "to": waiting[0]["node"] if waiting else None,
+                                           "thread_status": status["status"], "resume": item["resume"]})
+                    pending.append(item)
+                    continue
+                for wait in waiting:
                     iid, node = wait["interrupt"], wait["node"]
                     if iid in delivered:
                         redelivered[iid] = redelivered.get(iid, 0) + 1
@@ -359,8 +400,13 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
                     given = next_answer.get((thread, node), 0)
                     if given >= len(queue):
                         continue  # the human never answers (more): the thread ends waiting
-                    answer = queue[given]
+                    answer, lates = queue[given], []
+                    while answer.get("late"):  # it arrives after the next one (validated: a next one exists)
+                        lates.append(answer)
+                        given += 1
+                        answer = queue[given]
                     next_answer[(thread, node)] = given + 1
+                    due.setdefault(thread, []).extend({"answer": a, "node": node, "after": iid} for a in lates)
                     ledger.record_decision(f"{thread}@{node}", bool(answer["grants"]), "crashpoint", time.time())
                     item = {"thread": thread, "interrupt": iid, "resume": answer["resume"], "node": node}
                     delivered[iid] = item

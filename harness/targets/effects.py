@@ -33,6 +33,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from crashpoint.api import EffectCall, EffectFault, EffectSpec, EffectTimeout, bound_arguments
 from crashpoint.fakes.ledger import Ledger
+from crashpoint.harness.targets.workerlib import alive, rendezvous
 from crashpoint.protocols import no_probe
 
 _SCHEMA = """
@@ -50,21 +51,6 @@ def digest(args: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(args, sort_keys=True, default=repr).encode()).hexdigest()[:16]
 
 
-def alive(pid: int) -> bool:
-    """``True`` while process ``pid`` exists and is not a zombie (Linux ``/proc``; elsewhere ``kill(pid, 0)``)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except FileNotFoundError:
-        return False
-    except OSError:
-        try:
-            os.kill(pid, 0)
-            return True
-        except OSError:
-            return False
-
-
 def ensure_schema(ledger: Ledger) -> None:
     """Create the ``effect_calls`` table in ``ledger``'s file (idempotent)."""
     ledger.db.executescript(_SCHEMA)
@@ -80,15 +66,30 @@ class EffectSession:
         context: returns ``{"thread", "node", "task", "step"}`` for the engine's current position (values may be
             ``None``); called once per effect call.
         durable: ``durable(thread) -> bool``: whether the engine holds a durable record of the thread now.
+        rendezvous: ``N >= 2``: this process is one of N delivering the same request at once; its first effect
+            call waits until the N - 1 others are inside a step too (:func:`~crashpoint.harness.targets.
+            workerlib.rendezvous`), before anything of the call is recorded. ``0``: no rendezvous.
     """
 
     def __init__(self, ledger: str | os.PathLike[str], probe: Callable[[str], None] = no_probe,
                  context: Callable[[], Mapping[str, Any]] = dict,
-                 durable: Callable[[str | None], bool | None] = lambda thread: None) -> None:
+                 durable: Callable[[str | None], bool | None] = lambda thread: None, rendezvous: int = 0) -> None:
         self.path, self.probe, self.context, self.durable = ledger, probe, context, durable
         self.pid = os.getpid()
         self._local = threading.local()
+        self._rendezvous, self._met = rendezvous, threading.Lock()
         ensure_schema(self.ledger)
+
+    def _meet(self) -> None:
+        """The rendezvous of a duplicated request, once per process (a node's parallel branches wait for it too)."""
+        if not self._rendezvous:
+            return
+        from pathlib import Path
+
+        with self._met:
+            if self._rendezvous:
+                rendezvous(Path(os.path.dirname(os.fspath(self.path))), self._rendezvous)
+                self._rendezvous = 0
 
     def live_workers(self) -> list[int]:
         """Other worker processes of this run alive now (``RUN_DIR/pids.log``: one ``PID PHASE`` line per worker)."""
@@ -115,6 +116,7 @@ class EffectSession:
             EffectFault / EffectTimeout: a scripted fault, or a repeated key whose first call failed fatally.
             whatever ``fn`` raises (recorded ``failed``).
         """
+        self._meet()
         key = spec.key_of(fn, args, kwargs)
         if key is None:
             return self._call(spec, key, fn, args, kwargs)

@@ -223,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="this process is a second delivery of the start request (it ignores submitted.log)")
     parser.add_argument("--barrier", type=int, default=0, metavar="N",
                         help="wait until N workers of this run reach the barrier before invoking (a race)")
+    parser.add_argument("--rendezvous", type=int, default=0, metavar="N",
+                        help="one of N processes delivering one request at once: the first effect call waits until "
+                             "the others are inside a step too")
     parser.add_argument("--entry", help="the target's entry point (read from target.json; named here so that a warm "
                                         "zygote imports its module before forking)")
     parser.add_argument("--resubmit", action="append", default=[],
@@ -250,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         except sqlite3.OperationalError:  # the saver has not made its tables yet: nothing is durable
             return False
 
-    effect_api._install(EffectSession(run_dir / LEDGER_FILE, probe, where_am_i, durable))
+    effect_api._install(EffectSession(run_dir / LEDGER_FILE, probe, where_am_i, durable, rendezvous=args.rendezvous))
     submitted = set(_submitted(run_dir))
     errors: dict[str, str] = {}
 
@@ -262,19 +265,22 @@ def main(argv: list[str] | None = None) -> int:
             errors[thread] = _error(exc)
 
     threads = [i["thread"] for i in target["inputs"]]
-    if args.barrier:
-        _barrier(run_dir, args.barrier)
+    todo: list[tuple[str, Any]] = []  # decided before the barrier, so that a duplicate sees what the first saw
     if args.phase == "start":
-        for item in target["inputs"]:
-            if item["thread"] not in submitted or item["thread"] in args.resubmit or args.duplicate:
-                _mark_submitted(run_dir, item["thread"])
-                submitted.add(item["thread"])
-                run(item["thread"], item["input"])
+        todo = [(item["thread"], item["input"]) for item in target["inputs"]
+                if item["thread"] not in submitted or item["thread"] in args.resubmit or args.duplicate]
     elif args.phase == "answer":
         for answer in json.loads((run_dir / ANSWERS_FILE).read_text()):
             status = thread_status(graph, answer["thread"], submitted)
-            if any(w["interrupt"] == answer["interrupt"] for w in status["waiting"]):
-                run(answer["thread"], Command(resume=answer["resume"]))
+            if answer.get("late") or any(w["interrupt"] == answer["interrupt"] for w in status["waiting"]):
+                todo.append((answer["thread"], Command(resume=answer["resume"])))
+    if args.barrier:
+        _barrier(run_dir, args.barrier)
+    for thread, what in todo:
+        if args.phase == "start":
+            _mark_submitted(run_dir, thread)
+            submitted.add(thread)
+        run(thread, what)
     traps: dict[str, str] = {}
     for thread in threads:  # every pass ends as a recovering application's would: nothing left unfinished
         for _ in range(MAX_INVOKES):

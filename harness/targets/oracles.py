@@ -18,7 +18,8 @@ which runs them, records a rule that raises, and lists them with the other rules
 * ``target.ends_within_budget``: each thread ends finished or waiting for a human, within the budget;
   a stuck thread quotes the engine's own error.
 * ``target.durable_before_effect``: no effect applied while the engine held no durable record of its thread.
-* ``target.approval_gate``: a gated effect is applied only while its approval's latest answer grants it.
+* ``target.approval_gate``: a gated effect is applied only while its approval's latest answer grants it; a
+  ``late`` answer (delivered after the workflow moved on) is no answer: it grants nothing.
 * ``target.final_state_like_golden``: each thread ends in the golden run's status and state values.
 * ``target.effects_like_golden``: each thread applies each effect as many times as in the golden run.
 * ``target.invariant:NAME``: the team's own checks (:func:`crashpoint.invariant`).
@@ -37,7 +38,7 @@ from typing import Any, Callable
 from crashpoint.api import EffectCall, RunView, registered_invariants
 from crashpoint.harness.judge import rules as registry
 from crashpoint.harness.judge.rules import Finding as Failure
-from crashpoint.harness.targets.driver import TargetOutcome
+from crashpoint.harness.targets.driver import LATE_BY, TargetOutcome
 from crashpoint.harness.targets.target import Target
 
 Rule = Callable[[Target, TargetOutcome, "TargetOutcome | None"], list[Failure]]
@@ -191,9 +192,11 @@ def approval_gate(target: Target, run: TargetOutcome, golden: TargetOutcome | No
         node = target.gates.get(call.effect)
         if node is None or call.outcome != "applied":
             continue
-        before = [d for d in run.decisions if d["approval_id"] == f"{call.thread}@{node}" and d["gseq"] < call.gseq]
+        mine = [d for d in run.decisions if d["approval_id"] == f"{call.thread}@{node}" and d["gseq"] < call.gseq]
+        before = [d for d in mine if d.get("by") != LATE_BY]  # an answer after the deadline approves nothing
+        late = " (an answer that arrived after the workflow moved on grants nothing)" if len(mine) > len(before) else ""
         if not before or not before[-1]["granted"]:
-            state = "no answer yet" if not before else "its latest answer denied it"
+            state = ("no answer yet" if not before else "its latest answer denied it") + late
             found.append(Failure("target.approval_gate", f"{call.effect} applied in {call.thread} while the approval "
                                  f"of {node} had {state}", [line(call)]))
     return found
@@ -230,8 +233,8 @@ def effects_like_golden(target: Target, run: TargetOutcome, golden: TargetOutcom
 
 
 def invariants(target: Target) -> dict[str, Callable[[RunView], Any]]:
-    """The target's invariants: those named in ``invariants:`` and those registered with
-    :func:`crashpoint.invariant` by their modules and the entry's module (imported with ``pythonpath``)."""
+    """The target's invariants: those named in ``invariants:`` (``module:attr``) and every other check registered
+    with :func:`crashpoint.invariant` by those modules (imported with ``pythonpath``)."""
     for folder in reversed(target.pythonpath):
         if folder not in sys.path:
             sys.path.insert(0, folder)

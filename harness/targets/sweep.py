@@ -1,6 +1,7 @@
 """The crash sweep of a target: per case and durability mode, a golden run, then a real SIGKILL at every
-crash point it passed (each ``repeat`` times), and with ``crash="recovery"`` a second kill at each crash
-point of each recovery.
+crash point it passed (each ``repeat`` times); with ``crash="sampled"`` (``crashpoint run``'s default) also a
+second kill during a bounded sample of recoveries (:data:`CRASH_MODES`), and with ``crash="recovery"`` a
+second kill at each crash point kind of each recovery.
 
 Runs go through a :class:`concurrent.futures.Executor` (:func:`crashpoint.harness.run.executors.make_executor`;
 threads by default: each run waits on its own worker processes, forked from its thread's warm zygote).
@@ -18,7 +19,6 @@ import shlex
 import shutil
 import tempfile
 import time
-import traceback
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,10 +27,17 @@ from typing import Any, Callable, Sequence
 from crashpoint.errors import UsageError
 from crashpoint.harness.judge.rules import Finding as Failure
 from crashpoint.harness.run import crashpoints
-from crashpoint.harness.targets.driver import TargetOutcome, TargetUnsupported, run_target
-from crashpoint.harness.targets.oracles import judge
+from crashpoint.harness.run.sweep import sampled_points
+from crashpoint.harness.targets.driver import TargetOutcome, run_target
 from crashpoint.harness.targets.target import Target, TargetCase
 
+#: ``crash`` values: ``sampled`` is ``every`` plus, per case and durability mode, a second kill during the recovery
+#: from :data:`crashpoint.harness.run.sweep.SAMPLED_PAIRS` single kills spread over the golden run (the reference
+#: engine's pairs, :func:`~crashpoint.harness.run.sweep.sampled_points`), at the first checkpoint write of each
+#: recovery (:func:`_sampled_second`). (The reference engine's other sampled extras, a second live worker beside a held one and several
+#: workers recovering at once, need a hold and worker identities a target engine does not have: a target's
+#: ``duplicate`` and ``workers`` cases are where those are tested.)
+CRASH_MODES = ("sampled", "every", "none", "recovery")
 #: Crash point kinds a recovery is killed at again with ``crash="recovery"`` (the first of each kind).
 RECOVERY_KINDS = ("node:", "before_effect:", "after_effect:", "before_put:", "before_writes:")
 
@@ -78,6 +85,16 @@ class TargetSweep:
     crash_points: dict[tuple[str, str], list[str]]
     wall_s: float
     engine_version: str = ""
+    crash: str = "every"
+
+    def runs_by_kind(self) -> dict[str, int]:
+        """What was run: ``{"golden": N, "single": N, "double": N}`` (``double``: a kill during a recovery, ``A >> B``)."""
+        out = {"golden": 0, "single": 0, "double": 0}
+        for r in self.results:
+            kind = "golden" if r.crash_point is None else ("double" if crashpoints.THEN.strip() in r.crash_point
+                                                            else "single")
+            out[kind] += 1
+        return out
 
     @property
     def passed(self) -> bool:
@@ -103,6 +120,7 @@ class TargetSweep:
     def to_dict(self) -> dict[str, Any]:
         """JSON form of the whole sweep."""
         return {"target": self.target.name, "engine": self.target.engine, "engine_version": self.engine_version,
+                "crash": self.crash, "runs_by_kind": self.runs_by_kind(),
                 "wall_s": round(self.wall_s, 3), "counts": self.counts(), "findings": self.findings(),
                 "crash_points": {f"{c}/{d}": pts for (c, d), pts in self.crash_points.items()},
                 "runs": [r.to_dict() | {"repro": r.repro(self.target)} for r in self.results]}
@@ -111,28 +129,32 @@ class TargetSweep:
 def run_one(target: Target, case: TargetCase, durability: str, run_dir: Path, crash_point: str | None,
             golden: TargetOutcome | None, repeat: int = 1, *, warm: bool = True,
             write_latency_ms: float = 0.0, keep: bool = False) -> TargetRunResult:
-    """One run and its verdict (a module-level function on picklable arguments, for any executor)."""
+    """One run and its verdict (a module-level function on picklable arguments, for any executor); the verdict
+    is :func:`crashpoint.harness.judge.verdict.judge_target`'s, the one every front end gets."""
+    from crashpoint.harness.judge.verdict import judge_target
+
     began = time.monotonic()
-    result = TargetRunResult(case.name, durability, crash_point, repeat, "error")
     try:
-        out = run_target(target, case, durability, run_dir, crash_point, warm=warm, write_latency_ms=write_latency_ms)
-    except TargetUnsupported as exc:
-        result.verdict, result.error, result.wall_s = "unsupported", str(exc), time.monotonic() - began
-        return result
-    except Exception as exc:  # noqa: BLE001 - the engine or the team's code broke: a verdict, never a skip
-        result.error = f"{type(exc).__name__}: {exc}" + ("" if str(exc) else "\n" + traceback.format_exc(limit=3))
-        result.wall_s = time.monotonic() - began
-        return result
-    result.kills, result.workers, result.pids, result.notes = out.kills, out.workers, out.pids, out.notes
-    if crash_point and not crashpoints.fired(run_dir, crash_point):
-        result.error = (f"crash point {crash_point} was not reached (fired: {out.fired or 'none'}): this run did not "
-                        "test it; with --repeat, a racy point may be reached in some tries only")
-    else:
-        result.failures, result.unknown = judge(target, out, golden)
-        result.verdict = "failed" if result.failures else ("unknown" if result.unknown else "passed")
-    result.outcome = out if (keep or crash_point is None or result.verdict != "passed") else None
+        out: TargetOutcome | BaseException = run_target(target, case, durability, run_dir, crash_point, warm=warm,
+                                                        write_latency_ms=write_latency_ms)
+    except Exception as exc:  # noqa: BLE001 - judged below: unsupported, unknown or error, never a skip
+        out = exc
+    reached = not crash_point or crashpoints.fired(run_dir, crash_point)
+    result = judge_target(target, case, durability, out, crash_point=crash_point, golden=golden, reached=reached,
+                          repeat=repeat)
+    if isinstance(out, TargetOutcome):
+        result.outcome = out if (keep or crash_point is None or result.verdict != "passed") else None
     result.wall_s = time.monotonic() - began
     return result
+
+
+def _sampled_second(recovery: list[str]) -> list[str]:
+    """The second kill of a sampled pair: the recovery's first checkpoint write (``before_put:``/``after_put:``),
+    else its first crash point. A write comes between supersteps, so its id (numbered by occurrence, ``#2``)
+    is the same in every run; a node or effect point of the superstep the first kill cut is not (parallel
+    branches of the killed process may or may not have passed it: the pair would miss its second point)."""
+    puts = [p for p in recovery if p.startswith(("before_put:", "after_put:"))]
+    return (puts or recovery)[:1]
 
 
 def _recovery_points(log: list[str], first: str) -> list[str]:
@@ -153,7 +175,8 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
     """Sweep ``target`` (see the module docstring).
 
     Args:
-        cases / durability: subsets (default: all of the target's). ``crash``: ``every`` | ``none`` | ``recovery``.
+        cases / durability: subsets (default: all of the target's). ``crash``: ``every`` | ``sampled`` (see
+            :data:`CRASH_MODES`; with ``crash_points`` it is ``every``) | ``none`` | ``recovery``.
         crash_points: only these ids (or schedules ``"A >> B"``); default every point of the golden run.
         repeat: runs per crash point (>= 1): a racy point's outcome can depend on thread timing.
         executor: where runs execute (default: a thread pool of ``workers``). ``warm``: fork workers from a
@@ -163,8 +186,8 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
     Raises:
         UsageError: an unknown case or mode, ``repeat < 1``, an unknown ``crash``.
     """
-    if crash not in ("every", "none", "recovery") or repeat < 1:
-        raise UsageError(f"crash must be every, none or recovery and repeat >= 1 (got {crash!r}, {repeat})")
+    if crash not in CRASH_MODES or repeat < 1:
+        raise UsageError(f"crash must be one of {', '.join(CRASH_MODES)} and repeat >= 1 (got {crash!r}, {repeat})")
     try:
         chosen = [target.case(c) for c in cases] if cases else list(target.cases)
     except KeyError as exc:
@@ -182,6 +205,7 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
         executor = ThreadPoolExecutor(max_workers=workers or 2, thread_name_prefix="crashpoint-target")
     results: list[TargetRunResult] = []
     points: dict[tuple[str, str], list[str]] = {}
+    pair_from: dict[tuple[str, str], set[str]] = {}  # (sampled) single kills whose recovery gets a second kill
     counter = iter(range(10**9))
     opts = {"warm": warm, "write_latency_ms": write_latency_ms}
 
@@ -207,23 +231,32 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
             if crash == "none":
                 continue
             todo = list(crash_points) if crash_points else golden.outcome.crash_points
+            if crash == "sampled" and not crash_points:  # the reference engine's choice of pair points
+                pair_from[(name, mode)] = set(sampled_points(golden.outcome.crash_points)["pairs"])
             for point in todo:
                 for n in range(1, repeat + 1):
                     crash_futures.append(executor.submit(
                         run_one, target, case, mode, folder(f"{name}-{mode}"), point, golden.outcome, n,
-                        keep=crash == "recovery", **opts))
+                        keep=crash == "recovery" or point in pair_from.get((name, mode), ()), **opts))
         more = []
         for future in crash_futures:
             r = done(future.result())
-            if crash == "recovery" and r.outcome is not None and crashpoints.THEN.strip() not in (r.crash_point or ""):
-                case = target.case(r.case)
-                golden_out = next(g.outcome for g in results if g.crash_point is None and g.case == r.case
-                                  and g.durability == r.durability)
-                for second in _recovery_points(r.outcome.crash_points, r.crash_point):
-                    more.append(executor.submit(run_one, target, case, r.durability, folder(f"{r.case}-{r.durability}"),
-                                                f"{r.crash_point}{crashpoints.THEN}{second}", golden_out, r.repeat, **opts))
-                if r.verdict == "passed":
-                    r.outcome = None
+            if r.outcome is None or crashpoints.THEN.strip() in (r.crash_point or ""):
+                continue
+            if crash == "recovery":
+                seconds = _recovery_points(r.outcome.crash_points, r.crash_point)
+            elif r.crash_point in pair_from.get((r.case, r.durability), ()) and r.repeat == 1:
+                seconds = _sampled_second(crashpoints.recovery_points(r.outcome.crash_points, r.crash_point))
+            else:
+                continue
+            case = target.case(r.case)
+            golden_out = next(g.outcome for g in results if g.crash_point is None and g.case == r.case
+                              and g.durability == r.durability)
+            for second in seconds:
+                more.append(executor.submit(run_one, target, case, r.durability, folder(f"{r.case}-{r.durability}"),
+                                            f"{r.crash_point}{crashpoints.THEN}{second}", golden_out, r.repeat, **opts))
+            if r.verdict == "passed":
+                r.outcome = None
         for future in more:
             done(future.result())
     finally:
@@ -236,4 +269,4 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
 
     version = {"dbos": dbos.engine_version, "langgraph": langgraph.engine_version,
                "temporal": temporal.engine_version}[target.engine]()
-    return TargetSweep(target, results, points, time.monotonic() - began, version)
+    return TargetSweep(target, results, points, time.monotonic() - began, version, crash)

@@ -10,7 +10,7 @@ object, :class:`Target` (``crashpoint.Target``), for pytest::
     inputs:
       - {thread: order-1001, input: {order_id: "1001", amount_cents: 4200}}
     human:                                      # interrupting node -> answers, in order
-      approve: [{resume: {approved: true}}]
+      approve: [{resume: {approved: true}}]     # {resume, grants?: true, late?: false}
     gates: {issue_refund: approve}              # effect -> node whose granted answer must come first
     effects: [myapp.payments:charge]            # patched by dotted path in every worker
     invariants: [langgraph_refund.checks:one_refund_per_order]
@@ -20,12 +20,19 @@ object, :class:`Target` (``crashpoint.Target``), for pytest::
       - {name: denied-then-granted, human: {approve: [{resume: {approved: false}, grants: false},
                                                       {resume: {approved: true}}]}}
       - {name: issue-times-out, faults: [{effect: issue_refund, outcome: timeout}]}
+      - {name: approval-late, human: {approve: [{resume: {approved: true, ask: 1}, late: true},
+                                                {resume: {approved: false}, grants: false}]}}
+
+A ``late`` answer arrives after the workflow moved on (the approval's deadline passed, the human answered
+anyway): the node's next answer is delivered in its place, and the late one afterwards, to the thread as it
+is then (:mod:`crashpoint.harness.targets.driver`); it grants nothing (``target.approval_gate``).
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,6 +114,13 @@ class Target:
         threads = [i["thread"] for i in self.inputs]
         if not threads or len(set(threads)) != len(threads):
             raise CaseError(f"inputs need distinct threads, got {threads!r}", file=self.file, field="inputs")
+        humans = [("human", self.human)] + [(f"cases[{n}].human", c.human) for n, c in enumerate(self.cases)]
+        for where, human in humans:
+            for node, answers in (human or {}).items():
+                if answers and answers[-1].get("late"):
+                    raise CaseError(f"a late answer of {node} needs a next answer of {node} (the one delivered before "
+                                    "it: the deadline's, or the answer to the re-ask); it is the last one",
+                                    file=self.file, field=f"{where}.{node}[{len(answers) - 1}].late")
 
     @classmethod
     def from_file(cls, path: str | Path) -> "Target":
@@ -121,7 +135,13 @@ class Target:
         data, locator = _load_mapping(path, "target")
         validate(data, "target", path, locator)
         _fill_defaults(data, _schema("target"), _schema("target"))
-        return cls.from_data(data, file=str(path))
+        try:
+            return cls.from_data(data, file=str(path))
+        except CaseError as exc:
+            if exc.line is None and exc.field:  # a rule the schema cannot say: point at the field's line
+                steps = [int(p) if p.isdigit() else p for p in re.findall(r"[^.\[\]]+", exc.field)]
+                raise CaseError(exc.message, file=str(path), line=locator.line(steps), field=exc.field) from None
+            raise
 
     @classmethod
     def from_data(cls, data: dict[str, Any], file: str | None = None) -> "Target":

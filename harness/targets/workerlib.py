@@ -21,6 +21,8 @@ SUBMITTED_FILE = "submitted.log"
 PIDS_FILE = "pids.log"
 TARGET_FILE = "target.json"
 THREADS_FILE = "threads.json"
+#: Appended (``PID``) by a process that left a rendezvous alone: its duplicate never overlapped with the other.
+RENDEZVOUS_MISSED_FILE = "rendezvous.missed"
 #: Wall seconds a worker waits at a barrier for the others before it goes on alone.
 BARRIER_LIMIT_S = 30.0
 
@@ -117,3 +119,76 @@ def to_submit(run_dir: Path, target: dict[str, Any], done: set[str], resubmit: l
         done.add(thread)
         items.append(item)
     return items
+
+
+def alive(pid: int) -> bool:
+    """``True`` while process ``pid`` exists and is not a zombie (Linux ``/proc``; elsewhere ``kill(pid, 0)``)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except FileNotFoundError:
+        return False
+    except OSError:
+        try:
+            os.kill(pid, 0)
+            return True
+        except OSError:
+            return False
+
+
+def worker_pids(run_dir: Path) -> set[int]:
+    """Pids of the run's worker processes so far (``RUN_DIR/pids.log``, one ``PID PHASE ...`` line each)."""
+    path = run_dir / PIDS_FILE
+    try:
+        return {int(line.split()[0]) for line in path.read_text().splitlines() if line.strip()}
+    except OSError:
+        return set()
+
+
+def _passed_with(run_dir: Path, pid: int) -> set[int]:
+    """The pids process ``pid`` verified at its rendezvous (``RUN_DIR/rendezvous-ok.PID``; empty if none): a
+    partner that met this one and has since exited still counts as met."""
+    try:
+        return {int(x) for x in (run_dir / f"rendezvous-ok.{pid}").read_text().split()}
+    except (OSError, ValueError):
+        return set()
+
+
+def rendezvous(run_dir: Path, n: int, limit_s: float = BARRIER_LIMIT_S) -> list[int]:
+    """Meet ``n - 1`` other worker processes *inside* a step: announce this process (``RUN_DIR/rendezvous.PID``,
+    holding the pid, written whole with ``os.replace``) and wait until ``n - 1`` other announcements name pids
+    that are workers of this run (``pids.log``) and alive now (or that met this one and have exited since:
+    ``RUN_DIR/rendezvous-ok.PID`` names the pids each verified). Called at a process's first effect call, so each
+    process that returns is provably inside a node with the others inside theirs, none having called an
+    effect yet (what :func:`barrier` before ``invoke`` cannot promise: one process may finish before the
+    other starts).
+
+    Returns:
+        The verified other pids (sorted). Fewer than ``n - 1`` after ``limit_s`` wall seconds: the process goes
+        on alone and appends its pid to :data:`RENDEZVOUS_MISSED_FILE` (the harness then calls the run an
+        ``error``: it did not test processes that overlap).
+    """
+    me = os.getpid()
+    tmp = run_dir / f".rendezvous.{me}.tmp"
+    tmp.write_text(str(me))
+    os.replace(tmp, run_dir / f"rendezvous.{me}")
+    deadline = time.monotonic() + limit_s
+    while True:
+        workers = worker_pids(run_dir)
+        others = []
+        for path in run_dir.glob("rendezvous.*"):
+            try:
+                pid = int(path.read_text())
+            except (OSError, ValueError):
+                continue
+            if pid != me and pid in workers and (alive(pid) or me in _passed_with(run_dir, pid)):
+                others.append(pid)
+        if len(others) >= n - 1:
+            ok = run_dir / f".rendezvous-ok.{me}.tmp"
+            ok.write_text(" ".join(map(str, others)))
+            os.replace(ok, run_dir / f"rendezvous-ok.{me}")
+            return sorted(others)
+        if time.monotonic() >= deadline:
+            append(run_dir / RENDEZVOUS_MISSED_FILE, f"{me}\n")
+            return sorted(others)
+        time.sleep(0.002)

@@ -23,6 +23,7 @@ VARIANTS = [
     ("email_before_interrupt", "approved", "sync", None, "target.repeats_explained"),
     ("ignores_denial", "denied-then-approved", "sync", None, "target.approval_gate"),
     ("default_retry", "issue-flaky", "sync", None, "target.ends_within_budget"),
+    ("trusts_any_answer", "approval-late", "sync", None, "target.approval_gate"),  # a late grant approves a re-ask
     ("builder", "approved", "exit", None, "target.durable_before_effect"),  # the correct graph, durability="exit"
 ]
 
@@ -47,16 +48,17 @@ def test_the_named_rule_catches_the_variant_every_time(tmp_path: Path, variant: 
 
 
 def test_the_correct_graph_passes_the_golden_runs_that_catch_variants(tmp_path: Path) -> None:
-    for case in ("approved", "denied-then-approved", "issue-flaky"):
+    for case in ("approved", "denied-then-approved", "issue-flaky", "approval-late"):
         result = run_one(BASE, BASE.case(case), "sync", tmp_path / case, None, None)
         assert result.verdict == "passed", (case, [f.message for f in result.failures], result.error)
 
 
-@pytest.mark.xfail(reason="timing-dependent (lead, 2026-12-01): the two processes of a duplicated request do not always overlap; failed 1 of 2 in a fresh-clone .ci/run and under load 12-17, passed 2/2 on reruns; the barrier needs to hold both inside the step", strict=False)
 @pytest.mark.parametrize("kind", ["start", "answer"])
 def test_two_live_processes_on_one_thread_are_caught_every_time(tmp_path: Path, kind: str) -> None:
     """LangGraph does not serialise two invocations of one thread: a start request or an approval delivered
-    twice at once runs the same step in two live processes (the app must hold a lock per thread)."""
+    twice at once runs the same step in two live processes (the app must hold a lock per thread). The two
+    processes meet inside the step (a rendezvous at each one's first effect call, the other pid verified a live
+    worker of the run), so the overlap is certain, not a matter of timing."""
     from crashpoint.harness.targets.target import TargetCase
 
     target = dataclasses.replace(BASE, cases=[TargetCase(f"twice-{kind}", duplicate=kind)])
@@ -65,3 +67,21 @@ def test_two_live_processes_on_one_thread_are_caught_every_time(tmp_path: Path, 
         assert result.verdict == "failed", result.error
         assert "target.single_live_process" in {f.rule for f in result.failures}
         assert sum(1 for p in result.pids if p.get("duplicate")) == 1
+        (met,) = [d["met"] for d in result.outcome.deliveries if d["kind"] == "rendezvous"]
+        pids = {p["pid"] for p in result.pids if p["phase"] == kind}
+        assert len(pids) == 2 and met == {a: [b] for a, b in zip(sorted(pids), sorted(pids, reverse=True))}, met
+
+
+def test_a_late_answer_reaches_the_thread_after_it_moved_on_and_the_correct_graph_asks_again(tmp_path: Path) -> None:
+    """The reviewer's grant of ask 1 arrives after the deadline's denial sent the agent on to a revised draft:
+    it is delivered to the re-ask (ask 2), which the example recognises as an answer to another ask."""
+    result = run_one(BASE, BASE.case("approval-late"), "sync", tmp_path, None, None)
+    assert result.verdict == "passed", [f.message for f in result.failures]
+    out = result.outcome
+    assert [(d["kind"], d.get("grants")) for d in out.deliveries] == [("answer", False), ("late_answer", None)]
+    late = out.deliveries[1]
+    assert late["to"] == "approve" and late["resume"] == {"approved": True, "ask": 1}
+    assert [(d["granted"], d["by"]) for d in out.decisions] == [(False, "crashpoint"), (True, "crashpoint-late")]
+    status = out.threads["order-1001"]
+    assert status["status"] == "waiting" and status["values"]["log"][-1] == "approval:stale-ask-1"
+    assert not [c for c in out.calls if c.effect == "issue_refund"]

@@ -104,3 +104,16 @@ def test_target_yaml_round_trip_and_errors(tmp_path: Path) -> None:
     with pytest.raises(CaseError) as info:
         crashpoint.Target.from_file(bad)
     assert str(info.value).startswith(f"{bad}:6: field durability[0]")
+
+
+def test_a_late_answer_needs_a_next_answer_of_its_node(tmp_path: Path) -> None:
+    bad = tmp_path / "t.yaml"
+    bad.write_text("target: x\nengine: langgraph\nentry: a:b\ninputs:\n  - {thread: t, input: 1}\ncases:\n"
+                   "  - name: c\n    human:\n      approve:\n        - {resume: 1, late: true}\n")
+    with pytest.raises(CaseError) as info:
+        crashpoint.Target.from_file(bad)
+    assert str(info.value).startswith(f"{bad}:10: field cases[0].human.approve[0].late: a late answer of approve "
+                                      "needs a next answer"), str(info.value)
+    ok = crashpoint.Target.from_file(ROOT / "examples/langgraph_refund/target.yaml")
+    assert ok.answers(ok.case("approval-late"))["approve"][0] == {"grants": True, "late": True,
+                                                                 "resume": {"approved": True, "ask": 1}}

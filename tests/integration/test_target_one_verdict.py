@@ -1,0 +1,81 @@
+"""One verdict path for targets: a run of a team's graph gets the same verdict and the same findings whether
+it ran under ``crashpoint run TARGET.yaml`` or under ``pytest --chaos`` (the ``crashpoint_sweep`` fixture),
+because both reach it through :func:`crashpoint.harness.judge.verdict.judge_target`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("langgraph.checkpoint.sqlite")
+
+from crashpoint.harness.judge.verdict import judge_target  # noqa: E402
+from crashpoint.harness.targets.driver import TargetOutcome, TargetUnsupported  # noqa: E402
+from crashpoint.harness.targets.target import Target, TargetCase  # noqa: E402
+
+pytest_plugins = ("pytester",)
+
+ROOT = Path(__file__).resolve().parents[2]
+POINT = "after_effect:issue_refund"
+
+
+def _target_file(folder: Path) -> Path:
+    """The example's target, pointed at the ``no_key`` variant (the refund issued twice after a kill at POINT)."""
+    text = (ROOT / "examples/langgraph_refund/target.yaml").read_text()
+    text = text.replace("entry: langgraph_refund.graph:builder", "entry: langgraph_refund.variants:no_key")
+    text = text.replace('pythonpath: [".."]', f"pythonpath: [{json.dumps(str(ROOT / 'examples'))}]")
+    path = folder / "target.yaml"
+    path.write_text(text)
+    return path
+
+
+def _verdicts(runs: list[dict]) -> list[tuple[str, str, list[str]]]:
+    return [(r["crash_point"], r["verdict"], sorted({f["rule"] for f in r["failures"]})) for r in runs]
+
+
+def test_the_cli_and_pytest_chaos_give_one_run_the_same_verdict(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    target = _target_file(tmp_path)
+    report = tmp_path / "cli.json"
+    cli = subprocess.run([sys.executable, "-m", "crashpoint", "run", str(target), "--case", "approved",
+                          "--durability", "sync", "--crash-point", POINT, "--json", str(report)],
+                         capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert cli.returncode == 1, cli.stdout + cli.stderr
+    from_cli = _verdicts(json.loads(report.read_text())["runs"])
+
+    out = pytester.path / "pytest.json"
+    pytester.makepyfile(test_refund=f'''
+import json
+
+def test_sweep(crashpoint_sweep):
+    result = crashpoint_sweep({str(target)!r}, cases=["approved"], durability=["sync"], crash_points=[{POINT!r}])
+    with open({str(out)!r}, "w") as f:
+        json.dump(result.result.to_dict(), f)
+    assert result.passed, result.summary
+''')
+    run = pytester.runpytest_subprocess("--crashpoint-chaos", "-p", "no:ordeal", "-q")
+    run.assert_outcomes(failed=1)
+    from_pytest = _verdicts(json.loads(out.read_text())["runs"])
+
+    assert from_cli == from_pytest == [("none", "passed", []),
+                                       (POINT, "failed", ["target.at_most_once_per_key", "target.effects_like_golden"])
+                                       ], (from_cli, from_pytest)
+
+
+def test_judge_target_decides_in_the_documented_order(tmp_path: Path) -> None:
+    target = Target(name="t", entry="m:g", inputs=[{"thread": "a", "input": 1}])
+    case = TargetCase()
+    unsupported = judge_target(target, case, "sync", TargetUnsupported("no sync before 0.6"))
+    broke = judge_target(target, case, "sync", RuntimeError("boom"))
+    assert (unsupported.verdict, broke.verdict, broke.error) == ("unsupported", "error", "RuntimeError: boom")
+    quiet = TargetOutcome("default", "sync", None, tmp_path, threads={"a": {"status": "finished", "values": {}}})
+    assert judge_target(target, case, "sync", quiet).verdict == "passed"
+    missed = TargetOutcome("default", "sync", "node:a@x", tmp_path, threads=quiet.threads)
+    assert judge_target(target, case, "sync", missed, crash_point="node:a@x", reached=False).verdict == "error"
+    lonely = TargetOutcome("default", "sync", None, tmp_path, threads=quiet.threads,
+                           not_tested=["the duplicate start never overlapped"])
+    result = judge_target(target, case, "sync", lonely)
+    assert (result.verdict, result.error) == ("error", "the duplicate start never overlapped")
