@@ -139,12 +139,13 @@ def render(stored: dict[str, Any]) -> str:
     title = f"crashpoint: {'PASSED' if ok else 'FAILED' if run.get('complete') else 'INCOMPLETE'} - {run_title(run)}"
     return page(
         "run.html.j2", title, complete=bool(run.get("complete")),
-        verdicts=[c["cases"], c["runs"], c["passed"], c["failed"], c["error"], c["unknown"]],
+        verdicts=[c["cases"], c["runs"], c["passed"], c["failed"], c["error"], c["unknown"], c["unsupported"]],
         info=[(k, run.get(k)) for k in ("run_id", "engine", "engine_version", "adapter", "pack", "pack_version",
                                          "crash", "seed", "git_commit", "host", "source", "started_at", "ended_at",
                                          "complete")],
         metrics=[(label, fmt_metric(name, values[name], golden_points(results))) for name, (label, _) in METRICS.items()],
         images=images,
-        cases=[(cid, x["runs"], x["passed"], x["failed"], x["error"], x["unknown"]) for cid, x in cases.items()],
+        cases=[(cid, x["runs"], x["passed"], x["failed"], x["error"], x["unknown"], x["unsupported"])
+               for cid, x in cases.items()],
         coverage=_coverage(summary.get("coverage")), vacuity=findings,
         bad=len(bad), groups=[_group(g, i < MAX_TIMELINES) for i, g in enumerate(failure_groups(results))])

@@ -1,8 +1,11 @@
 """Markdown of a stored run, for a pull-request comment.
 
-Shape: a title line with the verdict, a summary table (runs by verdict), the metrics table, a table
-of the cases that did not pass every run, then each failing run (at most :data:`MAX_FAILURES`) with
-its oracle findings, and the ``reproduce`` commands in one fenced block. Every string that came
+Shape: a title line with the verdict, a summary table (runs by verdict, ``unsupported`` included),
+the metrics table, a table of the cases that did not pass every run, then the runs that did not pass
+grouped as the HTML report groups them (by verdict and rule, crash-point families counted:
+:func:`~crashpoint.reports.summary.failure_groups`): each group's title, its first run with its oracle
+findings, the others one line each (at most :data:`MAX_FAILURES` runs in all), and the ``reproduce``
+commands in one fenced block. Every string that came
 from a case, an engine or a trace goes through :func:`escape`.
 """
 
@@ -13,8 +16,8 @@ import re
 from typing import Any
 
 from crashpoint.text import clip
-from crashpoint.reports.summary import (METRICS, counts, fmt_metric, golden_points, metrics, per_case, result_id,
-                                       rule_of, run_title, visible)
+from crashpoint.reports.summary import (METRICS, counts, failure_groups, fmt_metric, golden_points, group_title,
+                                       metrics, per_case, result_id, rule_of, run_title, visible)
 
 #: Failing runs shown in detail; the rest are counted.
 MAX_FAILURES = 25
@@ -92,30 +95,42 @@ def render(stored: dict[str, Any]) -> str:
     ok = c["passed"] == c["runs"] and run.get("complete")
     mark = "PASSED" if ok else ("INCOMPLETE" if not run.get("complete") else "FAILED")
     lines = [f"### crashpoint: {mark}: {c['passed']}/{c['runs']} runs passed", "", escape(run_title(run)), "",
-             "| cases | runs | passed | failed | errors | unknown |", "|---:|---:|---:|---:|---:|---:|",
-             f"| {c['cases']} | {c['runs']} | {c['passed']} | {c['failed']} | {c['error']} | {c['unknown']} |", "",
+             "| cases | runs | passed | failed | errors | unknown | unsupported |",
+             "|---:|---:|---:|---:|---:|---:|---:|",
+             f"| {c['cases']} | {c['runs']} | {c['passed']} | {c['failed']} | {c['error']} | {c['unknown']} "
+             f"| {c['unsupported']} |", "",
              "| metric | value |", "|---|---:|"]
     values = metrics(results)
     points = golden_points(results)
     lines += [f"| {label} | {fmt_metric(name, values[name], points)} |" for name, (label, _) in METRICS.items()]
     bad_cases = {cid: x for cid, x in per_case(results).items() if x["passed"] != x["runs"]}
     if bad_cases:
-        lines += ["", "| case | runs | passed | failed | errors | unknown |", "|---|---:|---:|---:|---:|---:|"]
-        lines += [f"| {escape(cid)} | {x['runs']} | {x['passed']} | {x['failed']} | {x['error']} | {x['unknown']} |"
-                  for cid, x in bad_cases.items()]
+        lines += ["", "| case | runs | passed | failed | errors | unknown | unsupported |",
+                  "|---|---:|---:|---:|---:|---:|---:|"]
+        lines += [f"| {escape(cid)} | {x['runs']} | {x['passed']} | {x['failed']} | {x['error']} | {x['unknown']} "
+                  f"| {x['unsupported']} |" for cid, x in bad_cases.items()]
     bad = [r for r in results if r["verdict"] != "passed"]
     if bad:
-        lines += ["", f"#### Runs that did not pass ({len(bad)})", ""]
-        for r in bad[:MAX_FAILURES]:
-            lines.append(f"- **{escape(r['verdict'].upper())}** {escape(result_id(r))}: final status "
-                         f"{escape(r.get('final_status') or '-')}")
-            for f in r.get("failures") or []:
+        lines += ["", f"#### Runs that did not pass ({len(bad)})"]
+        shown: list[dict[str, Any]] = []
+        for g in failure_groups(results):
+            if len(shown) >= MAX_FAILURES:
+                break
+            first, *rest = g["runs"][:MAX_FAILURES - len(shown)]
+            shown += [first, *rest]
+            lines += ["", f"**{escape(group_title(g))}**", "",
+                      f"- {escape(result_id(first))}: final status {escape(first.get('final_status') or '-')}"]
+            for f in first.get("failures") or []:
                 lines.append(f"  - \\[{escape(rule_of(f))}\\] {escape(f['message'])}")
-            if r.get("error"):
-                lines.append(f"  - {escape(r['error'])}")
-        if len(bad) > MAX_FAILURES:
-            lines.append(f"- ... and {len(bad) - MAX_FAILURES} more (see the HTML or JUnit report)")
-        repro = [r["reproduce"] for r in bad[:MAX_FAILURES] if r.get("reproduce")]
+            if first.get("error"):
+                lines.append(f"  - {escape(first['error'])}")
+            for r in rest:  # the same rule: one line each, its first finding
+                why = (r.get("failures") or [{}])[0].get("message") or r.get("error") or ""
+                lines.append(f"- {escape(result_id(r))}: final status {escape(r.get('final_status') or '-')}"
+                             + (f": {escape(why)}" if why else ""))
+        if len(bad) > len(shown):
+            lines += ["", f"... and {len(bad) - len(shown)} more (see the HTML or JUnit report)"]
+        repro = [r["reproduce"] for r in shown if r.get("reproduce")]
         if repro:
             lines += ["", "Reproduce:", "", "```", *(_fence(x) for x in repro), "```"]
     return "\n".join(lines) + "\n"

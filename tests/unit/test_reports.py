@@ -16,7 +16,7 @@ import xmlschema
 from crashpoint.harness.cli.main import ExitCode, main
 from crashpoint.reports import html, journal, junit, markdown
 from crashpoint.reports.store import ResultStore
-from crashpoint.reports.summary import failure_groups, result_id
+from crashpoint.reports.summary import failure_groups, group_title, result_id
 from stored_runs import HOSTILE_TEXT, SCRIPT_NAME, broken_engine_run, hostile_run, load
 
 XSD = Path(__file__).resolve().parents[1] / "data" / "junit-10.xsd"
@@ -65,7 +65,7 @@ def test_markdown_escapes_tables_code_and_html() -> None:
     assert "<script" not in head + tail and "<img" not in head + tail  # a fenced block is literal text
     assert "&lt;script&gt;" in text
     row = next(line for line in text.splitlines() if line.startswith("| &lt;script"))
-    assert row.count(" | ") == 5  # the case name's own '|' did not add a column
+    assert row.count(" | ") == 6  # the case name's own '|' did not add a column
     assert "\\`tick\\`" in text and "a \\| b" in text and "\\[link\\]" in text
     assert "`" not in fence and "crashpoint run" in fence
 
@@ -101,6 +101,40 @@ def test_html_is_self_contained_and_shows_timelines() -> None:
     assert "Durability coverage" in text and "draft_refund" in text
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', text)
     assert len(images) == 2 and all(base64.b64decode(i).startswith(b"\x89PNG") for i in images)
+
+
+def test_markdown_groups_failures_like_the_html_report() -> None:
+    # issue 17: the Markdown report listed 13 failures of one bug as 13 entries, each with its findings
+    stored = load(broken_engine_run())
+    text = markdown.render(stored)
+    groups = failure_groups(stored["results"])
+    titles = [line for line in text.splitlines() if line.startswith("**") and "run" in line]
+    assert len(titles) == len(groups) < 13
+    assert all(markdown.escape(group_title(g)) in text for g in groups)
+    assert all(markdown.escape(result_id(r)) in text for g in groups for r in g["runs"])
+    findings = [line for line in text.splitlines() if line.startswith("  - \\[")]
+    assert len(findings) == sum(len(g["runs"][0].get("failures") or []) for g in groups)  # first run of each group
+
+
+def _with_unsupported(stored: dict) -> dict:
+    results = [dict(r) for r in stored["results"]]
+    results[1] |= {"verdict": "unsupported", "failures": [], "error": "unsupported: hold: cancel"}
+    return {**stored, "results": results}
+
+
+def test_html_and_markdown_count_unsupported_runs() -> None:
+    # issue 17: an unsupported run (a feature the engine lacks) was counted in no column of either report
+    stored = _with_unsupported(load(broken_engine_run()))
+    text = markdown.render(stored)
+    header = next(line for line in text.splitlines() if line.startswith("| cases |"))
+    row = text.splitlines()[text.splitlines().index(header) + 2]
+    assert header.endswith("| unsupported |") and row.endswith("| 1 |")
+    case_header = next(line for line in text.splitlines() if line.startswith("| case |"))
+    assert case_header.endswith("| unsupported |")
+    page = html.render(stored)
+    assert page.count("<th>unsupported</th>") == 2  # the summary and the per-case table
+    summary = page[page.index("<h2>Summary</h2>"):page.index("<h2>Metrics</h2>")]
+    assert re.findall(r'<td class="n">(\d+)</td>', summary)[-1] == "1"
 
 
 def test_html_escapes_every_hostile_string() -> None:
