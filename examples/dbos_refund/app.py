@@ -11,6 +11,7 @@ same in its workers (target.yaml names ``setup``).
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from dbos import DBOS
@@ -25,8 +26,10 @@ APPROVAL_TIMEOUT_S = 3600
 
 
 def setup() -> None:
-    """Register the refund queue (DBOS queues are database-backed: registered after launch)."""
-    DBOS.register_queue(QUEUE, global_concurrency=CONCURRENCY, polling_interval_sec=0.05)
+    """Register the refund queue (DBOS queues are database-backed: registered after launch). The global limit is
+    ``global_concurrency`` since dbos 3.0, ``concurrency`` before (2.2x): the app runs on both."""
+    limit = "global_concurrency" if "global_concurrency" in inspect.signature(DBOS.register_queue).parameters else "concurrency"
+    DBOS.register_queue(QUEUE, polling_interval_sec=0.05, **{limit: CONCURRENCY})
 
 
 @DBOS.step()

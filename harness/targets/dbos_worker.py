@@ -88,6 +88,8 @@ WAITING_DIR = "waiting"
 #: ``SystemDatabase`` methods the worker wraps (a dbos release lacking one is ``unsupported``).
 HOOKS = ("init_workflow", "check_operation_execution", "record_operation_result", "update_workflow_outcome",
          "recv", "send_bulk", "start_queued_workflows")
+#: A hook a release may lack -> the older method wrapped in its place (before 2.2x: one ``send`` per message).
+FALLBACKS = {"send_bulk": "send"}
 #: DBOS workflow statuses after which nothing more runs.
 TERMINAL = ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED", "RETRIES_EXCEEDED")
 #: Exit code of a worker asked for something the installed dbos does not have.
@@ -147,10 +149,11 @@ def install_hooks(probe: Callable[[str], None], run_dir: Path) -> list[str]:
     inside ``recv`` leaves it: the workflow waits there in the database too)."""
     from dbos._sys_db import SystemDatabase
 
-    missing = [h for h in HOOKS if not callable(getattr(SystemDatabase, h, None))]
+    hooks = [h if callable(getattr(SystemDatabase, h, None)) or h not in FALLBACKS else FALLBACKS[h] for h in HOOKS]
+    missing = [h for h in hooks if not callable(getattr(SystemDatabase, h, None))]
     if missing:
         return missing
-    orig = {h: getattr(SystemDatabase, h) for h in HOOKS}
+    orig = {h: getattr(SystemDatabase, h) for h in hooks}
     steps = run_dir / STEPS_FILE
     waits = run_dir / WAITING_DIR
 
@@ -209,6 +212,14 @@ def install_hooks(probe: Callable[[str], None], run_dir: Path) -> list[str]:
             probe(f"after_send:{where}")
         return out
 
+    def send(self: Any, workflow_uuid: Any, function_id: Any, destination_uuid: str, message: Any,
+             topic: Any = None, *args: Any, **kwargs: Any) -> Any:
+        where = f"{destination_uuid}@{topic}"
+        probe(f"before_send:{where}")
+        out = orig["send"](self, workflow_uuid, function_id, destination_uuid, message, topic, *args, **kwargs)
+        probe(f"after_send:{where}")
+        return out
+
     def start_queued_workflows(self: Any, queue: Any, *args: Any, **kwargs: Any) -> Any:
         out = orig["start_queued_workflows"](self, queue, *args, **kwargs)
         ids = out[0] if isinstance(out, tuple) else out
@@ -219,7 +230,7 @@ def install_hooks(probe: Callable[[str], None], run_dir: Path) -> list[str]:
         return out
 
     for name, fn in locals().copy().items():
-        if name in HOOKS:
+        if name in hooks:
             setattr(SystemDatabase, name, fn)
     return []
 
