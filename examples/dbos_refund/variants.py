@@ -9,7 +9,7 @@ from typing import Any
 from dbos import DBOS
 
 from dbos_refund import services
-from dbos_refund.app import APPROVAL_TIMEOUT_S, draft, notify, void
+from dbos_refund.app import APPROVAL_TIMEOUT_S, draft, issue, notify, void
 
 
 @DBOS.step()
@@ -26,7 +26,10 @@ def issue_with_clock_key(draft_: dict[str, Any]) -> dict[str, Any]:
 
 
 def _refund(order: dict[str, Any], issue: Any) -> dict[str, Any]:
-    drafted = draft(order)
+    return _after_draft(order, draft(order), issue)
+
+
+def _after_draft(order: dict[str, Any], drafted: dict[str, Any], issue: Any) -> dict[str, Any]:
     decision = DBOS.recv("approval", timeout_seconds=APPROVAL_TIMEOUT_S)
     if decision and decision.get("approved"):
         refund = issue(drafted)
@@ -47,3 +50,25 @@ def refund_without_key(order: dict[str, Any]) -> dict[str, Any]:
 def refund_with_clock_key(order: dict[str, Any]) -> dict[str, Any]:
     """The refund flow with :func:`issue_with_clock_key` (caught by target.effects_like_golden)."""
     return _refund(order, issue_with_clock_key)
+
+
+#: Seconds of drafting after which the timed variant asks for a manual review.
+SLOW_DRAFT_S = 0.25
+
+
+@DBOS.step()
+def flag_for_review(order: dict[str, Any]) -> dict[str, Any]:
+    """Flag the refund for a manual review (no side effect here)."""
+    return {"order_id": order["order_id"], "review": True}
+
+
+@DBOS.workflow()
+def refund_timed_review(order: dict[str, Any]) -> dict[str, Any]:
+    """Times the draft with the wall clock in the workflow body and flags slow drafts for review: when DBOS runs
+    the workflow again, the recorded draft returns at once, the branch goes the other way, and the steps no
+    longer line up with the recorded ones (caught by target.replay_deterministic)."""
+    began = time.time()
+    drafted = draft(order)
+    if time.time() - began > SLOW_DRAFT_S:
+        flag_for_review(order)
+    return _after_draft(order, drafted, issue)

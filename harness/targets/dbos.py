@@ -41,9 +41,13 @@ def facts(run_dir: Path) -> dict[str, Any]:
     :mod:`~crashpoint.harness.targets.dbos_worker`): ``dequeues`` (``[{"pid", "wf", "queue"}]``, each claim from
     a queue), ``outcomes`` (``[{"pid", "wf", "status"}]``, each final status written), ``overlaps``
     (``[{"pid", "wf", "holders"}]``, a workflow executed by a process while other live ones executed it),
+    ``checks`` (``[{"pid", "wf", "step", "name"}]``, each step position a process asked DBOS about, in order),
     ``queued`` (the last worker's list of DBOS's queued workflows, ``[{"id", "name", "queue", "status",
     "digest", "executor"}]``; ``None`` when no worker wrote one)."""
     queued = run_dir / "queued.json"
+    checks = run_dir / "checks.log"
+    positions = [line.split(" ", 3) for line in checks.read_text().splitlines()] if checks.exists() else []
     return {"dequeues": _json_lines(run_dir / "dequeues.log"), "outcomes": _json_lines(run_dir / "outcomes.log"),
             "overlaps": _json_lines(run_dir / "overlaps.log"),
+            "checks": [{"pid": int(p), "wf": wf, "step": int(fid), "name": name} for p, wf, fid, name in positions],
             "queued": json.loads(queued.read_text()) if queued.exists() else None}

@@ -79,6 +79,8 @@ DEQUEUES_FILE = "dequeues.log"
 OUTCOMES_FILE = "outcomes.log"
 #: ``PID WF`` lines: each workflow a process executed (any of its steps checked).
 EXECUTIONS_FILE = "executions.log"
+#: ``PID WF FUNCTION_ID NAME`` lines: each step position a process asked DBOS about (recorded or not), in order.
+CHECKS_FILE = "checks.log"
 #: JSON lines ``{"pid", "wf", "holders"}``: a process executed a workflow another live process was executing.
 OVERLAPS_FILE = "overlaps.log"
 EXECUTING_DIR = "executing"
@@ -166,9 +168,10 @@ def install_hooks(probe: Callable[[str], None], run_dir: Path) -> list[str]:
 
     def check_operation_execution(self: Any, workflow_id: str, function_id: int, function_name: str,
                                   *args: Any, **kwargs: Any) -> Any:
+        executing(run_dir, workflow_id)
+        append(run_dir / CHECKS_FILE, f"{os.getpid()} {workflow_id} {function_id} {function_name}\n")
         recorded = orig["check_operation_execution"](self, workflow_id, function_id, function_name, *args, **kwargs)
         _position.value = (workflow_id, function_id, function_name)
-        executing(run_dir, workflow_id)
         if recorded is None:
             append(steps, f"{os.getpid()} {workflow_id} {function_id} {function_name}\n")
             probe(f"step:{workflow_id}@{function_name}")

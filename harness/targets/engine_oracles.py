@@ -8,6 +8,9 @@ to read (no finding):
   queued work (queue, workflow function, digest of its inputs) appears as many times as in the golden run (more:
   the same work enqueued again under a new workflow id, e.g. an enqueue repeated by a re-run step; fewer: lost);
   no workflow's final status is written twice (it ran to the end twice).
+* ``target.replay_deterministic``: every execution of a workflow asks for the same step at each position (DBOS's
+  function id): a re-execution that asks for another one took another branch of the workflow body (a branch on
+  the wall clock, ``random`` or the environment outside a step), which DBOS cannot replay.
 * ``target.one_live_execution``: no workflow executed by two live processes at once (each worker holds a lock
   per workflow it executes until it exits; one that finds the lock held records the live holders).
 """
@@ -81,4 +84,24 @@ def one_live_execution(target: Target, run: TargetOutcome, golden: TargetOutcome
                              f"workflow {overlap['wf']} executed by pid {overlap['pid']} while pid(s) "
                              f"{', '.join(map(str, holders))} were alive and executing it: two live processes ran "
                              "one workflow at once", [f"overlap {overlap}"]))
+    return found
+
+
+@rule("target.replay_deterministic", "each execution of a workflow asks for the same step at each position")
+def replay_deterministic(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
+    first: dict[tuple[str, int], dict[str, Any]] = {}
+    found, seen = [], set()
+    for check in run.engine_facts.get("checks", ()):
+        where = (check["wf"], check["step"])
+        before = first.setdefault(where, check)
+        if before["name"] != check["name"] and check["wf"] not in seen:
+            seen.add(check["wf"])
+            error = (run.threads.get(check["wf"]) or {}).get("error")
+            found.append(Failure("target.replay_deterministic",
+                                 f"workflow {check['wf']} took another path when it ran again: step {check['step']} was "
+                                 f"{before['name']} (pid {before['pid']}) and then {check['name']} (pid {check['pid']}); "
+                                 "the workflow body branches on something DBOS does not record (the wall clock, random, "
+                                 "the environment): do it in a step" + (f"; DBOS says: {error}" if error else ""),
+                                 [f"pid {c['pid']} step {c['step']} {c['name']}" for c in run.engine_facts["checks"]
+                                  if c["wf"] == check["wf"]][:8]))
     return found

@@ -31,3 +31,25 @@ def test_a_broken_issue_step_is_caught_3_of_3(tmp_path: Path, workflow: str, rul
         assert r.verdict == "failed", r.error
         rules = {f.rule for f in r.failures}
         assert rule in rules, rules
+
+
+def _slow_draft_target(workflow: str) -> Target:
+    data = Target.from_file(TARGET).to_data() | {"entry": workflow}
+    data["inputs"] = data["inputs"][:1]
+    data["cases"] = [{"name": "slow-draft", "faults": [{"effect": "draft_refund", "outcome": "slow", "seconds": 0.5}]}]
+    return Target.from_data(data)
+
+
+@pytest.mark.slow
+def test_a_workflow_branching_on_the_wall_clock_is_caught_3_of_3(tmp_path: Path) -> None:
+    """The timed variant flags a slow draft (0.5 s, a scripted slow fault) from the workflow body; the answer comes
+    to a new worker, where DBOS runs the workflow again with the draft recorded: the branch flips."""
+    control = _slow_draft_target("dbos_refund.app:refund_workflow")
+    ok = run_one(control, control.case("slow-draft"), "sync", tmp_path / "control", None, None)
+    assert ok.verdict == "passed", (ok.error, [f.message for f in ok.failures])
+    target = _slow_draft_target("dbos_refund.variants:refund_timed_review")
+    for n in range(1, 4):
+        r = run_one(target, target.case("slow-draft"), "sync", tmp_path / str(n), None, None)
+        found = [f.message for f in r.failures if f.rule == "target.replay_deterministic"]
+        assert r.verdict == "failed" and found, (r.error, [f.message for f in r.failures])
+        assert "step 2 was flag_for_review" in found[0] and "then DBOS.recv" in found[0]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from crashpoint.harness.targets.driver import TargetOutcome
-from crashpoint.harness.targets.engine_oracles import one_live_execution, queued_once
+from crashpoint.harness.targets.engine_oracles import one_live_execution, queued_once, replay_deterministic
 from crashpoint.harness.targets.target import Target
 
 TARGET = Target(name="t", entry="m:wf", engine="dbos", inputs=[{"thread": "w1", "queue": "q", "input": 1}])
@@ -61,3 +61,16 @@ def test_two_live_processes_on_one_workflow() -> None:
 def test_an_engine_that_records_nothing_gives_no_finding() -> None:
     bare = TargetOutcome("c", "sync", "p", Path("."))
     assert queued_once(TARGET, bare, None) == [] and one_live_execution(TARGET, bare, None) == []
+
+
+def test_a_re_execution_asking_for_another_step_took_another_path() -> None:
+    run = _run([])
+    run.engine_facts["checks"] = [{"pid": 1, "wf": "w1", "step": 1, "name": "draft"},
+                                  {"pid": 1, "wf": "w1", "step": 2, "name": "flag_for_review"},
+                                  {"pid": 2, "wf": "w1", "step": 1, "name": "draft"},
+                                  {"pid": 2, "wf": "w1", "step": 2, "name": "DBOS.recv"}]
+    found = replay_deterministic(TARGET, run, None)
+    assert [f.rule for f in found] == ["target.replay_deterministic"]
+    assert "step 2 was flag_for_review (pid 1) and then DBOS.recv (pid 2)" in found[0].message
+    run.engine_facts["checks"] = run.engine_facts["checks"][:3]
+    assert replay_deterministic(TARGET, run, None) == []
