@@ -149,6 +149,28 @@ def warm_server(target: Target) -> forkserver.ForkServer:
     return server
 
 
+def _warm_up(server: forkserver.ForkServer, timeout_s: float) -> None:
+    """Wait until ``server`` (a zygote, cold: importing LangGraph takes seconds under load) forks: it runs
+    ``/bin/true`` once (an error here is left to the worker's own run to report)."""
+    try:
+        server.exec(["/bin/true"], timeout_s)
+    except (OSError, WorkerTimeout):
+        pass
+
+
+def _warm_then_run(target: Target, ready: threading.Event, go: threading.Event, module: str, argv: list[str],
+                   timeout_s: float, env: dict[str, str], log: Path) -> tuple[int, list[str]]:
+    """The second process of a duplicated request: warm this thread's zygote, set ``ready``, wait for ``go``
+    (the main thread's zygote is warm too), then run the worker. Both processes are then forked from warm
+    zygotes within milliseconds, so neither waits out the other's cold start at the barrier."""
+    try:
+        _warm_up(warm_server(target), timeout_s)
+    finally:
+        ready.set()
+    go.wait(timeout_s)
+    return warm_server(target).run(module, argv, timeout_s, env, log)
+
+
 def close_servers() -> None:
     """Stop this thread's zygotes."""
     for server in getattr(_local, "servers", {}).values():
@@ -275,7 +297,12 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
                 twin_args = [*argv, *(["--duplicate"] if phase == "start" else [])]
                 twin_log = log.with_suffix(".twin.log")
                 if warm:  # each helper thread keeps its own warm zygote, so both processes start alike
-                    twin = _helper.submit(lambda: warm_server(target).run(worker_module, twin_args, left, env, twin_log))
+                    ready, go = threading.Event(), threading.Event()
+                    twin = _helper.submit(_warm_then_run, target, ready, go, worker_module, twin_args, left, env,
+                                          twin_log)
+                    _warm_up(warm_server(target), left)
+                    ready.wait(left)
+                    go.set()
                 else:
                     twin = _helper.submit(run_process, [sys.executable, "-m", worker_module, *twin_args], left,
                                           cold_env, twin_log)

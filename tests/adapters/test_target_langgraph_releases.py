@@ -1,0 +1,50 @@
+"""The known findings per langgraph release (examples/langgraph_refund/known_findings.yaml, README's table),
+checked on the release installed: each probe runs once and must give the pinned verdict or rules."""
+
+from __future__ import annotations
+
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytest.importorskip("langgraph.checkpoint.sqlite")
+
+from crashpoint.harness.targets.sweep import run_one  # noqa: E402
+from crashpoint.harness.targets.target import Target  # noqa: E402
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples/langgraph_refund"
+PINS = yaml.safe_load((EXAMPLE / "known_findings.yaml").read_text())
+INSTALLED = version("langgraph")
+ROW = PINS["releases"].get(INSTALLED)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(ROW is None, reason=f"langgraph {INSTALLED} has no row in known_findings.yaml")
+@pytest.mark.parametrize("probe", sorted(PINS["probes"]))
+def test_the_installed_release_gives_its_pinned_findings(tmp_path: Path, probe: str) -> None:
+    if probe not in ROW:
+        pytest.skip(f"langgraph {INSTALLED}: {probe} not measured")
+    spec = PINS["probes"][probe]
+    target = Target.from_file(EXAMPLE / spec.get("file", "target.yaml"))
+    case, mode, point = target.case(spec["case"]), spec["durability"], spec.get("crash_point")
+    golden = None
+    if point:
+        golden = run_one(target, case, mode, tmp_path / "golden", None, None).outcome
+    result = run_one(target, case, mode, tmp_path / "run", point, golden,
+                     write_latency_ms=spec.get("write_latency_ms", 0.0))
+    want = ROW[probe]
+    if isinstance(want, str):
+        assert result.verdict == want, (result.verdict, result.error, [f.message for f in result.failures])
+    else:
+        assert result.verdict == "failed", (result.verdict, result.error)
+        assert set(want) <= {f.rule for f in result.failures}, [f.message for f in result.failures]
+
+
+def test_every_pinned_row_names_known_probes_and_outcomes() -> None:
+    for release, row in PINS["releases"].items():
+        assert set(row) <= set(PINS["probes"]), release
+        for want in row.values():
+            assert want in ("passed", "unsupported") or (isinstance(want, list) and
+                                                        all(r.startswith("target.") for r in want)), (release, want)
