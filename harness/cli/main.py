@@ -127,7 +127,7 @@ def add_parallel_options(parser: argparse.ArgumentParser, what: str = "parallel 
     if progress:
         parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                             help="a progress bar on standard error (default: on a terminal, for sweeps of more "
-                                 "than 50 runs or 3 s; --progress forces it, --no-progress never shows it)")
+                                 "than 50 runs or 3 s; --progress forces it, --no-progress shows no progress at all, not even dots)")
 
 
 def check_sweep_options(args: argparse.Namespace) -> None:

@@ -7,7 +7,8 @@ terminal, once the sweep turns out long (more than :data:`MIN_RUNS` runs planned
     ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╺━━━━━━  45/120  37%  5.2 runs/s  ETA 0:00:14  2 not passed
 
 ``--progress`` forces the bar from the first run (even when standard error is not a terminal or
-with ``-q``); ``--no-progress`` never shows it. ``-q`` shows neither dots nor an automatic bar.
+with ``-q``); ``--no-progress`` shows no progress at all (no bar, no dots). ``-q`` shows neither dots
+nor an automatic bar.
 The bar is only ever written to standard error, never to standard output or a ``--json`` file.
 It is redrawn from the calling thread at most every :data:`REDRAW_S` seconds (no refresh thread),
 with colours only on a terminal.
@@ -52,7 +53,7 @@ class SweepProgress:
     Args:
         stream: where to write (standard error by default).
         mode: ``auto`` (dots; a bar on a terminal once the sweep is long), ``on`` (a bar from the
-            start, wherever ``stream`` goes), ``off`` (dots only).
+            start, wherever ``stream`` goes), ``off`` (nothing: no bar and no dots).
         quiet: no dots, and no automatic bar (``on`` still shows one).
         clock: monotonic seconds (tests pass a fake).
 
@@ -65,7 +66,7 @@ class SweepProgress:
         if mode not in MODES:
             raise ValueError(f"progress mode must be one of {MODES}, got {mode!r}")
         self.stream = stream if stream is not None else sys.stderr
-        self.mode, self.quiet, self.clock = mode, quiet, clock
+        self.mode, self.quiet, self.clock = mode, quiet or mode == "off", clock
         self.began = clock()
         self.planned = self.done = self.not_passed = 0
         self.bar = False

@@ -274,7 +274,7 @@ def test_progress_shows_dots_then_a_bar_on_a_terminal_once_the_sweep_is_long() -
     assert "0/60" in _frames(long.getvalue())[-1] and not long.getvalue().startswith(".")
 
     for stream, mode, quiet, want in ((_Stream(tty=False), "auto", False, ".\n"), (_Stream(tty=True), "auto", True, ""),
-                                      (_Stream(tty=True), "off", False, ".\n")):
+                                      (_Stream(tty=True), "off", False, ""), (_Stream(tty=False), "off", False, "")):
         progress = SweepProgress(stream, mode=mode, quiet=quiet, clock=lambda: 100.0)
         progress.plan(500)
         progress.result(_Run())
@@ -287,6 +287,13 @@ def test_progress_shows_dots_then_a_bar_on_a_terminal_once_the_sweep_is_long() -
     progress.close()
     assert re.search(r"1/1\s+100%", _frames(forced.getvalue())[-1])
     assert "\x1b[3" not in forced.getvalue() and "\x1b[9" not in forced.getvalue()  # no colours off a terminal
+
+
+def test_no_progress_prints_no_dots_and_no_bar(capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 17: --no-progress turned the bar off but still printed a dot per run
+    assert main(["run", str(SEED), "--crash-point", POINTS[0], "--no-progress", "--workers", "1"]) == ExitCode.OK
+    err = capsys.readouterr().err
+    assert not re.search(r"^[.F]+$", err, re.MULTILINE) and "runs/s" not in err, err
 
 
 def test_run_with_forced_progress_draws_the_bar_on_stderr_only(tmp_path: Path,
