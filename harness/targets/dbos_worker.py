@@ -10,7 +10,7 @@ queue to start it through (``queue:``, a queue the team's ``dbos.setup`` functio
 ``DBOS.register_queue``). DBOS is configured here, as a team's ``main`` would: the system database is
 SQLite ``RUN_DIR/dbos.sqlite`` (or ``dbos.database_url``), ``application_version`` is pinned (DBOS keys
 recovery to it: an unpinned version is an MD5 of the workflow source), ``executor_id`` is the worker's
-identity, the notification listener and DBOS's internal queue poll every 10 ms (the defaults, 1 s, are
+identity (``dbos.executor_id`` gives every worker the same one, as a deployment that hard-codes it does), the notification listener and DBOS's internal queue poll every 10 ms (the defaults, 1 s, are
 what a cycle would otherwise wait on).
 
 Crash points, with no user code (methods of ``dbos._sys_db.SystemDatabase`` wrapped, see
@@ -65,7 +65,7 @@ import crashpoint.api as effect_api
 from crashpoint.fakes.world import LEDGER_FILE
 from crashpoint.harness.run.crashpoints import probe as make_probe
 from crashpoint.harness.targets.effects import EffectSession, alive, digest
-from crashpoint.harness.targets.workerlib import (PIDS_FILE, append, barrier, load_object, mark_submitted,
+from crashpoint.harness.targets.workerlib import (PIDS_FILE, append, barrier, barrier_exit, load_object, mark_submitted,
                                                    patch_effects, submitted)
 
 DBOS_FILE = "dbos.sqlite"
@@ -412,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
         deliver(url, app_name(target["target"]), json.loads((run_dir / ANSWERS_FILE).read_text()))
     instance = DBOS(config={"name": app_name(target["target"]), "system_database_url": url,
                             "application_version": str(opts.get("application_version") or APP_VERSION),
-                            "executor_id": args.executor_id, "log_level": "WARNING",
+                            "executor_id": opts.get("executor_id") or args.executor_id, "log_level": "WARNING",
                             "notification_listener_polling_interval_sec": 0.01})
     fast_queue = getattr(instance._registry, "_register_internal_queue", None)
     if fast_queue is not None:  # dbos >= 3.0; before it the internal queue keeps its 1 s poll (slower, still correct)
@@ -444,6 +444,8 @@ def main(argv: list[str] | None = None) -> int:
         if (rest and work_rest) or time.monotonic() > deadline:
             break
         time.sleep(POLL_S)
+    if args.barrier:  # workers that started together stay up until all are at rest, as a deployment's replicas do
+        barrier_exit(run_dir)
     tmp = run_dir / (QUEUED_FILE + f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(work, sort_keys=True))
     os.replace(tmp, run_dir / QUEUED_FILE)

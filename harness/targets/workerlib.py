@@ -192,3 +192,30 @@ def rendezvous(run_dir: Path, n: int, limit_s: float = BARRIER_LIMIT_S) -> list[
             append(run_dir / RENDEZVOUS_MISSED_FILE, f"{me}\n")
             return sorted(others)
         time.sleep(0.002)
+
+
+def barrier_exit(run_dir: Path) -> None:
+    """Announce this process at ``RUN_DIR/exiting.PID`` and wait until every process of the phase's
+    :func:`barrier` has too or is dead (so none exits while another still works), at most
+    :data:`BARRIER_LIMIT_S` seconds."""
+    (run_dir / f"exiting.{os.getpid()}").touch()
+    deadline = time.monotonic() + BARRIER_LIMIT_S
+    while time.monotonic() < deadline:
+        peers = [int(p.name.split(".", 1)[1]) for p in run_dir.glob("barrier.*")]
+        if all((run_dir / f"exiting.{pid}").exists() or not _alive(pid) for pid in peers):
+            return
+        time.sleep(0.005)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (killed, not yet reaped) is dead
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return True

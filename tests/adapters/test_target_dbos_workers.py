@@ -47,3 +47,35 @@ def test_a_dbos_whose_recovery_loses_the_dead_executors_work_leaves_it_pending(t
     stuck = [f for f in r.failures if f.rule == "target.ends_within_budget"]
     assert r.verdict == "failed" and stuck, (r.error, [f.message for f in r.failures])
     assert "DBOS workflow status PENDING (executor crashpoint-executor" in stuck[0].message
+
+
+def _replicas(entry: str) -> Target:
+    """Two replicas of one deployment with a hard-coded executor id (``dbos.executor_id``) recover each kill."""
+    data = Target.from_file(TARGET).to_data() | {"entry": entry}
+    data["inputs"] = data["inputs"][:1]
+    data["pythonpath"] = [*data["pythonpath"], str(ROOT / "tests/data/dbos_engines")]
+    data["dbos"] = {**data["dbos"], "executor_id": "refund-worker"}
+    data["cases"] = [{"name": "two-replicas", "human": {}, "workers": 2}]
+    return Target.from_data(data)
+
+
+@pytest.mark.slow
+def test_two_replicas_with_one_executor_id_run_the_dead_ones_work_once(tmp_path: Path) -> None:
+    """Both replicas' DBOS.launch() recover the workflow; DBOS's internal queue hands it to one of them."""
+    target = _replicas("dbos_refund.app:refund_workflow")
+    r = run_one(target, target.case("two-replicas"), "sync", tmp_path, "after_effect:draft_refund", None, keep=True)
+    assert r.verdict == "passed", (r.error, [f.message for f in r.failures])
+    assert [p["rc"] for p in r.outcome.pids if p["phase"] == "recover"] == [0, 0]
+    assert r.outcome.engine_facts["overlaps"] == []
+
+
+@pytest.mark.slow
+def test_a_recovery_that_runs_the_workflow_directly_is_caught_running_it_in_two_live_processes(tmp_path: Path) -> None:
+    """tests/data/dbos_engines/direct_recovery.py: recovery runs the workflow at once in each replica (no atomic
+    dequeue); target.one_live_execution names both pids, 3 of 3."""
+    target = _replicas("direct_recovery:refund_workflow")
+    for n in range(1, 4):
+        r = run_one(target, target.case("two-replicas"), "sync", tmp_path / str(n), "after_effect:draft_refund", None)
+        found = [f.message for f in r.failures if f.rule == "target.one_live_execution"]
+        assert r.verdict == "failed" and found, (r.error, [f.message for f in r.failures])
+        assert "two live processes ran one workflow at once" in found[0]
