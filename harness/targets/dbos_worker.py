@@ -10,8 +10,9 @@ queue to start it through (``queue:``, a queue the team's ``dbos.setup`` functio
 ``DBOS.register_queue``). DBOS is configured here, as a team's ``main`` would: the system database is
 SQLite ``RUN_DIR/dbos.sqlite`` (or ``dbos.database_url``), ``application_version`` is pinned (DBOS keys
 recovery to it: an unpinned version is an MD5 of the workflow source), ``executor_id`` is the worker's
-identity (``dbos.executor_id`` gives every worker the same one, as a deployment that hard-codes it does), the notification listener and DBOS's internal queue poll every 10 ms (the defaults, 1 s, are
-what a cycle would otherwise wait on).
+identity (``dbos.executor_id`` gives every worker the same one, as a deployment that hard-codes it does),
+the notification listener and DBOS's internal queue poll every 10 ms (``dbos.poll_s``; DBOS's defaults, 1 s,
+are what a cycle would otherwise wait on).
 
 Crash points, with no user code (methods of ``dbos._sys_db.SystemDatabase`` wrapped, see
 :mod:`crashpoint.harness.targets.dbos`):
@@ -98,6 +99,10 @@ TERMINAL = ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED", "
 UNSUPPORTED_RC = 4
 #: Seconds between two looks at the workflows' statuses while waiting for rest.
 POLL_S = 0.01
+#: Seconds between DBOS's polls of its notifications and internal queue in a worker (``dbos.poll_s``; DBOS's own
+#: default, :data:`DBOS_DEFAULT_POLL_S`, is what a cycle would otherwise wait on).
+FAST_POLL_S = 0.01
+DBOS_DEFAULT_POLL_S = 1.0
 #: Version pinned when the target gives none.
 APP_VERSION = "crashpoint-pinned"
 ERROR_CHARS = 2000
@@ -406,6 +411,7 @@ def main(argv: list[str] | None = None) -> int:
             return False
 
     effect_api._install(EffectSession(run_dir / LEDGER_FILE, probe, where_am_i, durable))
+    poll_s = float(opts.get("poll_s", FAST_POLL_S))
     if args.barrier:
         barrier(run_dir, args.barrier)
     if args.phase == "answer":  # before launch: the workflows DBOS.launch() recovers find their message waiting
@@ -413,10 +419,10 @@ def main(argv: list[str] | None = None) -> int:
     instance = DBOS(config={"name": app_name(target["target"]), "system_database_url": url,
                             "application_version": str(opts.get("application_version") or APP_VERSION),
                             "executor_id": opts.get("executor_id") or args.executor_id, "log_level": "WARNING",
-                            "notification_listener_polling_interval_sec": 0.01})
+                            "notification_listener_polling_interval_sec": poll_s})
     fast_queue = getattr(instance._registry, "_register_internal_queue", None)
-    if fast_queue is not None:  # dbos >= 3.0; before it the internal queue keeps its 1 s poll (slower, still correct)
-        fast_queue(INTERNAL_QUEUE_NAME, polling_interval_sec=0.01)
+    if fast_queue is not None and poll_s != DBOS_DEFAULT_POLL_S:  # dbos >= 3.0; before it the internal queue keeps its 1 s poll
+        fast_queue(INTERNAL_QUEUE_NAME, polling_interval_sec=poll_s)
     DBOS.launch()
     if opts.get("setup"):
         load_object(opts["setup"])()
