@@ -39,7 +39,8 @@ from crashpoint.harness.targets.target import Target, TargetCase
 #: ``duplicate`` and ``workers`` cases are where those are tested.)
 CRASH_MODES = ("sampled", "every", "none", "recovery")
 #: Crash point kinds a recovery is killed at again with ``crash="recovery"`` (the first of each kind).
-RECOVERY_KINDS = ("node:", "before_effect:", "after_effect:", "before_put:", "before_writes:")
+RECOVERY_KINDS = ("node:", "before_effect:", "after_effect:", "before_put:", "before_writes:",
+                  "step:", "before_result:", "dequeued:")  # the last three: DBOS's (a step, its result, a claim)
 
 
 @dataclass

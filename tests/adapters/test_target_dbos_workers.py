@@ -79,3 +79,21 @@ def test_a_recovery_that_runs_the_workflow_directly_is_caught_running_it_in_two_
         found = [f.message for f in r.failures if f.rule == "target.one_live_execution"]
         assert r.verdict == "failed" and found, (r.error, [f.message for f in r.failures])
         assert "two live processes ran one workflow at once" in found[0]
+
+
+@pytest.mark.slow
+def test_a_kill_during_the_two_worker_recovery_is_swept_and_recovered(tmp_path: Path) -> None:
+    """crash="recovery" on a workers case: a second kill at the first step, step result and effect of the K-worker
+    recovery (whichever worker passes it dies), recovered again by K new workers."""
+    from crashpoint.harness.targets.sweep import sweep
+
+    target = _target()
+    result = sweep(target, crash="recovery", crash_points=["after_effect:draft_refund"], workers=2,
+                   workdir=tmp_path / "runs")
+    twice = [r for r in result.results if r.crash_point and " >> " in r.crash_point]
+    assert {r.crash_point.split(" >> ")[1].split(":")[0] for r in twice} >= {"step", "before_result"}, \
+        [r.crash_point for r in twice]
+    assert all(r.verdict == "passed" and r.kills == 2 for r in twice), result.to_dict()["runs"]
+    for r in twice:
+        recovering = [p for p in r.pids if p["phase"] == "recover"]
+        assert len(recovering) == 4 and any(p["rc"] == -9 for p in recovering), r.pids
