@@ -48,7 +48,6 @@ and exits 0 (without ``DBOS.destroy()``: its background threads die with the pro
 
 from __future__ import annotations
 
-import argparse
 import fcntl
 import hashlib
 import importlib
@@ -56,7 +55,6 @@ import json
 import os
 import re
 import sqlite3
-import sys
 import threading
 import time
 from pathlib import Path
@@ -64,14 +62,12 @@ from typing import Any, Callable
 
 import crashpoint.api as effect_api
 from crashpoint.fakes.world import LEDGER_FILE
-from crashpoint.harness.run.crashpoints import probe as make_probe
 from crashpoint.harness.targets.effects import EffectSession, alive, digest
-from crashpoint.harness.targets.workerlib import (PIDS_FILE, append, barrier, barrier_exit, load_object, mark_submitted,
-                                                   patch_effects, submitted)
+from crashpoint.harness.targets.workerlib import (UNSUPPORTED_RC, append, barrier, barrier_exit, exit_after,
+                                                   load_object, mark_submitted, open_run, patch_effects, replace_json,
+                                                   submitted, worker_parser, worker_probe, write_threads)
 
 DBOS_FILE = "dbos.sqlite"
-TARGET_FILE = "target.json"
-THREADS_FILE = "threads.json"
 ANSWERS_FILE = "answers.json"
 STEPS_FILE = "steps.log"
 #: JSON lines ``{"pid", "wf", "queue"}``: each workflow a worker claimed from a queue.
@@ -95,8 +91,6 @@ HOOKS = ("init_workflow", "check_operation_execution", "record_operation_result"
 FALLBACKS = {"send_bulk": "send"}
 #: DBOS workflow statuses after which nothing more runs.
 TERMINAL = ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED", "RETRIES_EXCEEDED")
-#: Exit code of a worker asked for something the installed dbos does not have.
-UNSUPPORTED_RC = 4
 #: Seconds between two looks at the workflows' statuses while waiting for rest.
 POLL_S = 0.01
 #: Seconds between DBOS's polls of its notifications and internal queue in a worker (``dbos.poll_s``; DBOS's own
@@ -360,32 +354,19 @@ def deliver(url: str, app: str, answers: list[dict[str, Any]]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """One worker pass (see the module docstring)."""
-    parser = argparse.ArgumentParser(prog="dbos_worker")
-    parser.add_argument("--run-dir", required=True)
-    parser.add_argument("--probe", required=True)
-    parser.add_argument("--probe-arg", default="")
-    parser.add_argument("--durability", default="sync")
-    parser.add_argument("--phase", choices=("start", "recover", "answer"), required=True)
-    parser.add_argument("--duplicate", action="store_true", help="a second delivery of the start request")
-    parser.add_argument("--barrier", type=int, default=0, metavar="N", help="wait for N workers before launching")
-    parser.add_argument("--entry", help="the target's entry point (named so a warm zygote imports its module)")
-    parser.add_argument("--resubmit", action="append", default=[], help="a workflow whose start was lost")
+    parser = worker_parser("dbos_worker")
     parser.add_argument("--executor-id", default="crashpoint-executor", help="this worker's DBOS executor id")
     parser.add_argument("--recover-executor", action="append", default=[],
                         help="also recover this (dead) executor's pending workflows after launch")
     args = parser.parse_args(argv)
     run_dir = Path(args.run_dir)
-    append(run_dir / PIDS_FILE, f"{os.getpid()} {args.phase} {args.executor_id}\n")
-    target = json.loads((run_dir / TARGET_FILE).read_text())
+    target = open_run(run_dir, args.phase, args.executor_id)
     opts = target.get("dbos") or {}
-    for folder in reversed(target["pythonpath"]):
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
     if args.durability != "sync":
         print(f"unsupported: durability={args.durability!r}: DBOS records each step's result before the next "
               "step runs; it has no other mode", flush=True)
         return UNSUPPORTED_RC
-    probe = make_probe(args.probe_arg) if args.probe.endswith(":probe") else load_object(args.probe)(args.probe_arg)
+    probe = worker_probe(args.probe, args.probe_arg)
     missing = install_hooks(probe, run_dir)
     if missing:
         from importlib.metadata import version
@@ -452,17 +433,10 @@ def main(argv: list[str] | None = None) -> int:
         time.sleep(POLL_S)
     if args.barrier:  # workers that started together stay up until all are at rest, as a deployment's replicas do
         barrier_exit(run_dir)
-    tmp = run_dir / (QUEUED_FILE + f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(work, sort_keys=True))
-    os.replace(tmp, run_dir / QUEUED_FILE)
-    tmp = run_dir / (THREADS_FILE + f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(out, sort_keys=True))
-    os.replace(tmp, run_dir / THREADS_FILE)
+    replace_json(run_dir / QUEUED_FILE, work)
+    write_threads(run_dir, out)
     return 0
 
 
 if __name__ == "__main__":
-    code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    exit_after(main)

@@ -46,10 +46,11 @@ from crashpoint.errors import CrashpointError, EngineCrashed, WorkerTimeout
 from crashpoint.fakes.ledger import Ledger
 from crashpoint.fakes.world import LEDGER_FILE
 from crashpoint.harness.run import crashpoints, forkserver
-from crashpoint.harness.run.driver import RUN_MARKER, run_process
+from crashpoint.harness.run.delivery import PROBE_SPEC
+from crashpoint.harness.run.launch import RUN_MARKER, run_process
 from crashpoint.harness.targets.effects import alive, ensure_schema, read_calls
 from crashpoint.harness.targets.target import Target, TargetCase
-from crashpoint.harness.targets.workerlib import RENDEZVOUS_MISSED_FILE
+from crashpoint.harness.targets.workerlib import PIDS_FILE, RENDEZVOUS_MISSED_FILE, UNSUPPORTED_RC
 
 from crashpoint.harness.targets import dbos as dbos_engine, langgraph as langgraph_engine, temporal as temporal_engine
 
@@ -59,10 +60,6 @@ WORKER_MODULES = {"langgraph": langgraph_engine.WORKER_MODULE, "dbos": dbos_engi
 #: Engine -> the server a run keeps alive across its workers' kills (``RunServer(run_dir)``: ``start()``,
 #: ``kill()``, ``address``); engines absent keep their state in files the workers open.
 SERVERS = {"temporal": temporal_engine.RunServer}
-PROBE_SPEC = "crashpoint.harness.run.crashpoints:probe"
-PIDS_FILE = "pids.log"
-#: Exit code of a worker asked for something its engine release does not have.
-UNSUPPORTED_RC = 4
 
 
 class TargetUnsupported(CrashpointError):

@@ -36,7 +36,6 @@ thread -> ``{"status": finished|waiting|unfinished|no_checkpoint|not_submitted|s
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import os
@@ -53,18 +52,14 @@ from langgraph.types import Command
 
 import crashpoint.api as effect_api
 from crashpoint.fakes.world import LEDGER_FILE
-from crashpoint.harness.run.crashpoints import probe as make_probe
 from crashpoint.harness.targets.effects import EffectSession
 from crashpoint.harness.targets.workerlib import append as _append, barrier as _barrier, load_object, open_run
-from crashpoint.harness.targets.workerlib import patch_effects, write_threads
+from crashpoint.harness.targets.workerlib import UNSUPPORTED_RC, patch_effects, worker_parser, worker_probe
+from crashpoint.harness.targets.workerlib import write_threads
 from crashpoint.harness.targets.workerlib import mark_submitted as _mark_submitted, submitted as _submitted
 
 LANGGRAPH_FILE = "langgraph.db"
-TARGET_FILE = "target.json"
-THREADS_FILE = "threads.json"
 ANSWERS_FILE = "answers.json"
-SUBMITTED_FILE = "submitted.log"
-PIDS_FILE = "pids.log"
 STEPS_FILE = "steps.log"
 #: ``invoke(None)`` calls per thread in one recovery pass before the thread is called stuck.
 MAX_INVOKES = 20
@@ -158,10 +153,6 @@ def build(target: dict[str, Any], run_dir: Path, probe: Callable[[str], None]) -
     raise TypeError(f"entry {target['entry']!r} is {type(entry).__name__}: expected a StateGraph or a compiled graph")
 
 
-#: Exit code of a worker asked for a durability mode the installed langgraph does not have.
-UNSUPPORTED_RC = 4
-
-
 def durability_options(graph: Any, mode: str) -> dict[str, Any] | None:
     """The ``invoke`` keyword arguments of durability ``mode`` on this langgraph, or ``None`` when it has no such
     mode: ``durability=`` (langgraph >= 0.6); before it, ``checkpoint_during=True`` (checkpoints written in the
@@ -213,27 +204,14 @@ def _error(exc: BaseException) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """One worker pass (see the module docstring)."""
-    parser = argparse.ArgumentParser(prog="langgraph_worker")
-    parser.add_argument("--run-dir", required=True)
-    parser.add_argument("--probe", required=True)
-    parser.add_argument("--probe-arg", default="")
-    parser.add_argument("--durability", choices=("sync", "async", "exit"), default="sync")
-    parser.add_argument("--phase", choices=("start", "recover", "answer"), required=True)
-    parser.add_argument("--duplicate", action="store_true",
-                        help="this process is a second delivery of the start request (it ignores submitted.log)")
-    parser.add_argument("--barrier", type=int, default=0, metavar="N",
-                        help="wait until N workers of this run reach the barrier before invoking (a race)")
+    parser = worker_parser("langgraph_worker", durability=("sync", "async", "exit"))
     parser.add_argument("--rendezvous", type=int, default=0, metavar="N",
                         help="one of N processes delivering one request at once: the first effect call waits until "
                              "the others are inside a step too")
-    parser.add_argument("--entry", help="the target's entry point (read from target.json; named here so that a warm "
-                                        "zygote imports its module before forking)")
-    parser.add_argument("--resubmit", action="append", default=[],
-                        help="a thread whose start was lost (no checkpoint): the caller submits it again")
     args = parser.parse_args(argv)
     run_dir = Path(args.run_dir)
     target = open_run(run_dir, args.phase)
-    probe = make_probe(args.probe_arg) if args.probe.endswith(":probe") else load_object(args.probe)(args.probe_arg)
+    probe = worker_probe(args.probe, args.probe_arg)
     graph, conn = build(target, run_dir, probe)
     options = durability_options(graph, args.durability)
     if options is None:

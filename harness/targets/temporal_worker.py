@@ -77,11 +77,11 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 import crashpoint.api as effect_api
 from crashpoint.fakes.world import LEDGER_FILE
-from crashpoint.harness.run.crashpoints import probe as make_probe
 from crashpoint.harness.targets.effects import EffectSession
 from crashpoint.harness.targets.temporal import SERVER_START_S
-from crashpoint.harness.targets.workerlib import (append, barrier, exit_after, load_object, open_run, to_submit,
-                                                   patch_effects, submitted, write_threads)
+from crashpoint.harness.targets.workerlib import (UNSUPPORTED_RC, append, barrier, exit_after, load_object, open_run,
+                                                   patch_effects, submitted, to_submit, worker_parser, worker_probe,
+                                                   write_threads)
 
 ANSWERS_FILE = "answers.json"
 STEPS_FILE = "steps.log"
@@ -389,26 +389,17 @@ _steps = Path(os.devnull)
 def main(argv: list[str] | None = None) -> int:
     """One worker pass (see the module docstring)."""
     global _probe, _steps, _task_timeout
-    parser = argparse.ArgumentParser(prog="temporal_worker")
-    parser.add_argument("--run-dir", required=True)
-    parser.add_argument("--probe", required=True)
-    parser.add_argument("--probe-arg", default="")
-    parser.add_argument("--durability", default="sync")
-    parser.add_argument("--phase", choices=("start", "recover", "answer"), required=True)
+    parser = worker_parser("temporal_worker")
     parser.add_argument("--address", required=True, help="the run's Temporal server, HOST:PORT")
     parser.add_argument("--version", default=None, help="run this deployed version of the code (temporal.versions)")
-    parser.add_argument("--duplicate", action="store_true", help="a second delivery of the start request")
-    parser.add_argument("--barrier", type=int, default=0, metavar="N", help="wait for N workers before starting")
-    parser.add_argument("--entry", help="the target's entry point (named so a warm zygote imports its module)")
-    parser.add_argument("--resubmit", action="append", default=[], help="a workflow whose start was lost")
     args = parser.parse_args(argv)
     run_dir = Path(args.run_dir)
     target = open_run(run_dir, args.phase)
     if args.durability != "sync":
         print(f"unsupported: durability={args.durability!r}: the Temporal server records each event of a workflow's "
               "history before the worker is told of it; it has no other mode", flush=True)
-        return 4
-    _probe = make_probe(args.probe_arg) if args.probe.endswith(":probe") else load_object(args.probe)(args.probe_arg)
+        return UNSUPPORTED_RC
+    _probe = worker_probe(args.probe, args.probe_arg)
     _steps = run_dir / STEPS_FILE
     if os.environ.get("CRASHPOINT_TEMPORAL_TIMING"):
         inner, t0 = _probe, time.monotonic()

@@ -1,5 +1,7 @@
-"""What every target worker process does the same way, whatever its engine: import the team's objects,
-patch effects named by dotted path, append to the run's logs across a SIGKILL, meet at a barrier.
+"""What every target worker process does the same way, whatever its engine: take the target driver's
+arguments (:func:`worker_parser`), read ``target.json`` and put the target's ``pythonpath`` first
+(:func:`open_run`), build the crash probe (:func:`worker_probe`), import the team's objects, patch effects
+named by dotted path, append to the run's logs across a SIGKILL, meet at a barrier.
 
 Imports no engine (each engine's worker, e.g. :mod:`~crashpoint.harness.targets.langgraph_worker` or
 :mod:`~crashpoint.harness.targets.dbos_worker`, imports its own).
@@ -7,13 +9,14 @@ Imports no engine (each engine's worker, e.g. :mod:`~crashpoint.harness.targets.
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import json
 import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import crashpoint.api as effect_api
 
@@ -25,6 +28,47 @@ THREADS_FILE = "threads.json"
 RENDEZVOUS_MISSED_FILE = "rendezvous.missed"
 #: Wall seconds a worker waits at a barrier for the others before it goes on alone.
 BARRIER_LIMIT_S = 30.0
+#: Exit code of a worker asked for something the installed engine release does not have (a durability mode).
+UNSUPPORTED_RC = 4
+#: The probe spec the target driver passes for crashpoint's own probe (else ``module:factory`` of another).
+OWN_PROBE = ":probe"
+
+
+def worker_parser(prog: str, durability: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The command line every target worker takes from the target driver (an engine's worker adds its own
+    options to it): ``--run-dir`` (the run folder), ``--probe`` / ``--probe-arg`` (see :func:`worker_probe`),
+    ``--durability`` (one of ``durability``; any word when ``None``, the worker judging it), ``--phase``
+    (``start``, ``recover`` or ``answer``), ``--duplicate`` (a second delivery of the start request),
+    ``--barrier N`` (wait for N workers first), ``--entry`` (the target's entry point, read from
+    ``target.json``; named so that a warm zygote imports its module before forking), ``--resubmit``
+    (repeatable: a workflow or thread whose start was lost)."""
+    parser = argparse.ArgumentParser(prog=prog)
+    parser.add_argument("--run-dir", required=True)
+    parser.add_argument("--probe", required=True)
+    parser.add_argument("--probe-arg", default="")
+    parser.add_argument("--durability", choices=durability, default="sync")
+    parser.add_argument("--phase", choices=("start", "recover", "answer"), required=True)
+    parser.add_argument("--duplicate", action="store_true",
+                        help="this process is a second delivery of the start request (it ignores submitted.log)")
+    parser.add_argument("--barrier", type=int, default=0, metavar="N",
+                        help="wait until N workers of this run reach the barrier before starting (a race)")
+    parser.add_argument("--entry", help="the target's entry point (read from target.json; named here so that a warm "
+                                        "zygote imports its module before forking)")
+    parser.add_argument("--resubmit", action="append", default=[],
+                        help="a workflow or thread whose start was lost: the caller submits it again")
+    return parser
+
+
+def worker_probe(spec: str, arg: str) -> Callable[[str], None]:
+    """The crash probe of a worker: crashpoint's own (:func:`crashpoint.harness.run.crashpoints.probe`) for a
+    ``spec`` ending in ``:probe``, else ``spec``'s factory (``module:attr``) called with ``arg``.
+
+    Raises:
+        ImportError / AttributeError: ``spec`` names nothing.
+    """
+    from crashpoint.harness.run.crashpoints import probe
+
+    return probe(arg) if spec.endswith(OWN_PROBE) else load_object(spec)(arg)
 
 
 def load_object(spec: str) -> Any:
@@ -90,11 +134,17 @@ def open_run(run_dir: Path, *identity: str) -> dict[str, Any]:
     return target
 
 
+def replace_json(path: Path, data: Any) -> None:
+    """Replace the JSON file ``path`` atomically (through ``PATH.PID.tmp``: two processes of a duplicated
+    request may write it at once; a reader sees one whole file or the other)."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, sort_keys=True))
+    os.replace(tmp, path)
+
+
 def write_threads(run_dir: Path, threads: dict[str, Any]) -> None:
     """Replace ``threads.json`` atomically (two processes of a duplicated request write it too)."""
-    tmp = run_dir / f"{THREADS_FILE}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(threads, sort_keys=True))
-    os.replace(tmp, run_dir / THREADS_FILE)
+    replace_json(run_dir / THREADS_FILE, threads)
 
 
 def exit_after(main: Callable[[], int]) -> None:

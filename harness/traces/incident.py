@@ -73,13 +73,16 @@ def reproduce_command(trace: Mapping[str, Any], out: str) -> str:
     """The shell command that re-runs the incident case written to ``out`` as the trace's run ran: at
     its crash point, on its engine (``--adapter`` when the trace records one, else ``--engine``); when
     ``out`` is not inside a pack, it first copies the case into the recorded pack's cases folder (a case
-    runs with its pack's workflows). Words quoted for a POSIX shell."""
+    runs with its pack's workflows). Words quoted for a POSIX shell; the ``crashpoint run`` part is
+    :func:`crashpoint.harness.judge.verdict.repro_command`'s, the one place a reproduce line is built."""
+    from crashpoint.harness.judge.verdict import Invocation, repro_command
+
     target, point, spec = _in_pack(trace, out), trace["crash_point"], trace["engine"].get("spec")
     adapter = trace["engine"].get("adapter")
-    words = ["crashpoint", "run", target, *(["--crash", "none"] if point == "none" else ["--crash-point", point]),
-             *(["--adapter", adapter] if adapter else ["--engine", spec] if spec else [])]
+    command = repro_command(target, None if point == "none" else point,
+                            Invocation(engine=None if adapter else spec, adapter=adapter))
     copy = f"{shlex.join(['cp', out, target])} && " if target != out else ""
-    return copy + shlex.join(words)
+    return copy + command
 
 
 def _in_pack(trace: Mapping[str, Any], out: str) -> str:
