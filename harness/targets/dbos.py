@@ -5,8 +5,9 @@ It wraps methods of ``dbos._sys_db.SystemDatabase`` (``init_workflow``, ``check_
 ``record_operation_result``, ``update_workflow_outcome``, ``recv``, ``send_bulk``,
 ``start_queued_workflows``) and lowers the internal queue's poll interval; these are internals, so the
 releases supported are those whose ``SystemDatabase`` has every one of them (checked by the worker, which
-says ``unsupported`` naming the missing ones). Tried: dbos 3.4.0 (swept), 3.0.0 and 2.31.1 (quick tests; before
-3.0 the internal queue keeps its 1 s poll). See README, "Test your own DBOS app".
+says ``unsupported`` naming the missing ones; ``send`` stands in for ``send_bulk`` before 2.2x). Swept:
+dbos 3.4.0, 3.2.0, 3.0.0, 2.31.1 and 2.20.0 (README, "Test your own DBOS app"; before 3.0 the internal queue
+keeps its 1 s poll).
 """
 
 from __future__ import annotations
