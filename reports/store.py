@@ -34,6 +34,11 @@ row, and the next claim finds the process gone and takes over.
 
 Rows are only ever inserted (and a run's end stamped once), so a run killed half-way keeps
 every finished row readable and stays ``complete = false``. Reports read this data only.
+
+A store made by an older version is brought up to this schema by its next writer: missing tables are
+created, and string columns it holds narrower than this schema (``verdict`` was ``VARCHAR(10)``, too
+short for ``unsupported``) are widened on PostgreSQL (:func:`narrow_columns`; elsewhere a clear
+:class:`~crashpoint.errors.StoreError` gives the statement to run). Readers change nothing.
 """
 
 from __future__ import annotations
@@ -130,6 +135,22 @@ def normalize_url(raw: str | os.PathLike[str] | None) -> str:
     except ArgumentError as exc:
         raise UsageError(f"results database {value!r}: not a database URL ({exc})") from None
     return value
+
+
+def narrow_columns(insp: Any) -> list[tuple[str, str, int, int]]:
+    """The string columns of a store (read through the SQLAlchemy inspector ``insp``) that hold fewer
+    characters than this version's schema gives them: ``[(table, column, stored length, our length)]``,
+    in table order. A store made before ``unsupported`` was a verdict has ``crashpoint_results.verdict``
+    as ``VARCHAR(10)``: PostgreSQL refuses an 11-character verdict there."""
+    out = []
+    for table in metadata.sorted_tables:
+        stored = {c["name"]: c["type"] for c in insp.get_columns(table.name)}
+        for column in table.columns:
+            want = getattr(column.type, "length", None)
+            have = getattr(stored.get(column.name), "length", None)
+            if isinstance(column.type, String) and want and have and have < want:
+                out.append((table.name, column.name, int(have), int(want)))
+    return out
 
 
 def _utc(value: datetime | None) -> datetime | None:
@@ -292,6 +313,7 @@ class ResultStore:
                     raise StoreError(f"results database {self.where}: format {fmt!r}, expected {FORMAT!r}",
                                      file=self.where)
                 if create:  # a reader changes nothing, not even the journal mode
+                    self._widen(narrow_columns(insp))
                     self._wal()
                 return
             except CrashpointError:
@@ -304,6 +326,34 @@ class ResultStore:
                 if attempt == 5 or not transient:
                     raise _unusable(self.where, exc) from None
                 time.sleep(0.05 * (attempt + 1))
+
+    def _widen(self, narrow: list[tuple[str, str, int, int]]) -> None:
+        """Widen the columns a store made by an older version holds narrower than this version writes
+        (:func:`narrow_columns`; ``verdict`` was ``VARCHAR(10)``, too short for ``unsupported``), in one
+        transaction. SQLite enforces no length: nothing to do there.
+
+        Raises:
+            StoreError: a database other than SQLite or PostgreSQL (the message gives the statement to
+                run), or the change was refused (no ALTER privilege: the message says so).
+        """
+        if not narrow or self.is_sqlite:
+            return
+        name = self.engine.dialect.name
+        quote = self.engine.dialect.identifier_preparer.quote
+        statements = [f"ALTER TABLE {quote(t)} ALTER COLUMN {quote(c)} TYPE VARCHAR({want})"
+                      for t, c, _, want in narrow]
+        where = ", ".join(f"{t}.{c} is VARCHAR({have}), this version needs VARCHAR({want})" for t, c, have, want in narrow)
+        if name != "postgresql":
+            raise StoreError(f"results database {self.where}: {where}; widen it ({'; '.join(statements)} or "
+                             f"your database's equivalent), then run again", file=self.where)
+        try:
+            with self.engine.begin() as conn:
+                for statement in statements:
+                    conn.exec_driver_sql(statement)
+        except Exception as exc:
+            raise StoreError(f"results database {self.where}: {where}, and widening it failed "
+                             f"({type(exc).__name__}: {str(exc).splitlines()[0]}); run {'; '.join(statements)} "
+                             "as the table's owner", file=self.where) from None
 
     def _wal(self) -> None:
         """Switch a SQLite store (ours, checked) to the WAL journal: readers never block the writer,

@@ -238,3 +238,45 @@ def test_a_write_that_fails_is_a_store_error_naming_the_store(tmp_path: Path) ->
     assert info.value.file == str(path)
     with pytest.raises(StoreError, match="cannot be read"):
         store.results([run_id])
+
+
+def _old_store(url: str) -> None:
+    """A store as the version before ``unsupported`` made it: ``crashpoint_results.verdict`` VARCHAR(10)."""
+    from sqlalchemy import MetaData, String, create_engine
+
+    from crashpoint.reports import store as store_module
+
+    old = MetaData()
+    for table in store_module.metadata.sorted_tables:
+        table.to_metadata(old)
+    old.tables["crashpoint_results"].c.verdict.type = String(10)
+    if url.startswith("sqlite"):
+        Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url)
+    old.create_all(engine)
+    with engine.begin() as conn:
+        conn.execute(old.tables["crashpoint_meta"].insert().values(key="format", value=store_module.FORMAT))
+    engine.dispose()
+
+
+def test_an_old_store_with_a_narrow_verdict_column_takes_unsupported(url: str) -> None:
+    # issue 17: a PostgreSQL store made before `unsupported` has verdict VARCHAR(10); storing an
+    # unsupported run (11 characters) failed there. Its next writer widens the column.
+    from sqlalchemy import create_engine, inspect
+
+    from crashpoint.reports.store import narrow_columns
+
+    _old_store(url)
+    engine = create_engine(url)
+    assert narrow_columns(inspect(engine)) == [("crashpoint_results", "verdict", 10, 16)]  # seen by introspection
+    ResultStore(url, create=False)  # opened by a reader
+    assert narrow_columns(inspect(engine)) == [("crashpoint_results", "verdict", 10, 16)]  # a reader changes nothing
+    store = ResultStore(url)
+    run_id = store.begin_run(INFO)
+    store.add_result(run_id, result("a", "after_effect:t", "unsupported"))
+    store.finish_run(run_id)
+    stored = ResultStore(url, create=False).load_run(run_id)
+    assert [r["verdict"] for r in stored["results"]] == ["unsupported"]
+    if not url.startswith("sqlite"):  # SQLite enforces no length and keeps the declared type
+        assert narrow_columns(inspect(engine)) == []
+    engine.dispose()
