@@ -388,8 +388,8 @@ def main(argv: list[str] | None = None) -> int:
             return None
         try:
             return db.execute("SELECT 1 FROM workflow_status WHERE workflow_uuid=?", (thread,)).fetchone() is not None
-        except sqlite3.OperationalError:
-            return False
+        except sqlite3.OperationalError as exc:  # no table yet: no record; a lock held past the timeout: unknown
+            return False if "no such table" in str(exc) else None
 
     effect_api._install(EffectSession(run_dir / LEDGER_FILE, probe, where_am_i, durable))
     poll_s = float(opts.get("poll_s", FAST_POLL_S))
