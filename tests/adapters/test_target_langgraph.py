@@ -66,6 +66,7 @@ def test_async_durability_loses_the_refund_step_every_time(target: Target, golde
                    for f in r.failures)
 
 
+@pytest.mark.slow  # a real-engine sweep at every crash point of the example; the full suite runs it
 def test_sync_sweep_of_the_example_passes(target: Target) -> None:
     result = sweep(target, cases=["approved"], durability=["sync"], workers=2)
     assert result.counts()["passed"] == len(result.results) > 40, result.to_dict()["runs"][:3]

@@ -4,6 +4,8 @@ case, the coverage, the metrics and the failures grouped; the per-run tables wit
 
 from __future__ import annotations
 
+import pytest
+
 from crashpoint.harness.cli.main import main
 from crashpoint.scenarios import builtin_pack
 
@@ -21,6 +23,7 @@ def test_default_output_has_a_row_per_case_not_per_run(capsys) -> None:
     assert len(out.splitlines()) < 50, f"{len(out.splitlines())} lines for one green case"
 
 
+@pytest.mark.slow  # a second full sweep of the case (the default output's test stays in the fast loop)
 def test_verbose_adds_the_per_run_tables(capsys) -> None:
     assert main(["run", CASE, "--no-progress", "-v"]) == 0
     out = capsys.readouterr().out

@@ -34,6 +34,7 @@ def test_pack_is_valid_and_tags_every_claim():
     assert len(cases) <= 20, "keep the pack small enough to certify every engine in CI"
 
 
+@pytest.mark.slow  # certify sweeps 2 x 20 runs (the broken engine's certify stays in the fast loop); the full suite runs it
 def test_reference_engine_passes_every_level(tmp_path):
     cert = certify(REFERENCE, builtin_pack("conformance"), only=[POINT], jobs=2)
     assert set(_verdicts(cert).values()) == {"passed"}
@@ -100,6 +101,7 @@ def test_load_adapter_names_the_problem():
     assert load_adapter(REFERENCE).name == "reference"
 
 
+@pytest.mark.slow  # a second certify sweep of 2 x 20 runs, through the CLI; the full suite runs it
 def test_cli_certify_writes_json_and_markdown(tmp_path, capsys):
     code = main(["certify", "--adapter", REFERENCE, "--crash-point", POINT, "--out", str(tmp_path), "-q"])
     out = capsys.readouterr().out

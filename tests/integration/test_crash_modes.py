@@ -77,8 +77,10 @@ def test_inprocess_verdicts_equal_real_kill_verdicts_on_ads_audit(tmp_path: Path
     assert real == simulated
 
 
-@pytest.mark.parametrize("engine", ["variants.engines:LostArgOnResume", "variants.engines:ApprovalInMemory",
-                                    "variants.engines:EffectBeforeCheckpointNoKey"])
+# the fast loop keeps one broken engine (two sweeps each); the full suite runs all three
+@pytest.mark.parametrize("engine", [pytest.param("variants.engines:LostArgOnResume", marks=pytest.mark.slow),
+                                    "variants.engines:ApprovalInMemory",
+                                    pytest.param("variants.engines:EffectBeforeCheckpointNoKey", marks=pytest.mark.slow)])
 def test_inprocess_finds_what_the_real_kill_finds_on_broken_engines(engine: str, tmp_path: Path) -> None:
     cases = [HAPPY, "draft_response_lost_retried_with_same_key"]
     real = _verdicts("refunds", tmp_path, "kill", engine, cases)
@@ -96,6 +98,7 @@ def test_state_kept_in_the_process_fools_the_simulated_crash_not_the_real_kill(t
     assert caught and all(simulated[k][0] == "passed" for k in caught)
 
 
+@pytest.mark.slow  # two sweeps of a case without snapshots (every crash run from the start); the full suite runs it
 def test_a_golden_run_that_does_not_repeat_itself_keeps_no_snapshot(tmp_path: Path) -> None:
     """An engine that mints random keys cannot reach a golden state again: its crash runs replay the
     prefix, and the verdicts stay those of runs from the start (13 of 14 fail on the seed case)."""

@@ -175,6 +175,7 @@ def dask_cluster():
         cluster.close()
 
 
+@pytest.mark.slow  # a local Dask cluster and two sweeps; the full suite runs it
 def test_a_dask_cluster_gives_the_local_pool_verdicts(dask_cluster, tmp_path: Path) -> None:
     pack, cases = _selection()
     adapter = ReferenceAdapter(engine=BROKEN)

@@ -248,6 +248,7 @@ CASE_SEEDS = [_seed_yaml(REFUNDS / "cases" / name) for name in (
 
 # --------------------------------------------------------------------------- case files
 
+@pytest.mark.slow  # the fast loop: 3,000 generated case files, each validated and run (minutes); the full suite runs it
 def test_generated_case_files(fuzz_pack: Path) -> None:
     pack = loader.load_pack(fuzz_pack)
     target = fuzz_pack / "cases" / "fuzz.yaml"
@@ -284,6 +285,7 @@ def _pack_copy(src: Path, dst: Path) -> Path:
     return dst
 
 
+@pytest.mark.slow  # the fast loop: 2 x 1,400 generated pack and workflow files (minutes); the full suite runs it
 @pytest.mark.parametrize("mutated", ["pack.yaml", "workflows/refund.yaml"])
 def test_generated_pack_and_workflow_files(fuzz_pack: Path, tmp_path: Path, mutated: str) -> None:
     pack_dir = _pack_copy(fuzz_pack, tmp_path / "pack")
