@@ -140,20 +140,21 @@ class Engine:
         """
         key = idempotency_key or f"start:{workflow_id}"
         now = self.clock.now()
-        found = self.store.definition(workflow, version)
-        if found is None:
-            raise DefinitionError(f"no deployed definition {workflow!r}" + (f" v{version}" if version else ""))
-        ver, body = found
-        definition = self._definition(workflow, ver)
-        phase, task = definition.locate(initial_step) if initial_step else (0, 0)
         with self.store.transaction() as conn:
             inserted = conn.execute(
                 "INSERT OR IGNORE INTO inbox (workflow_id, kind, payload, idempotency_key, received_at, consumed) "
                 "VALUES (?, 'start', ?, ?, ?, 1)", (workflow_id, json.dumps(input or {}), key, now)).rowcount
             exists = conn.execute("SELECT 1 FROM workflows WHERE workflow_id=?", (workflow_id,)).fetchone()
-            if not inserted or exists:
+            if not inserted or exists:  # before the definition is read: a duplicate arriving after a deploy
+                # that renamed its initial step is still a duplicate of the run pinned to the old version
                 self.store.append(conn, workflow_id, now, "event_duplicate", event="start", idempotency_key=key)
                 return False
+            found = self.store.definition(workflow, version)
+            if found is None:  # raised inside the transaction: the inbox row is rolled back
+                raise DefinitionError(f"no deployed definition {workflow!r}" + (f" v{version}" if version else ""))
+            ver, body = found
+            definition = self._definition(workflow, ver)
+            phase, task = definition.locate(initial_step) if initial_step else (0, 0)
             state = {"input": input or {}, "phase": phase, "task": task, "stage": "task", "attempt": 0,
                      "phase_started_at": now, "results": {}, "skipped": [], "keys": {}, "side_effects": [],
                      "approvals": {}, "pending_approval": None, "retry_at": None, "compensation": None,

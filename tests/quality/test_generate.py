@@ -194,6 +194,22 @@ def test_a_generated_kill_keeps_the_cases_own_held_cancel(refunds, tmp_path: Pat
     assert apply(own_kill, pack, [kill]).expected["like_fault_free"] is True  # all masked: ends like fault-free
 
 
+def test_a_start_redelivered_after_a_deploy_renaming_its_step_is_a_duplicate(refunds, tmp_path: Path) -> None:
+    # issue 17: `pytest --chaos --crashpoint-seed 19 scenarios/refunds` failed deploy_mid_run_keeps_pinned_version
+    # [schedules] on the reference engine: the start delivered again after version 2 (draft_refund renamed)
+    # was deployed raised "DefinitionError: workflow 'refund' v2 has no task 'draft_refund'" (the engine read
+    # the latest definition before it saw the duplicate)
+    from crashpoint.harness.faults.generate import trial
+
+    pack, cases = refunds
+    case = next(c for c in cases if c.case_id == "deploy_mid_run_keeps_pinned_version")
+    again = {"kind": "duplicate", "event": 0, "times": 2, "after": 1}
+    driver = Driver(ReferenceAdapter(), pack)
+    golden = driver.run(case, tmp_path / "golden")
+    result = trial(driver, case, pack, [again], tmp_path / "run", golden)
+    assert result.verdict == "passed", (result.error, [f.message for f in result.failures])
+
+
 def test_seed_resolution(tmp_path: Path) -> None:
     from crashpoint.errors import UsageError
 
