@@ -17,12 +17,12 @@ ROOT = Path(__file__).resolve().parents[2]
 ORDERS = [{"order_id": f"200{n}", "amount_cents": 100 * n} for n in range(1, 4)]
 
 
-def batch_target(entry: str = "dbos_refund.app:refund_batch") -> Target:
-    """The batch alone: one input, the batch workflow, no human."""
+def batch_target(entry: str = "dbos_refund.app:refund_batch", settle_s: float = 20) -> Target:
+    """The batch alone: one input, the batch workflow, no human (a worker waits up to ``settle_s`` for rest)."""
     return Target.from_data({
         "target": "dbos-refund-batch", "engine": "dbos", "entry": entry,
         "pythonpath": [str(ROOT / "examples"), str(ROOT / "tests/data/dbos_engines")],
-        "dbos": {"setup": "dbos_refund.app:setup", "settle_s": 3}, "budget_s": 90,
+        "dbos": {"setup": "dbos_refund.app:setup", "settle_s": settle_s}, "budget_s": 90,
         "inputs": [{"thread": "batch-1", "input": ORDERS}], "cases": [{"name": "batch"}]})
 
 
@@ -42,7 +42,7 @@ def test_queued_refunds_run_exactly_once_after_a_kill(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_dbos_whose_recovery_forgets_queued_workflows_loses_them(tmp_path: Path) -> None:
-    target = batch_target("forgetful_queue:refund_batch")
+    target = batch_target("forgetful_queue:refund_batch", settle_s=5)  # the lost work never comes to rest
     case = target.case("batch")
     golden = run_one(target, case, "sync", tmp_path / "golden", None, None, keep=True)
     assert golden.verdict == "passed", (golden.error, [f.message for f in golden.failures])
