@@ -48,6 +48,8 @@ from crashpoint.harness.faults.schedule import Fault, _split, apply, case_data, 
 #: Runs allowed for shrinking after the first failure, per case (hypothesis stops earlier when it can).
 MAX_SHRINK_RUNS = 200
 SEED_FILE = "last-seed"
+#: Folders one shrunk schedule's repro may take (``CASE_gen_ID``, then ``_2`` ...): copies with other contents.
+MAX_REPRO_COPIES = 100
 
 
 def faults(case: Case, pack: Pack, golden: RunOutcome, kinds: Sequence[str] | None = None) -> st.SearchStrategy:
@@ -272,11 +274,12 @@ def write_repro(result: SearchResult, pack: Pack, out_dir: Path) -> Path:
     files, and the case file in the pack's cases folder; the case names the seed and the
     schedule in its description. Returns the case file's path (also set on ``result.repro``).
     A folder that already holds exactly these files (the same search run again, ``--chaos-seed``) is
-    reused as it is.
+    reused as it is; one with other contents (the same schedule found from another seed, or a repro
+    edited by hand) is left alone, and the repro goes to ``CASE_gen_ID_2/`` (``_3``, ...) instead.
 
     Raises:
         ValueError: ``result`` found nothing.
-        UsageError: the folder already exists with other contents (a repro is never overwritten).
+        UsageError: :data:`MAX_REPRO_COPIES` folders of that name already exist with other contents.
     """
     if result.found is None:
         raise ValueError(f"{result.case_id}: the search found no failure to write")
@@ -298,14 +301,19 @@ def write_repro(result: SearchResult, pack: Pack, out_dir: Path) -> Path:
             + (f" {result.found.error}" if result.found.error else ""))
     data = case_data(case, schedule=result.found.schedule, note=note)
     (cases_dir / f"{case.case_id}.yaml").write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
-    if root.exists():
-        same = _same_tree(staging, root)
-        shutil.rmtree(staging, ignore_errors=True)
-        if not same:
-            raise UsageError(f"{root}: already exists with other contents; a repro is never overwritten "
-                             "(move it away to write this one)")
+    for n in range(1, MAX_REPRO_COPIES + 1):  # a folder that holds other contents is never overwritten
+        candidate = root if n == 1 else root.with_name(f"{root.name}_{n}")
+        if not candidate.exists():
+            staging.rename(candidate)
+            break
+        if _same_tree(staging, candidate):
+            shutil.rmtree(staging, ignore_errors=True)
+            break
     else:
-        staging.rename(root)
+        shutil.rmtree(staging, ignore_errors=True)
+        raise UsageError(f"{root}: it and {MAX_REPRO_COPIES - 1} numbered copies already exist with other contents; "
+                         "a repro is never overwritten (move them away to write this one)")
+    root = candidate
     result.repro = root / cases_dir.relative_to(staging) / f"{case.case_id}.yaml"
     return result.repro
 

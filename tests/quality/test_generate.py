@@ -242,6 +242,20 @@ def test_a_repro_written_again_with_the_same_contents_is_reused(refunds, tmp_pat
     assert write_repro(again, pack, tmp_path) == first == again.repro
     assert sorted(p.name for p in tmp_path.iterdir()) == [first.parents[1].name]  # no staging folder left
     first.write_text(first.read_text() + "\n# edited by hand\n")
-    with pytest.raises(UsageError, match="already exists with other contents"):
-        write_repro(result(), pack, tmp_path)
+    beside = write_repro(result(), pack, tmp_path)  # never overwritten, and never a crash of the item either
     assert first.read_text().endswith("# edited by hand\n")
+    assert beside.parents[1].name == first.parents[1].name + "_2" and "edited" not in beside.read_text()
+    # issue 17: seed 18 shrank to the schedule seed 19 had found; its repro (another seed in its note)
+    # crashed the [schedules] item with "already exists with other contents"
+    other_seed = SearchResult(cases[0].case_id, seed=18, budget=3, found=found)
+    assert write_repro(other_seed, pack, tmp_path).parents[1].name == first.parents[1].name + "_3"
+    assert write_repro(result(), pack, tmp_path) == beside  # the same contents again: reused
+    import crashpoint.harness.faults.generate as generate
+
+    generate_max, generate.MAX_REPRO_COPIES = generate.MAX_REPRO_COPIES, 3
+    try:
+        with pytest.raises(UsageError, match="already exist with other contents"):
+            write_repro(SearchResult(cases[0].case_id, seed=17, budget=3, found=found), pack, tmp_path)
+    finally:
+        generate.MAX_REPRO_COPIES = generate_max
+    assert not list(tmp_path.glob("*.partial"))
