@@ -215,11 +215,13 @@ def _pids(run_dir: Path) -> list[int]:
 
 
 def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path, crash_point: str | None = None,
-               *, warm: bool = True, write_latency_ms: float = 0.0) -> TargetOutcome:
+               *, warm: bool = True, write_latency_ms: float = 0.0, server_per_worker: bool = False) -> TargetOutcome:
     """Run ``case`` of ``target`` once in ``run_dir`` (made empty), killing a worker at ``crash_point``.
 
     ``crash_point`` is a crash point id or a schedule ``"A >> B"`` (kill at A, then at B during the
-    recovery). ``write_latency_ms`` delays every checkpoint write of the saver (after the probe's
+    recovery). ``server_per_worker`` (engines with a server: Temporal) starts a new server on the run's database
+    before every worker, as crashpoint's Temporal adapter does (a benchmark's baseline; the default keeps one
+    server for the whole run). ``write_latency_ms`` delays every checkpoint write of the saver (after the probe's
     ``before_put``), widening the window in which an ``async`` write is in flight.
 
     Raises:
@@ -247,6 +249,7 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
     worker_module = WORKER_MODULES[target.engine]
     server = SERVERS[target.engine](run_dir) if target.engine in SERVERS else None
     deployed: str | None = None  # the version of the code new workers run after a deploy (case.deploy)
+    server_crashed = False
     try:
         if server is not None:
             server.start()
@@ -258,6 +261,8 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
                     "--probe-arg", crashpoints.probe_arg(run_dir, crash_point),
                     "--durability", durability, "--phase", phase, "--entry", target.entry, *extra]
             if server is not None:
+                if server_per_worker and out.workers > 0:
+                    server.restart()
                 argv += ["--address", server.address]
             if deployed:
                 argv += ["--version", deployed]
@@ -384,7 +389,16 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
                 phase = "start"
                 continue
             just_deployed = False
-            if case.deploy and not deployed and any(s["status"] in ("waiting", "running") for s in threads.values()):
+            running = any(s["status"] in ("waiting", "running") for s in threads.values())
+            if case.server_crash and server is not None and not server_crashed and running:
+                server_crashed = True  # a server crash while workflows wait: SIGKILL, a new one on the same database
+                old = server.pids[-1]
+                server.restart()
+                out.deliveries.append({"kind": "server_crash", "worker": out.workers, "killed": old,
+                                       "pid": server.pids[-1]})
+                out.notes.append(f"the Temporal server (pid {old}) was SIGKILLed after worker {out.workers} and a new "
+                                 f"one (pid {server.pids[-1]}) started on the same database")
+            if case.deploy and not deployed and running:
                 deployed, just_deployed = case.deploy, True  # a code deploy while workflows wait
                 out.deliveries.append({"kind": "deploy", "version": deployed, "worker": out.workers})
                 out.notes.append(f"deployed version {deployed} after worker {out.workers}: every later worker runs it")
@@ -444,6 +458,9 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
                 if case.deploy and not deployed:
                     raise EngineCrashed(f"the deploy of {case.deploy} never happened: no workflow was still running "
                                         "when the run came to rest (this run did not test it)")
+                if case.server_crash and not server_crashed:
+                    raise EngineCrashed("the server crash never happened: no workflow was still running when the run "
+                                        "came to rest (this run did not test it)")
                 out.threads = threads
                 break
             (run_dir / "answers.json").write_text(json.dumps(pending, sort_keys=True))

@@ -128,7 +128,7 @@ class TargetSweep:
 
 
 def run_one(target: Target, case: TargetCase, durability: str, run_dir: Path, crash_point: str | None,
-            golden: TargetOutcome | None, repeat: int = 1, *, warm: bool = True,
+            golden: TargetOutcome | None, repeat: int = 1, *, warm: bool = True, server_per_worker: bool = False,
             write_latency_ms: float = 0.0, keep: bool = False) -> TargetRunResult:
     """One run and its verdict (a module-level function on picklable arguments, for any executor); the verdict
     is :func:`crashpoint.harness.judge.verdict.judge_target`'s, the one every front end gets."""
@@ -137,7 +137,8 @@ def run_one(target: Target, case: TargetCase, durability: str, run_dir: Path, cr
     began = time.monotonic()
     try:
         out: TargetOutcome | BaseException = run_target(target, case, durability, run_dir, crash_point, warm=warm,
-                                                        write_latency_ms=write_latency_ms)
+                                                        write_latency_ms=write_latency_ms,
+                                                        server_per_worker=server_per_worker)
     except Exception as exc:  # noqa: BLE001 - judged below: unsupported, unknown or error, never a skip
         out = exc
     reached = not crash_point or crashpoints.fired(run_dir, crash_point)
@@ -171,7 +172,7 @@ def _recovery_points(log: list[str], first: str) -> list[str]:
 def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Sequence[str] | None = None,
           crash: str = "every", crash_points: Sequence[str] | None = None, repeat: int = 1,
           executor: Executor | None = None, workers: int | None = None, warm: bool = True,
-          write_latency_ms: float = 0.0, workdir: Path | None = None,
+          write_latency_ms: float = 0.0, workdir: Path | None = None, server_per_worker: bool = False,
           on_result: Callable[[TargetRunResult], None] | None = None) -> TargetSweep:
     """Sweep ``target`` (see the module docstring).
 
@@ -183,6 +184,7 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
         executor: where runs execute (default: a thread pool of ``workers``). ``warm``: fork workers from a
             warm zygote (``False``: a new interpreter per worker, the naive way).
         write_latency_ms: delay added to each checkpoint write. ``workdir``: keep run folders here.
+        server_per_worker: a new engine server before every worker (Temporal; the benchmark's baseline).
 
     Raises:
         UsageError: an unknown case or mode, ``repeat < 1``, an unknown ``crash``.
@@ -208,7 +210,7 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
     points: dict[tuple[str, str], list[str]] = {}
     pair_from: dict[tuple[str, str], set[str]] = {}  # (sampled) single kills whose recovery gets a second kill
     counter = iter(range(10**9))
-    opts = {"warm": warm, "write_latency_ms": write_latency_ms}
+    opts = {"warm": warm, "write_latency_ms": write_latency_ms, "server_per_worker": server_per_worker}
 
     def folder(label: str) -> Path:
         return root / f"{next(counter):05d}-{label}"

@@ -50,7 +50,8 @@ class TargetCase:
     request or answer twice at once (two live processes); ``workers``: K >= 2 workers recover after each kill,
     together at a barrier, each with its own identity (a DBOS executor id; each recovers the exited ones);
     ``deploy``: a version of the code (Temporal: a name in ``temporal.versions``) that every worker runs once the
-    run first comes to rest with a workflow still running (a code deploy while workflows wait)."""
+    run first comes to rest with a workflow still running (a code deploy while workflows wait); ``server_crash``:
+    at that moment the engine's server is SIGKILLed and a new one started on the same database (Temporal)."""
 
     name: str = "default"
     human: dict[str, list[dict[str, Any]]] | None = None
@@ -58,6 +59,7 @@ class TargetCase:
     duplicate: str | None = None
     workers: int = 1
     deploy: str | None = None
+    server_crash: bool = False
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,9 @@ class Target:
             if c.deploy and c.deploy not in (self.temporal.get("versions") or {}):
                 raise CaseError(f"case {c.name!r} deploys {c.deploy!r}, which temporal.versions does not name",
                                 file=self.file, field="cases")
+            if c.server_crash and self.engine != "temporal":
+                raise CaseError(f"case {c.name!r}: server_crash needs an engine with a server (temporal), not "
+                                f"{self.engine}", file=self.file, field="cases")
         threads = [i["thread"] for i in self.inputs]
         if not threads or len(set(threads)) != len(threads):
             raise CaseError(f"inputs need distinct threads, got {threads!r}", file=self.file, field="inputs")
@@ -150,7 +155,8 @@ class Target:
         base = Path(file).resolve().parent if file else Path.cwd()
         effects = [e if isinstance(e, dict) else {"path": e} for e in data.get("effects", [])]
         cases = [TargetCase(c["name"], c.get("human"), c.get("faults", []), c.get("duplicate"),
-                            int(c.get("workers", 1)), c.get("deploy"))
+                            int(c.get("workers", 1)), c.get("deploy"),
+                            bool(c.get("server_crash", False)))
                  for c in data.get("cases", [{"name": "default"}])]
         return cls(name=data["target"], entry=data["entry"], inputs=data["inputs"], engine=data.get("engine", "langgraph"),
                    human=data.get("human", {}), gates=data.get("gates", {}), effects=effects,

@@ -109,6 +109,46 @@ def test_kills_in_workflow_tasks_are_recovered(target: Target, golden, tmp_path:
     assert judge(target, out, golden) == ([], [])
 
 
+def test_a_server_crash_while_the_refund_waits_keeps_its_history(target: Target, golden, tmp_path: Path) -> None:
+    """Case server-crash: the server is SIGKILLed (verified) while the refund waits for its approval and a new one
+    starts on the same database file; the approval goes to the new server and the refund ends as in the golden
+    run, its effects once each."""
+    out = run_target(target, target.case("server-crash"), "sync", tmp_path)
+    [crash] = [d for d in out.deliveries if d["kind"] == "server_crash"]
+    assert not alive(crash["killed"]) and crash["pid"] != crash["killed"]
+    assert out.threads["refund-1001"]["status"] == "finished"
+    assert judge(target, out, golden) == ([], [])
+
+
+class _AmnesicServer:
+    """A server that forgets its database when it crashes (what the fault must catch)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        from crashpoint.harness.targets.temporal import RunServer
+
+        self.inner = RunServer(run_dir)
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    def restart(self) -> None:
+        self.inner.kill()
+        (self.inner.run_dir / "temporal.db").unlink()
+        self.inner.start()
+
+
+@pytest.mark.slow
+def test_a_server_that_loses_its_database_in_a_crash_is_caught(target: Target, golden, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from crashpoint.harness.targets import driver
+
+    monkeypatch.setitem(driver.SERVERS, "temporal", _AmnesicServer)
+    out = run_target(target, target.case("server-crash"), "sync", tmp_path)
+    failures, _ = judge(target, out, golden)
+    assert failures, out.threads
+    assert any("had no checkpoint" in n for n in out.notes), out.notes
+
+
 def test_an_async_durability_is_unsupported_on_temporal(target: Target, tmp_path: Path) -> None:
     with pytest.raises(TargetUnsupported, match="Temporal server records each event"):
         run_target(target, target.case("approved"), "async", tmp_path)
