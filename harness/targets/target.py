@@ -112,10 +112,10 @@ class Target:
         for c in self.cases:
             if c.deploy and c.deploy not in (self.temporal.get("versions") or {}):
                 raise CaseError(f"case {c.name!r} deploys {c.deploy!r}, which temporal.versions does not name",
-                                file=self.file, field="cases")
+                                file=self.file, field=f"cases[{self.cases.index(c)}].deploy")
             if c.server_crash and self.engine != "temporal":
                 raise CaseError(f"case {c.name!r}: server_crash needs an engine with a server (temporal), not "
-                                f"{self.engine}", file=self.file, field="cases")
+                                f"{self.engine}", file=self.file, field=f"cases[{self.cases.index(c)}].server_crash")
         threads = [i["thread"] for i in self.inputs]
         if not threads or len(set(threads)) != len(threads):
             raise CaseError(f"inputs need distinct threads, got {threads!r}", file=self.file, field="inputs")

@@ -272,14 +272,19 @@ async def look(client: Client, thread: str, signals: list[str], settle_until: fl
                   "error": f"Temporal closed the workflow {entry['temporal_status']}: {text}"[:ERROR_CHARS]}
         return entry, True
     failed = None
+    task_open = False  # a workflow task scheduled or started and not closed (the history is read after describe)
     timers: dict[str, float] = {}
     counts = {name: 0 for name in signals}
     for event in history:
         et = event.event_type
+        if et in (EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED):
+            task_open = True
+        elif et == EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
+            task_open = False
         if et == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
-            failed = event
+            failed, task_open = event, False
         elif et == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
-            failed = None
+            failed, task_open = None, False
         elif et == EventType.EVENT_TYPE_TIMER_STARTED:
             attrs = event.timer_started_event_attributes
             timers[attrs.timer_id] = event.event_time.ToDatetime().timestamp() + attrs.start_to_fire_timeout.ToTimedelta().total_seconds()
@@ -299,13 +304,14 @@ async def look(client: Client, thread: str, signals: list[str], settle_until: fl
                   "error": f"Temporal workflow task failed ({cause}, event {failed.event_id}): {text}{hint}"[:ERROR_CHARS]}
         return entry, True
     raw = desc.raw_description
-    busy = bool(raw.pending_activities) or bool(raw.pending_children) or raw.HasField("pending_workflow_task")
+    busy = (bool(raw.pending_activities) or bool(raw.pending_children) or raw.HasField("pending_workflow_task")
+            or task_open)
     due = [t for t in timers.values() if t <= settle_until]
     entry |= {"status": "running" if busy or due else "waiting", "values": {"running": True}}
     if busy or due:
         what = ([f"activity {a.activity_type.name} (attempt {a.attempt})" for a in raw.pending_activities]
                 + [f"child {c.workflow_id}" for c in raw.pending_children]
-                + (["a workflow task"] if raw.HasField("pending_workflow_task") else []) + [f"{len(due)} timer(s)"] * bool(due))
+                + (["a workflow task"] if raw.HasField("pending_workflow_task") or task_open else []) + [f"{len(due)} timer(s)"] * bool(due))
         entry["error"] = "Temporal still runs " + ", ".join(what) + " once this worker gave up waiting"
         return entry, False
     entry["waiting"] = [{"node": name, "interrupt": f"{thread}:{name}:{counts.get(name, 0)}", "value": None}
@@ -373,7 +379,7 @@ async def _pass(args: argparse.Namespace, target: dict[str, Any], run_dir: Path)
         while True:
             out: dict[str, Any] = {}
             rest = True
-            horizon = time.time() + max(0.0, deadline - time.monotonic())
+            horizon = time.time() + settle_s  # a timer firing within settle_s is waited for, a later one is a wait
             for thread in threads:
                 if thread not in done:
                     out[thread] = {"status": "not_submitted", "waiting": []}

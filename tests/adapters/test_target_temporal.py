@@ -100,8 +100,7 @@ def test_a_verified_kill_inside_an_activity_is_retried_by_temporal_in_a_new_proc
 
 @pytest.mark.slow
 @pytest.mark.parametrize("point", ["signal:refund-1001@approve", "timer_started:refund-1001",
-                                   "child_start:refund-1001@NotifyCustomer", "before_signal:refund-1001@approve",
-                                   "resolved:refund-1001@draft"])
+                                   "child_start:refund-1001@NotifyCustomer"])
 def test_kills_in_workflow_tasks_are_recovered(target: Target, golden, tmp_path: Path, point: str) -> None:
     out = run_target(target, target.case("approved"), "sync", tmp_path, point)
     assert out.kills == 1 and out.fired == [point]
@@ -160,6 +159,15 @@ def test_a_deploy_must_name_a_version() -> None:
     data["cases"] = [{"name": "d", "deploy": "v9"}]
     with pytest.raises(CaseError, match="temporal.versions"):
         Target.from_data(data)
+
+
+def test_a_bad_deploy_in_a_file_names_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "t.yaml"
+    path.write_text("target: x\nengine: temporal\nentry: a:b\ninputs: [{thread: t, input: 1}]\n"
+                    "cases:\n  - {name: c, server_crash: true}\n  - {name: d, deploy: nope}\n")
+    with pytest.raises(CaseError) as err:
+        Target.from_file(path)
+    assert str(err.value).startswith(f"{path}:7: field cases[1].deploy: case 'd' deploys 'nope'")
 
 
 def test_the_target_file_round_trips() -> None:
