@@ -70,6 +70,7 @@ def _externally_managed() -> bool:
     return (Path(where) / "EXTERNALLY-MANAGED").exists()
 
 
+@pytest.mark.slow  # makes a virtual environment with pip (87 s under load 25); the full suite runs it
 @pytest.mark.skipif(not _externally_managed(), reason="no externally managed (PEP 668) system Python here")
 def test_readme_venv_step_works_where_system_pip_is_refused(tmp_path: Path) -> None:
     """On a stock Debian Python the old first command is refused; the README's venv step gives a pip
