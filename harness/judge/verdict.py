@@ -309,11 +309,12 @@ NOTHING_TESTED = ("the case's faults never fired", "the golden run made no tool 
 
 
 def is_vacuous(result: RunResult) -> bool:
-    """``True`` for an ``error`` that only says nothing was tested (faults that never fired, or a run
-    that made no tool call) and has no finding: what a generated search skips as ``vacuous`` rather
-    than counts as a failure (a schedule that cancels before the first step tests no engine bug)."""
-    return result.verdict == "error" and not result.failures and bool(result.error) and \
-        result.error.startswith(NOTHING_TESTED)
+    """``True`` for an ``error`` that says nothing was tested (faults that never fired, or a run that
+    made no tool call): what a generated search skips as ``vacuous`` rather than counts as a failure (a
+    schedule that cancels before the first step tests no engine bug). Findings of such a run do not count:
+    they compare it with expectations written for faults it never had (a held cancel that was never
+    delivered makes "expected cancelled" fail on a correct engine)."""
+    return result.verdict == "error" and bool(result.error) and result.error.startswith(NOTHING_TESTED)
 
 
 __all__ = ["judge", "judge_target", "unsupported", "VERDICTS", "RunResult", "Invocation", "repro_command", "needs_fault_free", "exception_text", "is_vacuous"]

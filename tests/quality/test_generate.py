@@ -210,6 +210,21 @@ def test_a_start_redelivered_after_a_deploy_renaming_its_step_is_a_duplicate(ref
     assert result.verdict == "passed", (result.error, [f.message for f in result.failures])
 
 
+def test_a_run_whose_faults_never_fired_is_vacuous_whatever_it_found() -> None:
+    # issue 17: seed 4 of `pytest --chaos scenarios/refunds` failed cancel_while_draft_retrying[schedules] on
+    # the reference engine with "expected final status cancelled": the generated 2-workers recovery never
+    # delivered the case's held cancel ("the case's faults never fired"), and its findings counted as a failure
+    from crashpoint.harness.judge.rules import Finding
+    from crashpoint.harness.judge.verdict import RunResult, is_vacuous
+
+    found = [Finding("final_status", "expected final status cancelled, got waiting_approval")]
+    missed = RunResult("c", None, "error", found, error="the case's faults never fired, so nothing was tested: "
+                       "event cancel at after_effect:refunds.draftRefundRequest")
+    assert is_vacuous(missed)
+    assert not is_vacuous(RunResult("c", None, "error", found, error="EngineCrashed: worker exited with 1"))
+    assert not is_vacuous(RunResult("c", None, "failed", found))
+
+
 def test_seed_resolution(tmp_path: Path) -> None:
     from crashpoint.errors import UsageError
 
