@@ -57,8 +57,6 @@ import asyncio
 import dataclasses
 import json
 import os
-import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
