@@ -25,7 +25,7 @@ def _cmd_certify(args: argparse.Namespace) -> int:
         raise UsageError("certify needs --adapter MODULE:CLASS (for example "
                          "crashpoint.harness.adapters.reference:ReferenceAdapter)")
     check_sweep_options(args)
-    output_folder(args.out, "--out")
+    output_folder(args.out, "--out", files_only=True)
     pack = resolve_path(args.pack_option or args.pack)
 
     executor, close_executor = make_executor(args.executor, args.workers)  # exit 2 here if Dask is unreachable

@@ -83,7 +83,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     if bad:
         raise UsageError(f"--kinds: unknown kind(s) {bad}; known: {', '.join(KINDS)}")
     out_dir = args.out or STATE_DIR / "repro"
-    output_folder(out_dir, "--out")
+    output_folder(out_dir, "--out", files_only=True)
     if args.json is not None:
         output_file(args.json, "--json")
     seed = resolve_seed(args.seed, STATE_DIR)

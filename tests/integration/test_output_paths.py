@@ -134,3 +134,17 @@ def test_save_traces_into_a_folder_holding_a_fifo_is_refused_before_sweeping(tmp
     with pytest.raises(UsageError, match="is a FIFO; not replaced and not written through"):
         save_traces(folder, [late], [], None, None)
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+@pytest.mark.parametrize("command", [["certify", "--adapter", "crashpoint.harness.adapters.reference:ReferenceAdapter"],
+                                     ["search", "refunds", "--schedules", "1"]])
+def test_certify_and_search_out_into_a_folder_holding_a_fifo_are_refused_before_running(
+        command: list[str], tmp_path: Path, capsys) -> None:
+    """``certify --out`` and ``search --out`` write files with names not known in advance there, like
+    ``--save-traces``: a FIFO in the folder is one message and exit 2 before anything runs, untouched."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    fifo = folder / "certificate.json"
+    os.mkfifo(fifo)
+    _one_line_exit_2([*command, "--out", str(folder)], capsys, "--out", "a FIFO", fifo.name)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
