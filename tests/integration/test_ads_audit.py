@@ -104,15 +104,12 @@ def test_pack_validates_by_name_and_path(capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_account_is_large_and_identical_for_the_same_seed() -> None:
-    began = time.perf_counter()
-    built = build_ads_account(11)
-    build_s = time.perf_counter() - began
+    built = build_ads_account(11)  # its build time is benchmarks/scale.py's, not a test's
     assert len(built.campaigns) >= 50 and len(built.keywords) >= 5000 and len(built.ads) >= 100
     assert len({k[0] for k in built.keywords}) == len(built.keywords)
     assert build_ads_account(11) == built
     assert ads_account(11) == built  # the cached copy (memory or JSON file) is the same account
     assert build_ads_account(12) != built
-    assert build_s < 1.0, f"building an account took {build_s:.2f} s (about 0.1 s expected)"
 
 
 def test_account_is_identical_in_another_process() -> None:
