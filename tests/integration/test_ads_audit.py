@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
