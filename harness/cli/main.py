@@ -6,7 +6,7 @@ Commands:
                         [--engine MODULE:CLASS] [--workdir DIR] [--worker-timeout S] [--save-traces DIR] [-q]
     crashpoint validate PATH
     crashpoint tools [PACK]
-    crashpoint replay TRACE [--engine MODULE:CLASS] [--workdir DIR] [--worker-timeout S]
+    crashpoint replay TRACE [--engine MODULE:CLASS | --adapter MODULE:ATTR] [--workdir DIR] [--worker-timeout S]
     crashpoint incident TRACE [--out FILE]
     crashpoint search PATH [--seed N|last] [--schedules N] [--max-faults N] [--kinds K,K]
                       [--engine MODULE:CLASS | --adapter MODULE:CLASS]
@@ -307,8 +307,16 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     from crashpoint.harness.traces.tracefile import read_trace
 
     trace = read_trace(args.trace)
-    adapter = _adapter(args.engine)
     check_worker_timeout(args.worker_timeout)
+    # a trace of a ``run --adapter`` run is replayed on that adapter unless told otherwise: on the
+    # reference engine it would replay another engine's decisions
+    spec = args.adapter or (None if args.engine else trace["engine"].get("adapter"))
+    if spec:
+        from crashpoint.harness.judge.certify import load_adapter
+
+        adapter = load_adapter(spec, call_timeout_s=args.worker_timeout)
+    else:
+        adapter = _adapter(args.engine)
     if args.workdir and args.workdir.exists():
         raise UsageError(f"--workdir {args.workdir}: must not exist yet")
     if args.workdir:
@@ -393,7 +401,11 @@ def build_parser() -> argparse.ArgumentParser:
     val.set_defaults(func=_cmd_validate)
     rep = sub.add_parser("replay", help="re-drive a fresh engine through a trace file and compare its decisions")
     rep.add_argument("trace", help="a trace file (crashpoint run --save-traces DIR)")
-    rep.add_argument("--engine", metavar="MODULE:CLASS", help="engine class to replay on (default: the reference)")
+    on = rep.add_mutually_exclusive_group()
+    on.add_argument("--engine", metavar="MODULE:CLASS",
+                    help="engine class to replay on (default: the trace's adapter, if it ran on one, else the reference)")
+    on.add_argument("--adapter", metavar="MODULE:ATTR",
+                    help="adapter to replay on (default: the one the trace recorded, engine.adapter)")
     rep.add_argument("--workdir", type=Path, help="keep the replay's run folder here (must not exist yet)")
     rep.add_argument("--worker-timeout", type=float, default=60.0, metavar="S",
                      help="wall seconds a worker may take (default 60)")

@@ -294,3 +294,21 @@ def test_an_incident_of_an_adapter_run_reruns_that_adapter(tmp_path: Path, monke
         "description"]
     assert main(words[1:] + ["-q"]) == ExitCode.FAILED  # the pasted line reproduces, on that adapter
     assert main(["run", str(out), "--crash", "none", "-q"]) == ExitCode.OK  # the reference engine passes it
+
+
+def test_a_trace_of_an_adapter_run_replays_on_that_adapter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """issue 17: ``crashpoint replay`` of a ``run --adapter`` trace replayed on the reference engine, which
+    decides otherwise (it compensates on cancel): a divergence that says nothing of the adapter. It now
+    replays on the adapter the trace recorded; ``--engine``/``--adapter`` still choose another."""
+    adapter = "variants.adapters:no_compensation_on_cancel"
+    monkeypatch.syspath_prepend(str(ROOT / "tests"))
+    (trace_file,) = _save_traces(tmp_path, "cancel_while_waiting_compensates_draft", "--crash", "none",
+                                 "--adapter", adapter)
+    assert read_trace(trace_file)["engine"]["adapter"] == adapter
+    capsys.readouterr()
+    assert main(["replay", str(trace_file)]) == ExitCode.OK
+    out = capsys.readouterr().out
+    assert "no divergence" in out and "on engine no-compensation-on-cancel" in out, out
+    assert main(["replay", str(trace_file), "--engine", "crashpoint.engine.engine:Engine"]) == ExitCode.FAILED
+    assert main(["replay", str(trace_file), "--adapter", adapter]) == ExitCode.OK
