@@ -15,6 +15,7 @@ from crashpoint.harness.judge.certify import load_adapter
 from crashpoint.harness.load.loader import load_target
 from crashpoint.harness.run.sweep import sweep
 from crashpoint.scenarios import builtin_pack
+from variants.adapters import HangsInStatus
 
 TESTS = Path(__file__).resolve().parents[1]
 CASE = builtin_pack("refunds") / "cases" / "refund_approved_happy_path.yaml"
@@ -50,10 +51,11 @@ def test_ctrl_c_stops_a_command_whose_adapter_hangs(tmp_path: Path) -> None:
                             start_new_session=True)  # a terminal's Ctrl-C goes to the whole foreground group
     try:
         deadline = time.monotonic() + 120
-        while not _has_file(tmp_path / "runs", "worker-001.log") and time.monotonic() < deadline:
+        while not _has_file(tmp_path / "runs", HangsInStatus.MARKER) and time.monotonic() < deadline:
             time.sleep(0.2)
-        time.sleep(3)  # the worker has run; the harness is now stuck in status()
-        assert proc.poll() is None
+        assert proc.poll() is None and _has_file(tmp_path / "runs", HangsInStatus.MARKER), \
+            "the harness never reached the adapter's hanging status()"
+        time.sleep(0.5)  # it wrote the marker and is now inside the wait
         os.killpg(proc.pid, signal.SIGINT)
         rc = proc.wait(timeout=30)
     finally:

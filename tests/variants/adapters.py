@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from crashpoint.harness.adapters.protocol import RunContext
 from crashpoint.harness.adapters.reference import ReferenceAdapter
@@ -55,9 +56,14 @@ class HangsInStatus(ReferenceAdapter):
     def __init__(self) -> None:
         super().__init__(name="hangs-in-status")
 
+    #: A file written in the run folder when ``status`` is entered, so a test knows the harness is
+    #: inside the hanging call (not still starting, not in another phase) before it presses Ctrl-C.
+    MARKER = "status.entered"
+
     def status(self, run: RunContext, workflow_id: str) -> dict:
         import threading
 
+        (Path(run.run_dir) / self.MARKER).write_text(workflow_id)
         threading.Event().wait()  # forever
         return {}
 def new_key_on_retry() -> ReferenceAdapter:
