@@ -45,6 +45,8 @@ def default_workers() -> int:
     return os.cpu_count() or 1
 
 
+#: Seconds allowed, per pool process, to be gone after its SIGKILL on an interrupted sweep.
+KILL_WAIT_S = 5.0
 #: Seconds between two checks, in a pool process, that the process that made the pool is alive.
 PARENT_POLL_S = 0.5
 
@@ -145,10 +147,16 @@ def _close_processes(procs: ProcessPoolExecutor) -> None:
     the command forever): their warm-worker zygotes and forked workers die with them (``PR_SET_PDEATHSIG``),
     and the caller reaps what carries its runs' marker."""
     if isinstance(sys.exc_info()[1], (KeyboardInterrupt, SystemExit)):
-        for proc in list((getattr(procs, "_processes", None) or {}).values()):
+        killed = list((getattr(procs, "_processes", None) or {}).values())
+        for proc in killed:
             try:
                 proc.kill()
             except (OSError, ValueError):
+                pass
+        for proc in killed:  # dead before the caller removes the run folders: a pool process still running
+            try:             # its run would create them again (mkdir parents=True)
+                proc.join(KILL_WAIT_S)
+            except (OSError, ValueError, AssertionError):
                 pass
         procs.shutdown(wait=False, cancel_futures=True)
         return

@@ -100,22 +100,42 @@ def reap(marker: str | None, pgid: int) -> list[str]:
     return killed
 
 
-def reap_under(root: Path) -> list[str]:
+def reap_under(root: Path, wait_s: float = 0.0) -> list[str]:
     """SIGKILL every process whose :data:`RUN_MARKER` names a run folder under ``root`` (a sweep's folder):
     what the workers of an interrupted sweep left, whatever group or session they are in. Linux ``/proc``;
-    returns ``"PID COMMAND"`` descriptions."""
+    returns ``"PID COMMAND"`` descriptions. With ``wait_s`` > 0, waits (at most that many seconds) until
+    none of them runs any more (gone or a zombie), so that none writes into ``root`` once it is removed."""
+    killed = _kill_marked(root)
+    deadline = time.monotonic() + wait_s
+    while killed and time.monotonic() < deadline and _marked(root):
+        time.sleep(0.02)
+        _kill_marked(root)
+    return killed
+
+
+def _marked(root: Path) -> list[int]:
+    """The pids of running processes (not zombies: a zombie's environ reads empty) carrying ``root``'s marker."""
     prefix = f"{RUN_MARKER}={Path(root).resolve()}".encode()
-    killed = []
+    found = []
     for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
-            if not any(v == prefix or v.startswith(prefix + b"/") for v in (entry / "environ").read_bytes().split(b"\0")):
-                continue
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-            os.kill(int(entry.name), signal.SIGKILL)
-            killed.append(f"{entry.name} {cmd[:80]}")
-        except (ProcessLookupError, PermissionError, FileNotFoundError, OSError):
+            if any(v == prefix or v.startswith(prefix + b"/") for v in (entry / "environ").read_bytes().split(b"\0")):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def _kill_marked(root: Path) -> list[str]:
+    killed = []
+    for pid in _marked(root):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+            os.kill(pid, signal.SIGKILL)
+            killed.append(f"{pid} {cmd[:80]}")
+        except OSError:
             continue
     return killed
 

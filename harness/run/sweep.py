@@ -390,7 +390,7 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
         elif pending:
             for f in pending:
                 f.cancel()
-        reap_under(root)  # an interrupted sweep's workers (and what they started) die with it
+        reap_under(root, wait_s=5.0)  # an interrupted sweep's workers (and what they started) die with it
         if not keep and workdir is None:
             shutil.rmtree(root, ignore_errors=True)
     results = [golden_results[c.case_id] for c in cases if c.case_id in golden_results
