@@ -64,6 +64,11 @@ class WorkerTimeout(CrashpointError, TimeoutError):
     """An engine worker neither finished nor crashed within its timeout (seconds)."""
 
 
+class Unsupported(CrashpointError):
+    """The engine (or its release) lacks a feature the run needs: the run's verdict is ``unsupported``,
+    never ``failed`` or ``passed``."""
+
+
 class StoreError(CrashpointError, RuntimeError):
     """A file crashpoint keeps state in cannot be read or written: an engine database, a ledger or a
     results store that is damaged, of another schema or format, or not a SQLite file at all; a write

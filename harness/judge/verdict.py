@@ -1,19 +1,22 @@
 """The one verdict path: a finished run (or the exception it raised) becomes its result record.
 
 Every front end (``crashpoint run`` and ``--resume``, ``crashpoint search``, ``crashpoint certify``,
-``pytest --chaos``) runs the engine its own way and then calls :func:`judge`, so the same run gets
-the same verdict, the same findings (with the same rule ids), the same vacuity, the same reproduce
-command and the same measures everywhere. The decision, in order:
+``pytest --chaos``) runs the engine its own way and then calls :func:`judge` (a pack's run) or
+:func:`judge_target` (a run of a team's own code), so the same run gets the same verdict, the same
+findings (with the same rule ids), the same vacuity, the same reproduce command and the same measures
+everywhere. Both gather what the run showed and leave the verdict to :func:`decide`, the one decision
+order:
 
-1. the run raised :class:`~crashpoint.errors.WorkerTimeout` (a worker hung): ``unknown``; any other
+1. the run raised: :class:`~crashpoint.errors.Unsupported` (the engine lacks what it needs):
+   ``unsupported``; :class:`~crashpoint.errors.WorkerTimeout` (a worker hung): ``unknown``; any other
    exception (the engine or its adapter broke): ``error`` naming it;
-2. the fault-free run a ``like_fault_free`` case is compared with broke: ``error``;
-3. the case's own faults never fired on its golden run: ``error`` (nothing was tested);
-4. the golden run made no tool call: ``error`` (the case exercised nothing);
-5. the targeted crash point was never reached: ``error`` (nothing was tested);
-6. a rule found something: ``failed``;
-7. a rule raised instead of judging: ``unknown`` (that rule could not decide the run);
-8. otherwise ``passed``.
+2. the run did not test what it claims: ``error`` with the first reason, in this order: the fault-free
+   run a ``like_fault_free`` case is compared with broke; a kill was not verified; the case's own faults
+   never fired on its golden run; the golden run made no tool call; a duplicate whose processes never
+   overlapped (targets); the targeted crash point was never reached;
+3. a rule found something: ``failed``;
+4. a rule raised instead of judging: ``unknown`` (that rule could not decide the run);
+5. otherwise ``passed``.
 
 Findings and vacuity are kept in every case, so an ``error`` still shows what the rules saw.
 """
@@ -25,9 +28,9 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from crashpoint.errors import WorkerTimeout
+from crashpoint.errors import Unsupported, WorkerTimeout
 from crashpoint.harness.judge.kills import unverified
 from crashpoint.harness.judge.invariants import point_at_cause
 from crashpoint.harness.judge.rules import Finding, Judgement, Rule, RuleContext, evaluate
@@ -209,66 +212,88 @@ def judge(case: "Case", pack: "Pack", run: "RunOutcome | BaseException", *, cras
     return result
 
 
+def decide(raised: BaseException | None = None, not_tested: Iterable[str | None] = (), *, found: bool = False,
+           broken: str = "") -> tuple[str, str | None]:
+    """The one decision order of a run's verdict (the module docstring's list), shared by :func:`judge` and
+    :func:`judge_target`.
+
+    Args:
+        raised: the exception the run raised instead of finishing, or ``None``.
+        not_tested: why the run did not test what it claims, in the documented order; ``None`` or ``""``
+            entries are reasons that do not hold (the first one that holds is the ``error`` text).
+        found: a rule or invariant found something.
+        broken: the text naming the rules that raised instead of judging (``""``: none did).
+
+    Returns:
+        ``(verdict, error)``: one of :data:`VERDICTS` and its error text (``None`` for ``passed``, and for
+        ``failed`` when no rule raised).
+    """
+    if isinstance(raised, Unsupported):
+        return "unsupported", str(raised)
+    if isinstance(raised, WorkerTimeout):
+        return "unknown", str(raised)
+    if raised is not None:  # the engine or its adapter broke: a verdict, never a silent skip
+        return "error", exception_text(raised)
+    reason = next((r for r in not_tested if r), None)
+    if reason:
+        return "error", reason
+    if found:
+        return "failed", broken or None
+    if broken:
+        return "unknown", broken
+    return "passed", None
+
+
+def unreached(crash_point: str | None, reached: bool, passed: str) -> str | None:
+    """The ``error`` text of a run whose targeted crash point was never reached (``None`` when it was, or
+    for a golden run); ``passed`` names what the golden run passed instead."""
+    if crash_point is None or reached:
+        return None
+    return f"crash point {crash_point} was never reached, so nothing was tested; {passed}"
+
+
 def _decide(case: "Case", pack: "Pack", run: "RunOutcome | BaseException", crash_point: str | None,
             golden: "RunOutcome | None", fault_free: "RunOutcome | BaseException | None", masked: bool,
             rules: Sequence[Rule] | None) -> RunResult:
     from crashpoint.harness.judge.coverage import vacuity
 
     cid = case.case_id
-    if isinstance(run, WorkerTimeout):
-        return RunResult(cid, crash_point, "unknown", error=str(run))
-    if isinstance(run, BaseException):  # the engine or its adapter broke: a verdict, never a silent skip
-        return RunResult(cid, crash_point, "error", error=exception_text(run))
+    if isinstance(run, BaseException):
+        verdict, error = decide(run)
+        return RunResult(cid, crash_point, verdict, error=error)
     refs: list[tuple[str, RunOutcome]] = []
     if golden is not None and (crash_point is not None or masked):
         refs.append(("golden", golden))
+    ff_broke = None
     if isinstance(fault_free, BaseException):
-        return RunResult(cid, crash_point, "error", outcome=run,
-                         error=f"the fault-free run broke: {type(fault_free).__name__}: {fault_free}")
-    if fault_free is not None:
+        ff_broke = f"the fault-free run broke: {type(fault_free).__name__}: {fault_free}"
+    elif fault_free is not None:
         refs.append(("fault-free", fault_free))
     judgement: Judgement = evaluate(RuleContext(case, pack, run, golden, tuple(refs)), rules)
     findings = point_at_cause(judgement.findings, run)  # end-state findings name the delivery or kill before it
     notes, nothing = vacuity(run, golden=crash_point is None)
-
-    def result(verdict: str, error: str | None = None) -> RunResult:
-        return RunResult(cid, crash_point, verdict, findings, error=error, outcome=run, vacuity=notes,
-                         rules_unknown=[rid for rid, _ in judgement.broken])
-
-    not_landed = unverified(run)  # a kill that did not land, or a changed crash log: nothing was tested
-    if not_landed:
-        return result("error", not_landed)
-    if run.faults_missed and crash_point is None:
-        return result("error", "the case's faults never fired, so nothing was tested: " + "; ".join(run.faults_missed))
-    if nothing:
-        return result("error", "the golden run made no tool call: the case exercised nothing")
-    if crash_point is not None and not run.crash_fired:
-        known = ", ".join(golden.crash_points) if golden else "(no golden run)"
-        return result("error", f"crash point {crash_point} was never reached, so nothing was tested; "
-                               f"the golden run of {cid} passes: {known}")
-    if findings:
-        return result("failed", judgement.broken_text() or None)
-    if judgement.broken:
-        return result("unknown", judgement.broken_text())
-    return result("passed")
+    known = ", ".join(golden.crash_points) if golden else "(no golden run)"
+    verdict, error = decide(None, [
+        ff_broke,
+        unverified(run),  # a kill that did not land, or a changed crash log: nothing was tested
+        ("the case's faults never fired, so nothing was tested: " + "; ".join(run.faults_missed)
+         if run.faults_missed and crash_point is None else None),
+        "the golden run made no tool call: the case exercised nothing" if nothing else None,
+        unreached(crash_point, run.crash_fired, f"the golden run of {cid} passes: {known}"),
+    ], found=bool(findings), broken=judgement.broken_text())
+    return RunResult(cid, crash_point, verdict, findings, error=error, outcome=run, vacuity=notes,
+                     rules_unknown=[rid for rid, _ in judgement.broken])
 
 
 def judge_target(target: Any, case: Any, durability: str, run: Any, *, crash_point: str | None = None,
                  golden: Any = None, reached: bool = True, repeat: int = 1, wall_s: float = 0.0) -> Any:
-    """The result record of one run of a target (the team's own code): the same decision as :func:`judge`
-    for a pack's run, in the same order, on a target's outcome. ``crashpoint run TARGET.yaml``, ``pytest
-    --chaos`` (the ``crashpoint_sweep`` fixture) and the benchmarks all reach a target run's verdict here
-    (through :func:`crashpoint.harness.targets.sweep.run_one`).
-
-    1. the engine release lacks what the run needs
-       (:class:`~crashpoint.harness.targets.driver.TargetUnsupported`): ``unsupported``;
-       :class:`~crashpoint.errors.WorkerTimeout`: ``unknown``; any other exception: ``error`` naming it;
-    2. a kill that was not verified, or what the run was meant to test did not happen (``run.not_tested``: a
-       duplicate whose processes never overlapped): ``error``;
-    3. the targeted crash point was never reached (``reached`` false): ``error``;
-    4. a target rule or invariant found something: ``failed``;
-    5. one raised instead of judging: ``unknown``;
-    6. otherwise ``passed``.
+    """The result record of one run of a target (the team's own code), decided by :func:`decide` as
+    :func:`judge` decides a pack's run. ``crashpoint run TARGET.yaml``, ``pytest --chaos`` (the
+    ``crashpoint_sweep`` fixture) and the benchmarks all reach a target run's verdict here (through
+    :func:`crashpoint.harness.targets.sweep.run_one`). An engine release that lacks what the run needs
+    raises :class:`~crashpoint.harness.targets.driver.TargetUnsupported` (an
+    :class:`~crashpoint.errors.Unsupported`); what the run did not test is ``run.not_tested`` (a kill not
+    verified, a duplicate whose processes never overlapped), then an unreached ``crash_point``.
 
     Args:
         target, case, durability: what ran (:class:`~crashpoint.harness.targets.target.Target`, its
@@ -278,29 +303,23 @@ def judge_target(target: Any, case: Any, durability: str, run: Any, *, crash_poi
         reached: every kill of ``crash_point`` fired. ``repeat``: which try of the crash point. ``wall_s``: seconds.
 
     Returns:
-        A :class:`~crashpoint.harness.targets.sweep.TargetRunResult` (findings kept whatever the verdict).
+        A :class:`~crashpoint.harness.targets.sweep.TargetRunResult` (findings kept whatever the verdict;
+        ``unknown`` names the rules and invariants that raised).
     """
-    from crashpoint.harness.targets.driver import TargetUnsupported
     from crashpoint.harness.targets.oracles import judge as judge_rules
     from crashpoint.harness.targets.sweep import TargetRunResult
 
     result = TargetRunResult(case.name, durability, crash_point, repeat, "error", wall_s=wall_s)
-    if isinstance(run, TargetUnsupported):
-        result.verdict, result.error = "unsupported", str(run)
-        return result
-    if isinstance(run, BaseException):  # the engine or the team's code broke: a verdict, never a skip
-        result.verdict = "unknown" if isinstance(run, WorkerTimeout) else "error"
-        result.error = exception_text(run)
+    if isinstance(run, BaseException):
+        result.verdict, result.error = decide(run)
         return result
     result.kills, result.workers, result.pids, result.notes = run.kills, run.workers, run.pids, run.notes
     result.failures, result.unknown = judge_rules(target, run, golden)
-    if run.not_tested:
-        result.error = "; ".join(run.not_tested)
-    elif crash_point and not reached:
-        result.error = (f"crash point {crash_point} was not reached (fired: {run.fired or 'none'}): this run did not "
-                        "test it; with --repeat, a racy point may be reached in some tries only")
-    else:
-        result.verdict = "failed" if result.failures else ("unknown" if result.unknown else "passed")
+    result.verdict, result.error = decide(None, [
+        "; ".join(run.not_tested),
+        unreached(crash_point, reached, f"fired: {', '.join(run.fired) or 'none'}; with --repeat, a racy point "
+                                        "may be reached in some tries only"),
+    ], found=bool(result.failures), broken="; ".join(result.unknown))
     return result
 
 
@@ -317,4 +336,4 @@ def is_vacuous(result: RunResult) -> bool:
     return result.verdict == "error" and bool(result.error) and result.error.startswith(NOTHING_TESTED)
 
 
-__all__ = ["judge", "judge_target", "unsupported", "VERDICTS", "RunResult", "Invocation", "repro_command", "needs_fault_free", "exception_text", "is_vacuous"]
+__all__ = ["judge", "judge_target", "decide", "unreached", "unsupported", "VERDICTS", "RunResult", "Invocation", "repro_command", "needs_fault_free", "exception_text", "is_vacuous"]

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crashpoint.errors import CrashpointError, EngineCrashed, WorkerTimeout
+from crashpoint.errors import EngineCrashed, Unsupported, WorkerTimeout
 from crashpoint.fakes.ledger import Ledger
 from crashpoint.fakes.world import LEDGER_FILE
 from crashpoint.harness.run import crashpoints, forkserver
@@ -62,7 +62,7 @@ WORKER_MODULES = {"langgraph": langgraph_engine.WORKER_MODULE, "dbos": dbos_engi
 SERVERS = {"temporal": temporal_engine.RunServer}
 
 
-class TargetUnsupported(CrashpointError):
+class TargetUnsupported(Unsupported):
     """The engine release installed lacks what the run needs (a durability mode): the verdict is ``unsupported``."""
 
 

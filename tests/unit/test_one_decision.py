@@ -1,0 +1,130 @@
+"""One decision order for every run: :func:`~crashpoint.harness.judge.verdict.judge` (a pack's run) and
+:func:`~crashpoint.harness.judge.verdict.judge_target` (a target's run) both leave the verdict to
+:func:`~crashpoint.harness.judge.verdict.decide`, so the same situation gets the same verdict both ways: an
+engine that lacks a feature, a hung worker, a broken engine, a kill that was not verified, a crash point never
+reached, a finding, a rule that raised, a finding beside a rule that raised, and a clean run."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from crashpoint.errors import Unsupported, WorkerTimeout
+from crashpoint.harness.judge.rules import Finding, Rule, RuleContext
+from crashpoint.harness.judge.verdict import decide, judge, judge_target
+from crashpoint.harness.load.loader import Case, Pack, load_target
+from crashpoint.harness.run.driver import RunOutcome
+from crashpoint.harness.targets.driver import TargetOutcome, TargetUnsupported
+from crashpoint.harness.targets.target import Target, TargetCase
+
+ROOT = Path(__file__).resolve().parents[2]
+POINT = "after_effect:refunds.issueRefund"
+CALL = {"tool": "refunds.issueRefund", "outcome": "applied", "key": "k1"}
+
+INVARIANTS = '''
+import os
+
+def checked(run):
+    """What the situation asks of it (``CP_TEST_INVARIANT``): nothing, a finding, or a bug of its own."""
+    how = os.environ.get("CP_TEST_INVARIANT", "")
+    if how == "find":
+        return "the refund was issued twice"
+    if how == "raise":
+        raise KeyError("no such field")
+    return True
+'''
+
+
+def _finds(ctx: RuleContext) -> list[Finding]:
+    return [Finding("test_only.finds", "the refund was issued twice")]
+
+
+def _raises(ctx: RuleContext) -> list[Finding]:
+    raise KeyError("no such field")
+
+
+FINDS = Rule("test_only.finds", "finds something on every run", _finds, __name__)
+RAISES = Rule("test_only.raises", "raises on every run", _raises, __name__)
+
+
+@pytest.fixture(scope="module")
+def refund_case() -> tuple[Pack, Case]:
+    pack, cases = load_target(ROOT / "scenarios" / "refunds")
+    return pack, cases[0]
+
+
+@pytest.fixture()
+def target(tmp_path: Path) -> Target:
+    """A target whose one invariant does what ``CP_TEST_INVARIANT`` says (module written in ``tmp_path``)."""
+    name = f"cp_invariants_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(INVARIANTS))
+    return Target(name="t", entry="m:g", inputs=[{"thread": "a", "input": 1}], invariants=[f"{name}:checked"],
+                  pythonpath=[str(tmp_path)])
+
+
+def _pack_run(tmp_path: Path, *, fired: bool = True, kill_problems: tuple[str, ...] = ()) -> RunOutcome:
+    return RunOutcome("c", POINT, "wf", tmp_path, status="succeeded", calls=[dict(CALL)], crash_fired=fired,
+                      crash_points=[POINT], kill_problems=list(kill_problems))
+
+
+def _target_run(tmp_path: Path, *, not_tested: tuple[str, ...] = ()) -> TargetOutcome:
+    return TargetOutcome("default", "sync", POINT, tmp_path, threads={"a": {"status": "finished", "values": {}}},
+                         crash_points=[POINT], fired=[POINT], not_tested=list(not_tested))
+
+
+#: situation -> (pack run, its rules, target run, what the target's invariant does, target point reached)
+SITUATIONS: dict[str, tuple[Any, ...]] = {
+    "unsupported": (Unsupported("no timers in this release"), [], TargetUnsupported("no timers in this release"),
+                    "", True),
+    "hung worker": (WorkerTimeout("worker did not exit within 60 s"), [],
+                    WorkerTimeout("worker did not exit within 60 s"), "", True),
+    "engine broke": (RuntimeError("boom"), [], RuntimeError("boom"), "", True),
+    "kill not verified": ({"kill_problems": ("pid 7 was still alive",)}, [FINDS],
+                          {"not_tested": ("pid 7 was still alive",)}, "find", True),
+    "crash point never reached": ({"fired": False}, [FINDS], {}, "find", False),
+    "a finding": ({}, [FINDS], {}, "find", True),
+    "a rule raised": ({}, [RAISES], {}, "raise", True),
+    "clean": ({}, [], {}, "", True),
+}
+EXPECTED = {"unsupported": "unsupported", "hung worker": "unknown", "engine broke": "error",
+            "kill not verified": "error", "crash point never reached": "error", "a finding": "failed",
+            "a rule raised": "unknown", "clean": "passed"}
+
+
+@pytest.mark.parametrize("situation", list(SITUATIONS))
+def test_the_same_situation_gets_the_same_verdict_for_a_pack_and_a_target(
+        situation: str, refund_case: tuple[Pack, Case], target: Target, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    pack, case = refund_case
+    pack_run, rules, target_run, invariant, reached = SITUATIONS[situation]
+    if isinstance(pack_run, dict):
+        pack_run = _pack_run(tmp_path, **pack_run)
+        target_run = _target_run(tmp_path, **target_run)
+    monkeypatch.setenv("CP_TEST_INVARIANT", invariant)
+    by_pack = judge(case, pack, pack_run, crash_point=POINT, golden=_pack_run(tmp_path), rules=rules)
+    by_target = judge_target(target, TargetCase(), "sync", target_run, crash_point=POINT,
+                             golden=_target_run(tmp_path), reached=reached)
+    assert by_pack.verdict == by_target.verdict == EXPECTED[situation], (by_pack.error, by_target.error)
+    if situation in ("unsupported", "hung worker", "engine broke", "kill not verified"):
+        assert by_pack.error.endswith(by_target.error) or by_target.error in by_pack.error, \
+            (by_pack.error, by_target.error)
+    if situation == "crash point never reached":
+        assert f"crash point {POINT} was never reached" in by_pack.error
+        assert f"crash point {POINT} was never reached" in by_target.error
+    assert bool(by_pack.failures) == bool(by_target.failures) == (invariant == "find")
+
+
+def test_the_decision_order() -> None:
+    """What comes first wins: an exception, then the first reason the run did not test what it claims, then a
+    finding (with the rules that raised named beside it), then a rule that raised."""
+    assert decide(TargetUnsupported("no")) == ("unsupported", "no")
+    assert decide(WorkerTimeout("60 s"), ["not tested"], found=True) == ("unknown", "60 s")
+    assert decide(ValueError("bad"), ["not tested"]) == ("error", "ValueError: bad")
+    assert decide(None, [None, "", "kill not verified", "never reached"], found=True, broken="r raised") == \
+        ("error", "kill not verified")
+    assert decide(None, [None], found=True, broken="r raised") == ("failed", "r raised")
+    assert decide(None, [None], found=True) == ("failed", None)
+    assert decide(None, [], broken="r raised") == ("unknown", "r raised")
+    assert decide() == ("passed", None)
