@@ -168,6 +168,12 @@ def _warm_then_run(target: Target, ready: threading.Event, go: threading.Event, 
     return warm_server(target).run(module, argv, timeout_s, env, log)
 
 
+def prewarm(target: Target, timeout_s: float = 120.0) -> None:
+    """Start this thread's zygote for ``target`` and wait until it forks (a sweep calls it on its idle pool threads
+    while the golden runs go, so their first crash runs do not wait out a cold start)."""
+    _warm_up(warm_server(target), timeout_s)
+
+
 def close_servers() -> None:
     """Stop this thread's zygotes."""
     for server in getattr(_local, "servers", {}).values():

@@ -28,7 +28,7 @@ from crashpoint.errors import UsageError
 from crashpoint.harness.judge.rules import Finding as Failure
 from crashpoint.harness.run import crashpoints
 from crashpoint.harness.run.sweep import sampled_points
-from crashpoint.harness.targets.driver import TargetOutcome, run_target
+from crashpoint.harness.targets.driver import TargetOutcome, prewarm, run_target
 from crashpoint.harness.targets.target import Target, TargetCase
 
 #: ``crash`` values: ``sampled`` is ``every`` plus, per case and durability mode, a second kill during the recovery
@@ -224,6 +224,9 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
     try:
         goldens = {(c.name, m): executor.submit(run_one, target, c, m, folder(f"{c.name}-{m}-golden"), None, None, 1,
                                                 keep=True, **opts) for c in chosen for m in modes}
+        if own and warm:  # the pool's other threads start their zygotes meanwhile (a cold one takes seconds)
+            for _ in range((workers or 2) - len(goldens)):
+                executor.submit(prewarm, target)
         crash_futures = []
         for (name, mode), future in goldens.items():
             golden = done(future.result())

@@ -1,0 +1,73 @@
+"""What makes a DBOS worker start fast (:mod:`crashpoint.harness.targets.dbos_warm`) changes nothing DBOS sees: a
+seeded system database has the schema DBOS's own migrations make, the unsynced one is only the run's file, and
+the queue manager's check interval is the worker's."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("dbos")
+
+from crashpoint.harness.targets import dbos_warm  # noqa: E402
+
+#: Launches DBOS on ARGV[1] after the given dbos_warm calls, prints what DBOS's engine and queue manager use.
+LAUNCH = """
+import json, os, sys
+from pathlib import Path
+import sqlalchemy as sa
+from crashpoint.harness.targets import dbos_warm
+db, other, patch = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3] == "yes"
+if patch:
+    dbos_warm.seed_schema(db)
+    dbos_warm.unsynced(db)
+    patched = dbos_warm.fast_queue_manager(0.05)
+from dbos import DBOS
+from dbos import _dbos, _queue
+DBOS(config={"name": "warm-test", "system_database_url": f"sqlite:///{db}", "application_version": "v",
+             "executor_id": "e", "log_level": "WARNING"})
+DBOS.launch()
+with _dbos._dbos_global_instance._sys_db.engine.connect() as c:
+    sync = c.execute(sa.text("PRAGMA synchronous")).scalar()
+with sa.create_engine(f"sqlite:///{other}").connect() as c:
+    other_sync = c.execute(sa.text("PRAGMA synchronous")).scalar()
+print(json.dumps({"sync": sync, "other": other_sync,
+                  "consts": [c for c in _queue.queue_thread.__code__.co_consts if type(c) is float]}), flush=True)
+os._exit(0)
+"""
+
+
+def _launch(tmp_path: Path, name: str, patch: bool) -> dict:
+    out = subprocess.run([sys.executable, "-c", LAUNCH, str(tmp_path / name), str(tmp_path / f"{name}-other.sqlite"),
+                          "yes" if patch else "no"], capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _schema(path: Path) -> tuple[list, list]:
+    with sqlite3.connect(path) as db:
+        return (sorted(db.execute("SELECT type, name, sql FROM sqlite_master")),
+                list(db.execute("SELECT * FROM dbos_migrations")))
+
+
+def test_a_seeded_database_is_what_dbos_migrates_and_only_it_is_unsynced(tmp_path: Path) -> None:
+    own = _launch(tmp_path, "own.sqlite", patch=False)
+    warm = _launch(tmp_path, "warm.sqlite", patch=True)
+    assert _schema(tmp_path / "warm.sqlite") == _schema(tmp_path / "own.sqlite")
+    assert own["sync"] != 0 and warm["sync"] == 0  # OFF on the run's system database only
+    assert warm["other"] == own["other"] != 0
+    assert dbos_warm.QUEUE_CHECK_S in own["consts"] and dbos_warm.QUEUE_CHECK_S not in warm["consts"]
+    assert 0.05 in warm["consts"]
+
+
+def test_seeding_never_replaces_a_database_that_exists(tmp_path: Path) -> None:
+    db = tmp_path / "dbos.sqlite"
+    db.write_bytes(b"")
+    assert dbos_warm.seed_schema(db) is False and db.read_bytes() == b""
+    fresh = tmp_path / "fresh.sqlite"
+    assert dbos_warm.seed_schema(fresh) is True
+    assert _schema(fresh)[1] and not list(tmp_path.glob("*.seed"))
