@@ -26,6 +26,7 @@ that process's exit status (:mod:`crashpoint.harness.judge.kills`).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -156,7 +157,8 @@ class CrashProbe:
         run_dir: the run folder (log and marker live there).
         targets: crash point ids to kill at, in order: the second fires only after the first has
             killed a worker (a crash during recovery). Empty: only record.
-        holds: crash point ids where the worker is held (each once per run) until the harness,
+        holds: crash point ids where the worker is held (each once per run, by the first of the run's
+            workers to get there: :func:`claim_hold`) until the harness,
             which watches ``crash.paused``, has delivered an event and created ``release.N``
             (an event that arrives while a step is in flight). A hold comes before a kill at the
             same point.
@@ -216,11 +218,10 @@ class CrashProbe:
         self.close()
 
     def _hold(self, ident: str) -> None:
-        n = len(self.held)
-        fd = os.open(self.run_dir / PAUSED_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        os.write(fd, (ident + "\n").encode())
-        os.close(fd)
         self.held.append(ident)
+        n = claim_hold(self.run_dir, ident)
+        if n is None:  # another worker of the run (several recover at once) holds or held here
+            return
         release = self.run_dir / f"{RELEASE_PREFIX}{n}"
         deadline = time.monotonic() + HOLD_LIMIT_S
         while not release.exists() and time.monotonic() < deadline:
@@ -258,6 +259,26 @@ def probe_arg(run_dir: str | Path, crash_point: str | None, holds: list[str] | t
     if witness:
         spec["witness"] = True
     return json.dumps(spec)
+
+
+def claim_hold(run_dir: str | Path, ident: str) -> int | None:
+    """Record in ``crash.paused`` that a worker is held at ``ident``, unless a worker of the run already
+    was: the hold's number (0-based: the harness releases it with ``release.N``), or ``None``. Under an
+    exclusive ``flock`` of the file, so that of several workers passing ``ident`` at once only one is held
+    (the harness delivers a hold's events once, whichever worker of a recovery gets there)."""
+    fd = os.open(Path(run_dir) / PAUSED_FILE, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        held = []
+        while chunk := os.read(fd, 65536):
+            held.append(chunk)
+        lines = b"".join(held).decode().splitlines()
+        if ident in lines:
+            return None
+        os.write(fd, (ident + "\n").encode())
+        return len(lines)
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def paused_points(run_dir: str | Path) -> list[str]:

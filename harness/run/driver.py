@@ -24,7 +24,7 @@ from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from crashpoint.errors import EngineCrashed
 from crashpoint.fakes.clock import VirtualClock
@@ -412,12 +412,14 @@ class Driver:
                 self._count_delivery(out, 1, accepted)
                 out.deliveries_log.append({**d, "step": index + 1, "accepted": accepted, "redelivery_of": of})
 
-    def _start_alongside(self, ctx: RunContext, out: RunOutcome, n: int) -> list[tuple[Future, Path]]:
-        """Start ``n`` more worker processes (no kills, no holds) on other threads, each forked from that
-        thread's own zygote (a zygote runs one worker at a time), or as new interpreters."""
+    def _start_alongside(self, ctx: RunContext, out: RunOutcome, n: int,
+                         held: Sequence[str] = ()) -> list[tuple[Future, Path]]:
+        """Start ``n`` more worker processes (no kills; held at the points ``held``, as the driver's own
+        worker: whichever of them gets to a hold first is held there) on other threads, each forked from
+        that thread's own zygote (a zygote runs one worker at a time), or as new interpreters."""
         started = []
         for _ in range(n):
-            argv, env, log = worker_argv(self.adapter, ctx, out, None)
+            argv, env, log = worker_argv(self.adapter, ctx, out, None, held)
             started.append((_alongside_pool().submit(self._launch_alongside, argv, env, log), log))
         return started
 
@@ -462,7 +464,8 @@ class Driver:
             run_segment(self.adapter, ctx, self.launcher, out, crash_point, held=list(held.events), poll=held.poll,
                         ledger=held.ledger, together=held.together,
                         alongside=lambda n: functools.partial(self._wait_alongside, out,
-                                                              self._start_alongside(ctx, out, n), held.poll))
+                                                              self._start_alongside(ctx, out, n, list(held.events)),
+                                                              held.poll))
         finally:
             self._open_client(ctx)
 

@@ -344,6 +344,44 @@ def test_reference_engine_passes_the_sampled_sweep() -> None:
                for r in alongside)
 
 
+def run_together(engine: str, case_id: str, before: str, tmp_path: Path, rounds: int = 2) -> list[RunResult]:
+    """The ``A >> 3 workers`` runs of ``case_id`` on ``engine`` (three workers recover at once from a kill at
+    ``A``), judged, for every point ``A`` its golden run passes before ``before``, ``rounds`` times over, one
+    after another in this process: from the second run on, every worker starts from a warm zygote, as in
+    a long sampled sweep (a cold one lets the driver's own worker get everywhere first)."""
+    from crashpoint.harness.judge.verdict import judge
+    from crashpoint.harness.run.driver import Driver
+
+    pack, cases = _target()
+    case = cases[case_id]
+    driver = Driver(ReferenceAdapter(engine=engine, name=engine), pack)
+    golden_run = driver.run(case, tmp_path / "golden")
+    firsts = golden_run.crash_points[:golden_run.crash_points.index(before)]
+    runs = []
+    for n in range(rounds):
+        for i, a in enumerate(firsts):
+            spec = f"{a} >> 3 workers"
+            runs.append(judge(case, pack, driver.run(case, tmp_path / f"r{n}-{i}", spec), crash_point=spec,
+                              golden=golden_run))
+    return runs
+
+
+def test_workers_recovering_together_deliver_the_case_held_events(tmp_path: Path) -> None:
+    # issue 17: in an "A >> 3 workers" run only the driver's own worker was held at the case's hold points; when
+    # one of the two started beside it took the draft step, the held cancel was never delivered ("the case's
+    # faults never fired": 4 of 6 runs here), so the run tested nothing and could not fail
+    held = "after_effect:refunds.draftRefundRequest"
+    runs = run_together("crashpoint.engine.engine:Engine", "cancel_while_draft_retrying", held, tmp_path / "ok")
+    assert len(runs) == 6 and {r.verdict for r in runs} == {"passed"}, describe(runs)
+    assert all(r.outcome.workers >= 4 and not r.outcome.faults_missed and
+               [d["kind"] for d in r.outcome.deliveries_log if d.get("held_at") == held] == ["cancel"]
+               for r in runs), describe(runs)
+    broken = run_together("variants.engines:NoCompensationOnCancel", "cancel_while_draft_retrying", held,
+                          tmp_path / "broken")
+    assert {r.verdict for r in broken} == {"failed"}, describe(broken)
+    assert all(any(f.oracle == "side_effects" for f in r.failures) for r in broken), describe(broken)
+
+
 def test_recovery_claim_of_a_dead_worker_leaves_the_run_running() -> None:
     result = run_sampled("variants.engines:RecoveryClaimNeverExpires", HAPPY)
     singles = [r for r in result.results if r.crash_point and ">>" not in r.crash_point]
