@@ -161,27 +161,51 @@ class ForkServer:
             self.kill()  # out of step with this side: never reuse it (for_this_thread starts another)
             raise
         pid = started["pid"]
-        if on_start is not None:
-            on_start(pid)
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                message = self._receive(0.002 if poll else max(0.0, deadline - time.monotonic()))
-            except (OSError, ValueError):
-                self.kill()  # the zygote died (its worker dies with it: PR_SET_PDEATHSIG)
-                raise
-            if message is not None:
-                return int(message["rc"]), list(message.get("leftovers", ()))
-            if poll:
-                poll()
-            if time.monotonic() > deadline:
+        answered = False
+        try:
+            if on_start is not None:
+                on_start(pid)
+            deadline = time.monotonic() + timeout_s
+            while True:
+                try:
+                    message = self._receive(0.002 if poll else max(0.0, deadline - time.monotonic()))
+                except (OSError, ValueError):
+                    answered = True
+                    self.kill()  # the zygote died (its worker dies with it: PR_SET_PDEATHSIG)
+                    raise
+                if message is not None:
+                    answered = True
+                    return int(message["rc"]), list(message.get("leftovers", ()))
+                if poll:
+                    poll()
+                if time.monotonic() > deadline:
+                    answered = True
+                    self._abandon(pid)
+                    raise WorkerTimeout(f"worker did not exit within {timeout_s} s (killed with its process group)")
+        finally:
+            if not answered:
+                self._abandon(pid)
+
+    def _abandon(self, pid: int) -> None:
+        """Stop waiting for the running worker ``pid``: kill its group and read the zygote's answer about it,
+        so that the next request's answers are its own; a zygote that does not answer in time is killed.
+
+        Whatever ends a wait early (a timeout; ``poll`` or ``on_start`` raising, say an adapter's error while
+        a held event is delivered; Ctrl-C) goes through here: the worker's ``{"rc": ...}`` would otherwise be
+        read as the next request's first answer ("the worker fork server did not start a worker: {'rc': 0,
+        ...}", once the abandoned worker's hold had timed out and it had finished)."""
+        try:
+            answer = self._receive(0.0)  # it may have exited already (its pid is then free for reuse)
+            if answer is None:
                 try:
                     os.killpg(pid, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
-                if self._receive(30.0) is None:
-                    self.kill()
-                raise WorkerTimeout(f"worker did not exit within {timeout_s} s (killed with its process group)")
+                answer = self._receive(30.0)
+        except (OSError, ValueError):
+            answer = None
+        if answer is None or "rc" not in answer:
+            self.kill()
 
 
 _local = threading.local()

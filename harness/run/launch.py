@@ -47,15 +47,16 @@ def run_process(argv: list[str], timeout_s: float, env: dict[str, str] | None = 
 
     Raises:
         WorkerTimeout: it ran longer than ``timeout_s`` wall seconds (it and its leftovers are killed).
+        Exception: what ``poll`` or ``on_start`` raised (the process and its leftovers are killed first).
     """
     env = {**os.environ, **(env or {})}
     marker = env.get(RUN_MARKER)
     with open(log if log else os.devnull, "wb") as sink:
         proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, env=env)
-        if on_start is not None:
-            on_start(proc.pid)
         try:
+            if on_start is not None:
+                on_start(proc.pid)
             if poll is None:
                 proc.wait(timeout=timeout_s)
             else:
@@ -65,11 +66,14 @@ def run_process(argv: list[str], timeout_s: float, env: dict[str, str] | None = 
                     if time.monotonic() > deadline:
                         raise subprocess.TimeoutExpired(argv, timeout_s)
                     time.sleep(0.002)
-        except subprocess.TimeoutExpired:
+        except BaseException as exc:  # a timeout, or poll/on_start raising, or Ctrl-C: it must not run on
             _kill_group(proc.pid)
             proc.wait()
             reap(marker, proc.pid)
-            raise WorkerTimeout(f"worker did not exit within {timeout_s} s (killed with its process group)") from None
+            if isinstance(exc, subprocess.TimeoutExpired):
+                raise WorkerTimeout(f"worker did not exit within {timeout_s} s (killed with its process group)") \
+                    from None
+            raise
     return proc.returncode, reap(marker, proc.pid)
 
 
