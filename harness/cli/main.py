@@ -115,6 +115,27 @@ def _adapter(spec: str | None):
     return ReferenceAdapter(engine=spec, name=spec)
 
 
+def engine_under_test(engine: str | None, adapter: str | None, call_timeout_s: float, recorded: str | None = None):
+    """The adapter a command drives (``run``, ``replay``, ``search``): ``--adapter MODULE:ATTR`` (any engine's
+    adapter, each harness-side call limited to ``call_timeout_s`` wall seconds), else the reference adapter on
+    ``--engine MODULE:CLASS``'s engine, else ``recorded`` (the adapter spec a trace recorded), else the
+    reference engine. Only the one chosen is imported.
+
+    Raises:
+        UsageError: both ``engine`` and ``adapter`` (the two name the engine under test); an engine or an
+            adapter that cannot be imported, or is not what the option names.
+    """
+    if engine and adapter:
+        raise UsageError(f"--engine {engine} and --adapter {adapter} exclude each other (--engine names an engine "
+                         "class for the reference adapter; an adapter brings its own engine)")
+    spec = adapter or (None if engine else recorded)
+    if spec:
+        from crashpoint.harness.judge.certify import load_adapter
+
+        return load_adapter(spec, call_timeout_s=call_timeout_s)
+    return _adapter(engine)
+
+
 def add_parallel_options(parser: argparse.ArgumentParser, what: str = "parallel runs",
                          progress: bool = True) -> None:
     """Add the options that say where runs execute: ``--workers N`` (alias ``--jobs N``) and
@@ -185,11 +206,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if is_target_file(Path(args.path)):  # the team's own code (issue 12), not a pack
         return run_target_command(args, Path(args.path))
     pack, cases = load_target(resolve_path(args.path))
-    adapter = _adapter(args.engine)
-    if getattr(args, "adapter", None):  # any engine's adapter (crashpoint certify grades these)
-        from crashpoint.harness.judge.certify import load_adapter
-
-        adapter = load_adapter(args.adapter, call_timeout_s=args.worker_timeout)
+    adapter = engine_under_test(args.engine, getattr(args, "adapter", None), args.worker_timeout)
     if args.crash_point and args.crash not in ("every", "sampled"):
         raise UsageError("--crash-point needs --crash every or sampled (a schedule 'A >> B' kills twice)")
     if args.budget is not None and (args.crash != "recovery" or args.budget < 1):
@@ -310,13 +327,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     check_worker_timeout(args.worker_timeout)
     # a trace of a ``run --adapter`` run is replayed on that adapter unless told otherwise: on the
     # reference engine it would replay another engine's decisions
-    spec = args.adapter or (None if args.engine else trace["engine"].get("adapter"))
-    if spec:
-        from crashpoint.harness.judge.certify import load_adapter
-
-        adapter = load_adapter(spec, call_timeout_s=args.worker_timeout)
-    else:
-        adapter = _adapter(args.engine)
+    adapter = engine_under_test(args.engine, args.adapter, args.worker_timeout, recorded=trace["engine"].get("adapter"))
     if args.workdir and args.workdir.exists():
         raise UsageError(f"--workdir {args.workdir}: must not exist yet")
     if args.workdir:

@@ -59,7 +59,7 @@ def add_search_parser(sub: argparse._SubParsersAction) -> None:
 
 def cmd_search(args: argparse.Namespace) -> int:
     """Run the search; exit 0 when nothing failed, 1 when a failure was found, 2 on bad input."""
-    from crashpoint.harness.cli.main import ExitCode, _adapter, check_sweep_options, resolve_path
+    from crashpoint.harness.cli.main import ExitCode, check_sweep_options, engine_under_test, resolve_path
     from crashpoint.harness.cli.paths import output_file, output_folder
     from crashpoint.harness.run.executors import make_executor
     from crashpoint.harness.faults.generate import resolve_seed, search, summary_lines, write_repro
@@ -67,14 +67,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     from crashpoint.harness.faults.schedule import KINDS
 
     pack, cases = load_target(resolve_path(args.path))
-    if args.engine and args.adapter:
-        raise UsageError("--engine and --adapter exclude each other (--engine names an engine class for the "
-                         "reference adapter)")
-    adapter = _adapter(args.engine)
-    if args.adapter:
-        from crashpoint.harness.judge.certify import load_adapter
-
-        adapter = load_adapter(args.adapter, call_timeout_s=args.worker_timeout)
+    adapter = engine_under_test(args.engine, args.adapter, args.worker_timeout)
     if args.schedules < 1 or args.max_faults < 1:
         raise UsageError("--schedules and --max-faults must be at least 1")
     check_sweep_options(args)
