@@ -27,9 +27,15 @@ Crash points, with no user code:
 
 Worker defaults, each overridable in ``temporal.worker``: ``sticky_queue_schedule_to_start_timeout`` 1 s
 (Temporal's 10 s is what a workflow task waits on a killed worker's sticky queue), ``graceful_shutdown_timeout``
-0; workflows are started with ``task_timeout`` ``temporal.task_timeout_s`` (default 2 s; Temporal's 10 s is what
-a workflow task taken by a killed worker waits before it is given to another), and a child workflow started
-without one gets the same (through a ``WorkflowOutboundInterceptor``). Activity timeouts are the team's code.
+0, ``build_id`` ``crashpoint-VERSION`` (``crashpoint-base`` before a deploy; the SDK's default hashes the code of
+every loaded module, 0.9 s of each worker's start; not set when the team sets ``build_id``,
+``use_worker_versioning`` or ``deployment_config``); workflows are started with ``task_timeout``
+``temporal.task_timeout_s`` (default 2 s; Temporal's 10 s is what a workflow task taken by a killed worker waits
+before it is given to another), and a child workflow started without one gets the same (through a
+``WorkflowOutboundInterceptor``). Before its worker starts, a worker resets the sticky task queue of every open
+workflow of the run and of their running children (:func:`reset_sticky`: the request a worker makes when it drops
+a workflow from its cache), so a task does not wait on a killed worker's sticky queue at all. Activity timeouts
+are the team's code.
 
 Phases (what a Temporal application and its clients do):
 
@@ -64,7 +70,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from temporalio import activity, workflow
+from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
+from temporalio.api.workflowservice.v1 import ResetStickyTaskQueueRequest
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.service import RPCError
@@ -95,6 +103,8 @@ PATCHED_HINT = ("a code change that does not replay the running workflow's histo
                 "none runs it)")
 
 _probe: Callable[[str], None] = lambda name: None
+#: With ``$CRASHPOINT_TEMPORAL_TIMING``: prints a stage of the worker (not a crash point) with its time.
+_mark: Callable[[str], None] = lambda name: None
 _task_timeout = timedelta(seconds=2)
 
 
@@ -318,6 +328,32 @@ async def look(client: Client, thread: str, signals: list[str], settle_until: fl
 
 
 # ------------------------------------------------------------------ one worker pass
+async def reset_sticky(client: Client, threads: list[str]) -> list[str]:
+    """Send the open workflows among ``threads`` and their running children back to the normal task queue
+    (``ResetStickyTaskQueue``, what a worker asks for when it drops a workflow from its cache): a killed
+    worker's sticky queue has no poller, and a task put there would wait out
+    ``sticky_queue_schedule_to_start_timeout`` before the server gives it to another worker. Returns the
+    workflow ids reset (a workflow the server does not know, or closed, is skipped)."""
+    done: list[str] = []
+    todo = list(threads)
+    while todo:
+        wid = todo.pop(0)
+        try:
+            desc = await client.get_workflow_handle(wid).describe()
+        except RPCError:
+            continue
+        if desc.status != WorkflowExecutionStatus.RUNNING:
+            continue
+        todo += [c.workflow_id for c in desc.raw_description.pending_children]
+        try:
+            await client.workflow_service.reset_sticky_task_queue(ResetStickyTaskQueueRequest(
+                namespace=client.namespace, execution=WorkflowExecution(workflow_id=wid, run_id=desc.run_id)))
+        except RPCError:
+            continue
+        done.append(wid)
+    return done
+
+
 async def connect(address: str, within_s: float | None = None) -> Client:
     """Connect once the server's frontend is healthy (it listens before it is: "Frontend is not healthy yet").
 
@@ -343,10 +379,13 @@ async def _pass(args: argparse.Namespace, target: dict[str, Any], run_dir: Path)
     signals = sorted({n for human in [target.get("human") or {}, *[c.get("human") or {} for c in target["cases"]]]
                       for n in human})
     client = await connect(args.address)
+    _mark("connected")
     options: dict[str, Any] = {**WORKER_DEFAULTS, **(opts.get("worker") or {})}
     for name in ("sticky_queue_schedule_to_start_timeout", "graceful_shutdown_timeout"):
         if isinstance(options.get(name), (int, float)):
             options[name] = timedelta(seconds=options[name])
+    if not {"build_id", "deployment_config", "use_worker_versioning"} & set(options):
+        options["build_id"] = f"crashpoint-{args.version or 'base'}"  # the SDK's default hashes every loaded module
     executor = ThreadPoolExecutor(max_workers=int(options.pop("max_concurrent_activities", 8)))
     restrictions = SandboxRestrictions.default.with_passthrough_modules("crashpoint")
     worker = Worker(client, task_queue=queue, workflows=workflows, activities=activities, activity_executor=executor,
@@ -354,7 +393,11 @@ async def _pass(args: argparse.Namespace, target: dict[str, Any], run_dir: Path)
                     unsandboxed_workflow_runner=ProbedRunner(UnsandboxedWorkflowRunner()), **options)
     done = set(submitted(run_dir))
     threads = [i["thread"] for i in target["inputs"]]
+    if done:  # a task put on a gone worker's sticky queue would wait there for sticky_queue_schedule_to_start_timeout
+        _mark(f"sticky reset: {' '.join(await reset_sticky(client, sorted(done)))}")
+    _mark("worker built")
     async with worker:
+        _mark("worker running")
         if args.phase == "start":
             for item in to_submit(run_dir, target, done, args.resubmit, args.duplicate):
                 thread = item["thread"]
@@ -387,6 +430,8 @@ async def _pass(args: argparse.Namespace, target: dict[str, Any], run_dir: Path)
             if rest or time.monotonic() > deadline:
                 break
             await asyncio.sleep(POLL_S)
+        _mark("at rest")
+    _mark("worker shut down")
     return out
 
 
@@ -395,7 +440,7 @@ _steps = Path(os.devnull)
 
 def main(argv: list[str] | None = None) -> int:
     """One worker pass (see the module docstring)."""
-    global _probe, _steps, _task_timeout
+    global _probe, _mark, _steps, _task_timeout
     parser = worker_parser("temporal_worker")
     parser.add_argument("--address", required=True, help="the run's Temporal server, HOST:PORT")
     parser.add_argument("--version", default=None, help="run this deployed version of the code (temporal.versions)")
@@ -414,6 +459,10 @@ def main(argv: list[str] | None = None) -> int:
         def _probe(name: str) -> None:
             print(f"{time.monotonic() - t0:.3f} {name}", flush=True)
             inner(name)
+
+        def _mark(name: str) -> None:
+            print(f"{time.monotonic() - t0:.3f} ({name})", flush=True)
+        _mark("main")
     _task_timeout = timedelta(seconds=float((target.get("temporal") or {}).get("task_timeout_s", 2)))
     patch_effects(target["effects"])
 

@@ -82,6 +82,22 @@ def test_one_server_per_run_is_killed_with_the_run(golden) -> None:
     assert (golden.run_dir / "temporal.db").exists()
 
 
+def test_a_runs_server_starts_on_a_fresh_database_copied_from_the_template(golden) -> None:
+    """The template is a database as the dev server makes it (namespace ``default``, no workflow); the run's own
+    database held the run's workflows, the template still holds none."""
+    import sqlite3
+
+    from crashpoint.harness.targets.temporal import template_db
+
+    made = template_db()
+    assert made is not None and made.parent != golden.run_dir
+    with sqlite3.connect(made) as conn:
+        assert conn.execute("SELECT name FROM namespaces WHERE name = 'default'").fetchone()
+        assert conn.execute("SELECT count(*) FROM executions").fetchone() == (0,)
+    with sqlite3.connect(golden.run_dir / "temporal.db") as conn:
+        assert conn.execute("SELECT count(*) FROM executions").fetchone()[0] >= 2  # the refund and its child
+
+
 def test_a_verified_kill_inside_an_activity_is_retried_by_temporal_in_a_new_process(target: Target, golden,
                                                                                      tmp_path: Path) -> None:
     """A SIGKILL after the payment and before the activity's completion reached the server: the same server
