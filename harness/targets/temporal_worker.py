@@ -71,7 +71,7 @@ from typing import Any, Callable
 
 from temporalio import activity, workflow
 from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
+from temporalio.api.enums.v1 import EventType, PendingWorkflowTaskState, WorkflowTaskFailedCause
 from temporalio.api.workflowservice.v1 import ResetStickyTaskQueueRequest
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.common import WorkflowIDConflictPolicy
@@ -332,8 +332,12 @@ async def reset_sticky(client: Client, threads: list[str]) -> list[str]:
     """Send the open workflows among ``threads`` and their running children back to the normal task queue
     (``ResetStickyTaskQueue``, what a worker asks for when it drops a workflow from its cache): a killed
     worker's sticky queue has no poller, and a task put there would wait out
-    ``sticky_queue_schedule_to_start_timeout`` before the server gives it to another worker. Returns the
-    workflow ids reset (a workflow the server does not know, or closed, is skipped)."""
+    ``sticky_queue_schedule_to_start_timeout`` before the server gives it to another worker. A workflow whose
+    workflow task the killed worker had started is left as it is: the server retries a sticky task that timed out
+    as attempt 1 on the normal queue, where a failure of the retry (a nondeterminism error) is written to the
+    history; reset first, the timeout counts as an attempt, and later attempts are transient (Temporal writes
+    neither them nor their failures). Returns the workflow ids reset (a workflow the server does not know, or
+    closed, is skipped)."""
     done: list[str] = []
     todo = list(threads)
     while todo:
@@ -344,7 +348,11 @@ async def reset_sticky(client: Client, threads: list[str]) -> list[str]:
             continue
         if desc.status != WorkflowExecutionStatus.RUNNING:
             continue
-        todo += [c.workflow_id for c in desc.raw_description.pending_children]
+        raw = desc.raw_description
+        todo += [c.workflow_id for c in raw.pending_children]
+        if raw.HasField("pending_workflow_task") and \
+                raw.pending_workflow_task.state == PendingWorkflowTaskState.PENDING_WORKFLOW_TASK_STATE_STARTED:
+            continue  # taken by the killed worker: left sticky, its timeout retries it as attempt 1
         try:
             await client.workflow_service.reset_sticky_task_queue(ResetStickyTaskQueueRequest(
                 namespace=client.namespace, execution=WorkflowExecution(workflow_id=wid, run_id=desc.run_id)))
