@@ -292,8 +292,9 @@ def judge_target(target: Any, case: Any, durability: str, run: Any, *, crash_poi
     ``crashpoint_sweep`` fixture) and the benchmarks all reach a target run's verdict here (through
     :func:`crashpoint.harness.targets.sweep.run_one`). An engine release that lacks what the run needs
     raises :class:`~crashpoint.harness.targets.driver.TargetUnsupported` (an
-    :class:`~crashpoint.errors.Unsupported`); what the run did not test is ``run.not_tested`` (a kill not
-    verified, a duplicate whose processes never overlapped), then an unreached ``crash_point``.
+    :class:`~crashpoint.errors.Unsupported`); what the run did not test is a kill not verified
+    (``run.kill_problems``, as a pack run's), then ``run.not_tested`` (a duplicate whose processes never
+    overlapped), then an unreached ``crash_point``.
 
     Args:
         target, case, durability: what ran (:class:`~crashpoint.harness.targets.target.Target`, its
@@ -315,7 +316,9 @@ def judge_target(target: Any, case: Any, durability: str, run: Any, *, crash_poi
         return result
     result.kills, result.workers, result.pids, result.notes = run.kills, run.workers, run.pids, run.notes
     result.failures, result.unknown = judge_rules(target, run, golden)
+    result.kill_log = [dict(k) for k in run.kill_log]
     result.verdict, result.error = decide(None, [
+        unverified(run),  # a kill that did not land, or a resume by no new process: nothing was tested
         "; ".join(run.not_tested),
         unreached(crash_point, reached, f"fired: {', '.join(run.fired) or 'none'}; with --repeat, a racy point "
                                         "may be reached in some tries only"),

@@ -5,8 +5,11 @@ faults (the ledger's script), then alternates worker processes with what the out
 
 1. a ``start`` worker submits every input thread (``invoke(input)``);
 2. after a worker the harness killed, a **new** worker process (``recover``: ``invoke(None)`` per
-   unfinished thread; ``start`` while inputs remain unsubmitted). The dead pid is checked dead and the
-   new one differs: a kill is verified, or the run is an ``error``;
+   unfinished thread; ``start`` while inputs remain unsubmitted). The kill is verified as a pack run's is
+   (:func:`crashpoint.harness.judge.kills.check_worker`, from the pid the harness started, its exit by SIGKILL
+   and the probe's witness records): the process the probe killed is the one the harness started, it died by
+   SIGKILL, and the next worker is a new process that started the probe; what cannot be verified goes to
+   ``kill_problems`` and the run is an ``error``;
 3. a thread found with no checkpoint after a kill is reported (a note naming the thread and the kill)
    and then submitted again explicitly, as its caller would on a request that never got an answer;
 4. a thread waiting on an interrupt of node N gets N's next scripted answer (recorded in the ledger's
@@ -45,10 +48,11 @@ from typing import Any
 from crashpoint.errors import EngineCrashed, Unsupported, WorkerTimeout
 from crashpoint.fakes.ledger import Ledger
 from crashpoint.fakes.world import LEDGER_FILE
+from crashpoint.harness.judge import kills as kills_judge
 from crashpoint.harness.run import crashpoints, forkserver
 from crashpoint.harness.run.delivery import PROBE_SPEC
 from crashpoint.harness.run.launch import RUN_MARKER, run_process
-from crashpoint.harness.targets.effects import alive, ensure_schema, read_calls
+from crashpoint.harness.targets.effects import ensure_schema, read_calls
 from crashpoint.harness.targets.target import Target, TargetCase
 from crashpoint.harness.targets.workerlib import PIDS_FILE, RENDEZVOUS_MISSED_FILE, UNSUPPORTED_RC
 
@@ -91,6 +95,9 @@ class TargetOutcome:
         engine_facts: what the engine's workers recorded beyond effects (DBOS: :func:`~crashpoint.harness.targets.dbos.facts`).
         not_tested: what the run was meant to test and did not (a duplicate whose processes never overlapped):
             its verdict is then ``error``.
+        kill_log / kill_problems: the verified kills (``{"worker", "pid", "signal", "crash_point", "resumed_by"}``)
+            and why a kill or a resume could not be verified, as a pack run's
+            (:func:`crashpoint.harness.judge.kills.check_worker`): any problem makes the verdict ``error``.
     """
 
     case: str
@@ -112,6 +119,8 @@ class TargetOutcome:
     steps: list[tuple[int, str, int | None, str]] = field(default_factory=list)
     engine_facts: dict[str, Any] = field(default_factory=dict)
     not_tested: list[str] = field(default_factory=list)
+    kill_log: list[dict[str, Any]] = field(default_factory=list)
+    kill_problems: list[str] = field(default_factory=list)
 
 
 class _WarmServer(forkserver.ForkServer):
@@ -155,17 +164,38 @@ def _warm_up(server: forkserver.ForkServer, timeout_s: float) -> None:
         pass
 
 
+def _launch(target: Target, warm: bool, module: str, argv: list[str], timeout_s: float, env: dict[str, str],
+            log: Path) -> tuple[int, list[str], int | None]:
+    """Run one worker of ``target`` (``python -m module ARGV``): forked from this thread's warm zygote, or
+    (``warm`` false) a new interpreter with the target's ``pythonpath`` (:func:`~crashpoint.harness.run.launch.run_process`).
+
+    Returns ``(returncode, leftovers, pid)``: ``pid`` is the process the harness started (``None`` if it never
+    ran), what a kill is verified against.
+
+    Raises:
+        WorkerTimeout: it ran longer than ``timeout_s`` seconds.
+    """
+    started: list[int] = []
+    if warm:
+        rc, leftovers = warm_server(target).run(module, argv, timeout_s, env, log, on_start=started.append)
+    else:
+        cold_env = {**env, "PYTHONPATH": os.pathsep.join([*target.pythonpath, os.environ.get("PYTHONPATH", "")])}
+        rc, leftovers = run_process([sys.executable, "-m", module, *argv], timeout_s, cold_env, log,
+                                    on_start=started.append)
+    return rc, leftovers, started[0] if started else None
+
+
 def _warm_then_run(target: Target, ready: threading.Event, go: threading.Event, module: str, argv: list[str],
-                   timeout_s: float, env: dict[str, str], log: Path) -> tuple[int, list[str]]:
+                   timeout_s: float, env: dict[str, str], log: Path) -> tuple[int, list[str], int | None]:
     """The second process of a duplicated request: warm this thread's zygote, set ``ready``, wait for ``go``
-    (the main thread's zygote is warm too), then run the worker. Both processes are then forked from warm
-    zygotes within milliseconds, so neither waits out the other's cold start at the barrier."""
+    (the main thread's zygote is warm too), then run the worker (:func:`_launch`). Both processes are then
+    forked from warm zygotes within milliseconds, so neither waits out the other's cold start at the barrier."""
     try:
         _warm_up(warm_server(target), timeout_s)
     finally:
         ready.set()
     go.wait(timeout_s)
-    return warm_server(target).run(module, argv, timeout_s, env, log)
+    return _launch(target, True, module, argv, timeout_s, env, log)
 
 
 def prewarm(target: Target, timeout_s: float = 120.0) -> None:
@@ -230,9 +260,11 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
     server for the whole run). ``write_latency_ms`` delays every checkpoint write of the saver (after the probe's
     ``before_put``), widening the window in which an ``async`` write is in flight.
 
+    A kill that cannot be verified is in the outcome's ``kill_problems`` (the verdict is ``error``).
+
     Raises:
-        EngineCrashed: a worker died in a way the harness did not cause, a kill could not be verified,
-            or :data:`MAX_WORKERS_PER_RUN` workers did not bring the run to rest.
+        EngineCrashed: a worker died in a way the harness did not cause, or :data:`MAX_WORKERS_PER_RUN`
+            workers did not bring the run to rest.
     """
     began = time.monotonic()
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -261,10 +293,10 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
             server.start()
             out.deliveries.append({"kind": "server", "address": server.address, "pid": server.pids[-1]})
         for _ in range(MAX_WORKERS_PER_RUN):
-            fired_before = len(crashpoints.fired_points(run_dir))
+            seen = len(crashpoints.witness_events(run_dir))
             pids_before = len(_pids(run_dir))
             argv = ["--run-dir", str(run_dir), "--probe", PROBE_SPEC,
-                    "--probe-arg", crashpoints.probe_arg(run_dir, crash_point),
+                    "--probe-arg", crashpoints.probe_arg(run_dir, crash_point, witness=True),
                     "--durability", durability, "--phase", phase, "--entry", target.entry, *extra]
             if server is not None:
                 if server_per_worker and out.workers > 0:
@@ -278,7 +310,6 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
             if left <= 0:
                 raise WorkerTimeout(f"over the budget of {target.budget_s:g} s")
             env = {**forkserver.ISOLATED_ENV, RUN_MARKER: str(run_dir)}
-            cold_env = {**env, "PYTHONPATH": os.pathsep.join([*target.pythonpath, os.environ.get("PYTHONPATH", "")])}
             twin = None
             for stale in [*run_dir.glob("barrier.*"), *run_dir.glob("rendezvous*")]:  # this phase's processes only
                 stale.unlink(missing_ok=True)
@@ -288,12 +319,8 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
                 argv += ["--barrier", str(case.workers), *identity(names[0], executors)]
                 others = [[*argv[:-len(identity(names[0], executors))], *identity(n, executors)] for n in names[1:]]
                 logs = [log.with_suffix(f".{n}.log") for n in range(2, case.workers + 1)]
-                if warm:
-                    together = [_helper.submit(lambda a=a, lg=lg: warm_server(target).run(worker_module, a, left, env, lg))
-                                for a, lg in zip(others, logs)]
-                else:
-                    together = [_helper.submit(run_process, [sys.executable, "-m", worker_module, *a], left, cold_env, lg)
-                                for a, lg in zip(others, logs)]
+                together = [_helper.submit(_launch, target, warm, worker_module, a, left, env, lg)
+                            for a, lg in zip(others, logs)]
                 executors += [n for n in names if n not in executors]
                 out.deliveries.append({"kind": "workers", "worker": out.workers, "executors": names})
                 twin = _Together(together, logs)
@@ -312,13 +339,10 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
                     ready.wait(left)
                     go.set()
                 else:
-                    twin = _helper.submit(run_process, [sys.executable, "-m", worker_module, *twin_args], left,
-                                          cold_env, twin_log)
+                    twin = _helper.submit(_launch, target, False, worker_module, twin_args, left, env, twin_log)
                 out.deliveries.append({"kind": f"duplicate_{phase}", "worker": out.workers})
-            if warm:
-                rc, leftovers = warm_server(target).run(worker_module, argv, left, env, log)
-            else:
-                rc, leftovers = run_process([sys.executable, "-m", worker_module, *argv], left, cold_env, log)
+            rc, leftovers, started = _launch(target, warm, worker_module, argv, left, env, log)
+            procs = [(started, rc)]  # (pid the harness started, its exit status) of every process of this turn
             pid = None
             if isinstance(twin, _Together):  # K recovering workers: each process's own exit code, by executor id
                 ids = _pid_executors(run_dir)[pids_before:]
@@ -326,6 +350,7 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
                                                 zip(twin.futures, others, twin.logs)]
                 for f in twin.futures:
                     leftovers += f.result()[1]
+                    procs.append((f.result()[2], f.result()[0]))
                 out.workers += len(twin.futures)
                 by_executor = {ex: p for p, ex in ids}
                 for n, (one_rc, one_argv, one_log) in enumerate(results):
@@ -338,7 +363,8 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
                     pid = out.pids[-1]["pid"]
             else:
                 if twin is not None:
-                    twin_rc, twin_left = twin.result()
+                    twin_rc, twin_left, twin_pid = twin.result()
+                    procs.append((twin_pid, twin_rc))
                     out.workers += 1
                     leftovers += twin_left
                     if rc == 0 and twin_rc != 0:
@@ -362,13 +388,14 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
                 out.notes.append(f"worker {out.workers} left {len(leftovers)} process(es) running, killed: "
                                  + "; ".join(leftovers))
             extra = []
-            if rc == -signal.SIGKILL and len(crashpoints.fired_points(run_dir)) > fired_before:
-                if pid is None or alive(pid):
-                    raise EngineCrashed(f"kill at {crashpoints.fired_points(run_dir)[-1]} not verified: "
-                                        f"worker pid {pid} {'unknown' if pid is None else 'still alive'}")
-                out.kills += 1
-                out.deliveries.append({"kind": "kill", "worker": out.workers, "pid": pid,
-                                       "crash_point": crashpoints.fired_points(run_dir)[-1]})
+            events = crashpoints.witness_events(run_dir)[seen:]
+            shot = {e.pid for e in events if e.kind == "kill"}  # the process the probe killed, if the harness started it
+            victim, victim_rc = next(((p, r) for p, r in procs if p in shot), procs[0])
+            if kills_judge.check_worker(out.kill_log, out.kill_problems, out.workers, victim, victim_rc, events):
+                if out.kill_log and out.kill_log[-1]["worker"] == out.workers:
+                    out.kills += 1
+                    out.deliveries.append({"kind": "kill", "worker": out.workers, "pid": victim,
+                                           "crash_point": out.kill_log[-1]["crash_point"]})
                 phase = "start" if _unsubmitted(target, run_dir) else "recover"
                 continue
             if rc == UNSUPPORTED_RC:

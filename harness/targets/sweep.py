@@ -45,7 +45,8 @@ RECOVERY_KINDS = ("node:", "before_effect:", "after_effect:", "before_put:", "be
 
 @dataclass
 class TargetRunResult:
-    """The verdict on one run (see the module docstring). ``outcome`` is dropped for passed runs of a big sweep."""
+    """The verdict on one run (see the module docstring). ``outcome`` is dropped for passed runs of a big sweep.
+    ``kill_log``: the verified kills (``{"worker", "pid", "signal", "crash_point", "resumed_by"}``)."""
 
     case: str
     durability: str
@@ -61,13 +62,14 @@ class TargetRunResult:
     notes: list[str] = field(default_factory=list)
     wall_s: float = 0.0
     outcome: TargetOutcome | None = None
+    kill_log: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
         return {"case": self.case, "durability": self.durability, "crash_point": self.crash_point or "none",
                 "repeat": self.repeat, "verdict": self.verdict, "failures": [f.to_dict() for f in self.failures],
                 "unknown": self.unknown, "error": self.error, "kills": self.kills, "workers": self.workers,
-                "pids": self.pids, "notes": self.notes, "wall_s": round(self.wall_s, 3)}
+                "pids": self.pids, "kill_log": self.kill_log, "notes": self.notes, "wall_s": round(self.wall_s, 3)}
 
     def repro(self, target: Target) -> str:
         """The command that runs this run alone, every word quoted for a POSIX shell."""

@@ -53,6 +53,11 @@ def test_a_real_kill_after_the_refund_is_verified_and_recovered_by_a_new_process
     issues = [(c.outcome, c.pid) for c in out.calls if c.effect == "issue_refund"]
     assert issues == [("applied", killed[0]["pid"]), ("duplicate", after["pid"])]  # the key made it safe
     assert judge(target, out, golden) == ([], [])
+    # verified as a pack run's kill: the pid the harness started, its SIGKILL, the new process that took over
+    assert [{k: v for k, v in kill.items() if k != "worker"} for kill in out.kill_log] == [
+        {"pid": killed[0]["pid"], "signal": "SIGKILL", "crash_point": "after_effect:issue_refund",
+         "resumed_by": after["pid"]}]
+    assert out.kill_problems == []
 
 
 def test_async_durability_loses_the_refund_step_every_time(target: Target, golden, tmp_path: Path) -> None:

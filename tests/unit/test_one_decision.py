@@ -1,7 +1,8 @@
 """One decision order for every run: :func:`~crashpoint.harness.judge.verdict.judge` (a pack's run) and
 :func:`~crashpoint.harness.judge.verdict.judge_target` (a target's run) both leave the verdict to
 :func:`~crashpoint.harness.judge.verdict.decide`, so the same situation gets the same verdict both ways: an
-engine that lacks a feature, a hung worker, a broken engine, a kill that was not verified, a crash point never
+engine that lacks a feature, a hung worker, a broken engine, a kill that was not verified, a run that did not
+test what it claims (a pack's crash point never fired; a target's duplicate that never overlapped), a crash point never
 reached, a finding, a rule that raised, a finding beside a rule that raised, and a clean run."""
 
 from __future__ import annotations
@@ -69,9 +70,10 @@ def _pack_run(tmp_path: Path, *, fired: bool = True, kill_problems: tuple[str, .
                       crash_points=[POINT], kill_problems=list(kill_problems))
 
 
-def _target_run(tmp_path: Path, *, not_tested: tuple[str, ...] = ()) -> TargetOutcome:
+def _target_run(tmp_path: Path, *, not_tested: tuple[str, ...] = (), kill_problems: tuple[str, ...] = ()) -> TargetOutcome:
     return TargetOutcome("default", "sync", POINT, tmp_path, threads={"a": {"status": "finished", "values": {}}},
-                         crash_points=[POINT], fired=[POINT], not_tested=list(not_tested))
+                         crash_points=[POINT], fired=[POINT], not_tested=list(not_tested),
+                         kill_problems=list(kill_problems))
 
 
 #: situation -> (pack run, its rules, target run, what the target's invariant does, target point reached)
@@ -82,14 +84,17 @@ SITUATIONS: dict[str, tuple[Any, ...]] = {
                     WorkerTimeout("worker did not exit within 60 s"), "", True),
     "engine broke": (RuntimeError("boom"), [], RuntimeError("boom"), "", True),
     "kill not verified": ({"kill_problems": ("pid 7 was still alive",)}, [FINDS],
-                          {"not_tested": ("pid 7 was still alive",)}, "find", True),
+                          {"kill_problems": ("pid 7 was still alive",)}, "find", True),
+    "a duplicate that never overlapped": ({"fired": False}, [FINDS],
+                                          {"not_tested": ("the duplicate start never overlapped",)}, "find", True),
     "crash point never reached": ({"fired": False}, [FINDS], {}, "find", False),
     "a finding": ({}, [FINDS], {}, "find", True),
     "a rule raised": ({}, [RAISES], {}, "raise", True),
     "clean": ({}, [], {}, "", True),
 }
 EXPECTED = {"unsupported": "unsupported", "hung worker": "unknown", "engine broke": "error",
-            "kill not verified": "error", "crash point never reached": "error", "a finding": "failed",
+            "kill not verified": "error", "crash point never reached": "error",
+            "a duplicate that never overlapped": "error", "a finding": "failed",
             "a rule raised": "unknown", "clean": "passed"}
 
 
