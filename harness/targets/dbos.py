@@ -27,10 +27,13 @@ def engine_version() -> str:
     return _versions(*PACKAGES)
 
 
-def identity_args(name: str, seen: list[str]) -> list[str]:
-    """A DBOS worker's arguments: its executor id ``name``, and ``--recover-executor`` for every other executor
-    of the run so far (they have all exited: what an operator or a control plane recovers)."""
-    return ["--executor-id", name, *[a for other in seen if other != name for a in ("--recover-executor", other)]]
+def identity_args(label: str, executor: str, seen: list[str]) -> list[str]:
+    """A DBOS worker's arguments: ``label``, its own name among the run's processes (``pids.log``); ``executor``, the
+    DBOS executor id it launches with (``--as-executor`` when not ``label``: a dead worker's id, whose pending
+    workflows its ``DBOS.launch()`` recovers); ``--recover-executor`` for every other executor id of the run so far
+    (they have all exited: what an operator or a control plane recovers)."""
+    return ["--executor-id", label, *(["--as-executor", executor] if executor != label else []),
+            *[a for other in seen if other != executor for a in ("--recover-executor", other)]]
 
 
 def _json_lines(path: Path) -> list[dict[str, Any]]:

@@ -2,7 +2,7 @@
 database crashpoint controls.
 
 ``python -m crashpoint.harness.targets.dbos_worker --run-dir DIR --probe SPEC --probe-arg ARG
---phase start|recover|answer [--executor-id ID] [--recover-executor ID ...]``
+--phase start|recover|answer [--executor-id ID] [--as-executor ID] [--recover-executor ID ...]``
 
 The target is read from ``RUN_DIR/target.json``. The entry point ``module:workflow`` names the team's
 module and its default workflow; an input may name another workflow of that module (``workflow:``) and a
@@ -10,7 +10,7 @@ queue to start it through (``queue:``, a queue the team's ``dbos.setup`` functio
 ``DBOS.register_queue``). DBOS is configured here, as a team's ``main`` would: the system database is
 SQLite ``RUN_DIR/dbos.sqlite`` (or ``dbos.database_url``), ``application_version`` is pinned (DBOS keys
 recovery to it: an unpinned version is an MD5 of the workflow source), ``executor_id`` is the worker's
-identity (``dbos.executor_id`` gives every worker the same one, as a deployment that hard-codes it does),
+identity (``--as-executor``: a dead worker's id, restarted; its ``DBOS.launch()`` recovers that executor) (``dbos.executor_id`` gives every worker the same one, as a deployment that hard-codes it does),
 the notification listener and DBOS's internal queue poll every 10 ms (``dbos.poll_s``; DBOS's defaults, 1 s,
 are what a cycle would otherwise wait on).
 
@@ -360,6 +360,8 @@ def main(argv: list[str] | None = None) -> int:
     """One worker pass (see the module docstring)."""
     parser = worker_parser("dbos_worker")
     parser.add_argument("--executor-id", default="crashpoint-executor", help="this worker's DBOS executor id")
+    parser.add_argument("--as-executor", default=None,
+                        help="the DBOS executor id to launch with (default: --executor-id): a dead worker's, restarted")
     parser.add_argument("--recover-executor", action="append", default=[],
                         help="also recover this (dead) executor's pending workflows after launch")
     args = parser.parse_args(argv)
@@ -408,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
         deliver(url, app_name(target["target"]), json.loads((run_dir / ANSWERS_FILE).read_text()))
     instance = DBOS(config={"name": app_name(target["target"]), "system_database_url": url,
                             "application_version": str(opts.get("application_version") or APP_VERSION),
-                            "executor_id": opts.get("executor_id") or args.executor_id, "log_level": "WARNING",
+                            "executor_id": opts.get("executor_id") or args.as_executor or args.executor_id, "log_level": "WARNING",
                             "notification_listener_polling_interval_sec": poll_s})
     fast_queue = getattr(instance._registry, "_register_internal_queue", None)
     if fast_queue is not None and poll_s != DBOS_DEFAULT_POLL_S:  # dbos >= 3.0; before it the internal queue keeps its 1 s poll

@@ -282,6 +282,7 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
     phase, extra = "start", []
     duplicated = False
     executors: list[str] = [EXECUTOR]  # engine identities used so far (DBOS executor ids)
+    dead = EXECUTOR  # the engine identity of the last worker killed
     others: list[list[str]] = []
     deadline = began + target.budget_s
     worker_module = WORKER_MODULES[target.engine]
@@ -314,18 +315,21 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
             for stale in [*run_dir.glob("barrier.*"), *run_dir.glob("rendezvous*")]:  # this phase's processes only
                 stale.unlink(missing_ok=True)
             if phase == "recover" and case.workers > 1 and target.engine in IDENTITIES:  # K workers race
-                names = [f"{EXECUTOR}-{out.kills}.{n}" for n in range(1, case.workers + 1)]
+                labels = [f"{EXECUTOR}-{out.kills}.{n}" for n in range(1, case.workers + 1)]
+                as_ids = {"explicit": labels, "launch": [dead] * case.workers,  # the engine ids they run with
+                          "mixed": [dead, *labels[1:]]}[case.recovery]
                 identity = IDENTITIES[target.engine]
-                argv += ["--barrier", str(case.workers), *identity(names[0], executors)]
-                others = [[*argv[:-len(identity(names[0], executors))], *identity(n, executors)] for n in names[1:]]
+                base = [*argv, "--barrier", str(case.workers)]
+                argv, *others = [[*base, *identity(lb, ex, executors)] for lb, ex in zip(labels, as_ids)]
                 logs = [log.with_suffix(f".{n}.log") for n in range(2, case.workers + 1)]
                 together = [_helper.submit(_launch, target, warm, worker_module, a, left, env, lg)
                             for a, lg in zip(others, logs)]
-                executors += [n for n in names if n not in executors]
-                out.deliveries.append({"kind": "workers", "worker": out.workers, "executors": names})
+                executors += [n for n in dict.fromkeys(as_ids) if n not in executors]
+                out.deliveries.append({"kind": "workers", "worker": out.workers, "executors": as_ids,
+                                       "recovery": case.recovery})
                 twin = _Together(together, logs)
             elif target.engine in IDENTITIES:
-                argv += IDENTITIES[target.engine](EXECUTOR, executors)
+                argv += IDENTITIES[target.engine](EXECUTOR, EXECUTOR, executors)
             if twin is None and case.duplicate == phase and not duplicated:  # the same request delivered twice, at once
                 duplicated = True
                 argv += ["--barrier", "2", *(["--rendezvous", "2"] if target.engine in RENDEZVOUS else [])]
@@ -352,10 +356,12 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
                     leftovers += f.result()[1]
                     procs.append((f.result()[2], f.result()[0]))
                 out.workers += len(twin.futures)
-                by_executor = {ex: p for p, ex in ids}
+                by_label = {ex: p for p, ex in ids}
                 for n, (one_rc, one_argv, one_log) in enumerate(results):
                     name = one_argv[one_argv.index("--executor-id") + 1]
-                    entry = {"pid": by_executor.get(name), "phase": phase, "rc": one_rc, "executor": name}
+                    as_id = one_argv[one_argv.index("--as-executor") + 1] if "--as-executor" in one_argv else name
+                    entry = {"pid": by_label.get(name), "phase": phase, "rc": one_rc, "executor": as_id,
+                             **({"worker_id": name} if as_id != name else {})}
                     out.pids.append(entry)
                     if one_rc == -signal.SIGKILL or (rc == 0 and one_rc != 0):
                         rc, log, pid = one_rc, one_log, entry["pid"]
@@ -394,6 +400,8 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
             if kills_judge.check_worker(out.kill_log, out.kill_problems, out.workers, victim, victim_rc, events):
                 if out.kill_log and out.kill_log[-1]["worker"] == out.workers:
                     out.kills += 1
+                    dead = next((p["executor"] for p in out.pids if p.get("pid") == victim and p.get("executor")),
+                                EXECUTOR)  # the engine identity that died (a K-worker recovery's is its own)
                     out.deliveries.append({"kind": "kill", "worker": out.workers, "pid": victim,
                                            "crash_point": out.kill_log[-1]["crash_point"]})
                 phase = "start" if _unsubmitted(target, run_dir) else "recover"

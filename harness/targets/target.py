@@ -51,7 +51,8 @@ class TargetCase:
     together at a barrier, each with its own identity (a DBOS executor id; each recovers the exited ones);
     ``deploy``: a version of the code (Temporal: a name in ``temporal.versions``) that every worker runs once the
     run first comes to rest with a workflow still running (a code deploy while workflows wait); ``server_crash``:
-    at that moment the engine's server is SIGKILLed and a new one started on the same database (Temporal)."""
+    at that moment the engine's server is SIGKILLed and a new one started on the same database (Temporal);
+    ``recovery`` (DBOS, with ``workers`` >= 2): how the K workers recover the dead one's work, :data:`RECOVERY`."""
 
     name: str = "default"
     human: dict[str, list[dict[str, Any]]] | None = None
@@ -60,6 +61,15 @@ class TargetCase:
     workers: int = 1
     deploy: str | None = None
     server_crash: bool = False
+    recovery: str = "explicit"
+
+
+#: ``recovery`` of a ``workers`` case: ``explicit``, each of the K workers has a new executor id and asks DBOS to
+#: recover the exited executors (what an operator or a control plane does); ``launch``, each restarts with the dead
+#: worker's executor id (its ``DBOS.launch()`` recovers that executor's work: replicas of a deployment that
+#: hard-codes the id); ``mixed``, the first restarts with the dead id while the others, with new ids, recover it
+#: explicitly at the same time (a restarted process racing a control plane).
+RECOVERY = ("explicit", "launch", "mixed")
 
 
 @dataclass(frozen=True)
@@ -113,6 +123,11 @@ class Target:
             if c.deploy and c.deploy not in (self.temporal.get("versions") or {}):
                 raise CaseError(f"case {c.name!r} deploys {c.deploy!r}, which temporal.versions does not name",
                                 file=self.file, field=f"cases[{self.cases.index(c)}].deploy")
+            if c.recovery not in RECOVERY or (c.recovery != "explicit" and (c.workers < 2 or self.engine != "dbos")):
+                raise CaseError(f"case {c.name!r}: recovery must be one of {', '.join(RECOVERY)}, and other than "
+                                f"explicit only with workers >= 2 on a DBOS target (got {c.recovery!r}, workers "
+                                f"{c.workers}, engine {self.engine})", file=self.file,
+                                field=f"cases[{self.cases.index(c)}].recovery")
             if c.server_crash and self.engine != "temporal":
                 raise CaseError(f"case {c.name!r}: server_crash needs an engine with a server (temporal), not "
                                 f"{self.engine}", file=self.file, field=f"cases[{self.cases.index(c)}].server_crash")
@@ -156,7 +171,7 @@ class Target:
         effects = [e if isinstance(e, dict) else {"path": e} for e in data.get("effects", [])]
         cases = [TargetCase(c["name"], c.get("human"), c.get("faults", []), c.get("duplicate"),
                             int(c.get("workers", 1)), c.get("deploy"),
-                            bool(c.get("server_crash", False)))
+                            bool(c.get("server_crash", False)), recovery=c.get("recovery", "explicit"))
                  for c in data.get("cases", [{"name": "default"}])]
         return cls(name=data["target"], entry=data["entry"], inputs=data["inputs"], engine=data.get("engine", "langgraph"),
                    human=data.get("human", {}), gates=data.get("gates", {}), effects=effects,

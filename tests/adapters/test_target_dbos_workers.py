@@ -99,3 +99,56 @@ def test_a_kill_during_the_two_worker_recovery_is_swept_and_recovered(tmp_path: 
     for r in twice:
         recovering = [p for p in r.pids if p["phase"] == "recover"]
         assert len(recovering) == 4 and any(p["rc"] == -9 for p in recovering), r.pids
+
+
+def _mixed(entry: str, recovery: str = "mixed") -> Target:
+    """Two workers recover each kill: the first restarts with the dead executor's id (its ``DBOS.launch()`` recovers
+    it), the second, with a new id, recovers that executor explicitly at the same time (``recovery: mixed``)."""
+    data = Target.from_file(TARGET).to_data() | {"entry": entry}
+    data["inputs"] = data["inputs"][:1]
+    data["pythonpath"] = [*data["pythonpath"], str(ROOT / "tests/data/dbos_engines")]
+    if not entry.startswith("dbos_refund."):
+        data["dbos"] = {**data["dbos"], "settle_s": 5}
+    data["cases"] = [{"name": "restart-and-operator", "human": {}, "workers": 2, "recovery": recovery}]
+    return Target.from_data(data)
+
+
+@pytest.mark.slow
+def test_a_restarted_worker_and_an_operators_recovery_race_and_dbos_runs_the_work_once(tmp_path: Path) -> None:
+    target = _mixed("dbos_refund.app:refund_workflow")
+    r = run_one(target, target.case("restart-and-operator"), "sync", tmp_path, "after_effect:draft_refund", None,
+                keep=True)
+    assert r.verdict == "passed", (r.error, [f.message for f in r.failures])
+    recovering = [p for p in r.outcome.pids if p["phase"] == "recover"]
+    assert [p["executor"] == "crashpoint-executor" for p in recovering] == [True, False], recovering
+    assert len({p["pid"] for p in recovering}) == 2 and r.outcome.engine_facts["overlaps"] == []
+    race = next(d for d in r.outcome.deliveries if d["kind"] == "workers")
+    assert race["recovery"] == "mixed" and race["executors"][0] == "crashpoint-executor"
+
+
+@pytest.mark.slow
+def test_a_recovery_that_runs_the_workflow_directly_is_caught_when_a_restart_races_an_operator(tmp_path: Path) -> None:
+    """direct_recovery.py (as dbos 2.2x for workflows started directly): the restarted worker's launch-time recovery
+    and the operator's explicit recovery both run the workflow; target.one_live_execution, in each of 2 repeats."""
+    from crashpoint.harness.targets.sweep import sweep
+
+    target = _mixed("direct_recovery:refund_workflow")
+    result = sweep(target, crash_points=["after_effect:draft_refund"], repeat=2, workers=1, workdir=tmp_path / "runs")
+    crashed = [r for r in result.results if r.crash_point]
+    assert len(crashed) == 2 and {r.repeat for r in crashed} == {1, 2}
+    for r in crashed:
+        found = [f.message for f in r.failures if f.rule == "target.one_live_execution"]
+        assert r.verdict == "failed" and found, (r.error, [f.message for f in r.failures])
+        assert "two live processes ran one workflow at once" in found[0]
+
+
+def test_recovery_other_than_explicit_needs_several_dbos_workers() -> None:
+    from crashpoint.errors import CaseError
+
+    data = Target.from_file(TARGET).to_data()
+    for case, engine in (({"name": "x", "recovery": "launch"}, "dbos"),
+                         ({"name": "x", "workers": 2, "recovery": "sideways"}, "dbos"),
+                         ({"name": "x", "workers": 2, "recovery": "mixed"}, "langgraph")):
+        with pytest.raises(CaseError, match="recovery must be one of") as info:
+            Target.from_data(data | {"engine": engine, "cases": [case]})
+        assert info.value.field == "cases[0].recovery"
