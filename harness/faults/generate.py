@@ -37,6 +37,7 @@ from hypothesis.errors import NoSuchExample
 from crashpoint.errors import EngineCrashed, UsageError, WorkerTimeout
 from crashpoint.harness.adapters.protocol import EngineAdapter
 from crashpoint.harness.run.driver import Driver, RunOutcome
+from crashpoint.harness.run.executors import result_of
 from crashpoint.harness.load.loader import Case, Pack
 from crashpoint.harness.judge.rules import Finding
 from crashpoint.harness.judge.verdict import Invocation, RunResult, is_vacuous, unsupported
@@ -258,7 +259,7 @@ def search(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, seed: i
                                worker_timeout_s=worker_timeout_s, keep=keep) for c in cases]
         results = []
         for f in futures:
-            results.append(f.result())
+            results.append(result_of(f))
             if on_result:
                 on_result(results[-1])
         return results

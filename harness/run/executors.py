@@ -28,8 +28,9 @@ import signal
 import sys
 import threading
 import time
-from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
-from typing import Callable
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, Callable, Collection
 
 from crashpoint.errors import UsageError
 
@@ -38,6 +39,35 @@ LOCAL_KINDS = ("processes", "threads")
 DEFAULT_KIND = "processes"
 #: Seconds allowed to reach a Dask scheduler before the command stops (exit 2).
 CONNECT_TIMEOUT_S = 5.0
+
+
+#: Seconds the caller's thread blocks at most in one wait for runs, so that a Ctrl-C is seen at once.
+WAIT_SLICE_S = 0.25
+
+
+def wait_first(futures: Collection[Future]) -> set[Future]:
+    """Block until at least one of ``futures`` is done and return the done ones (like
+    ``wait(..., return_when=FIRST_COMPLETED)``), waiting in slices of :data:`WAIT_SLICE_S` seconds.
+
+    Why slices: a process-directed SIGINT may be delivered to any thread that does not block it (the
+    executor's manager or queue-feeder thread, say). CPython then only sets a flag for the main thread,
+    and a main thread blocked in a lock acquire without a timeout never wakes up to raise
+    KeyboardInterrupt: Ctrl-C was ignored for as long as a run hung (seen in CI under load)."""
+    while True:
+        finished, _ = wait(futures, timeout=WAIT_SLICE_S, return_when=FIRST_COMPLETED)
+        if finished:
+            return finished
+
+
+def result_of(future: Future) -> Any:
+    """``future.result()``, waiting in slices (see :func:`wait_first`); raises what the call raised."""
+    while True:
+        try:
+            return future.result(timeout=WAIT_SLICE_S)
+        except FutureTimeout:
+            if future.done():  # the call itself raised a TimeoutError
+                raise
+            continue
 
 
 def default_workers() -> int:

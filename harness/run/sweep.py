@@ -13,7 +13,7 @@ import re
 import shutil
 import tempfile
 import time
-from concurrent.futures import FIRST_COMPLETED, CancelledError, Executor, Future, wait
+from concurrent.futures import CancelledError, Executor, Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Collection, Mapping, Sequence
@@ -24,6 +24,7 @@ from crashpoint.harness.judge import kills
 from crashpoint.harness.load.loader import Case, Pack
 from crashpoint.harness.run import crashpoints
 from crashpoint.harness.run.driver import Driver, RunOutcome, reap_under
+from crashpoint.harness.run.executors import result_of, wait_first
 
 CRASH_MODES = ("sampled", "every", "none", "recovery")
 #: ``sampled``: per case, the crash runs added to ``every`` (see :func:`sampled_specs`).
@@ -194,7 +195,7 @@ def _lost(future: Future, case_id: str, crash_point: str | None) -> RunResult | 
     """The result of a finished run, or an ``error`` result naming why the executor returned none
     (a pool process died, a Dask worker was lost, the arguments did not pickle)."""
     try:
-        return future.result()
+        return result_of(future)
     except CancelledError:
         return None
     except Exception as exc:
@@ -356,7 +357,7 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
         for c in cases:
             submit("golden", c, root / c.case_id / "golden", None, None, 0)
         while pending:
-            finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+            finished = wait_first(list(pending))
             for f in finished:
                 phase, cid, point, index = pending.pop(f)
                 result = _lost(f, cid, point)

@@ -27,6 +27,7 @@ from typing import Any, Callable, Sequence
 from crashpoint.errors import UsageError
 from crashpoint.harness.judge.rules import Finding as Failure
 from crashpoint.harness.run import crashpoints
+from crashpoint.harness.run.executors import result_of
 from crashpoint.harness.run.sweep import sampled_points
 from crashpoint.harness.targets.driver import TargetOutcome, prewarm, run_target
 from crashpoint.harness.targets.target import Target, TargetCase
@@ -231,7 +232,7 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
                 executor.submit(prewarm, target)
         crash_futures = []
         for (name, mode), future in goldens.items():
-            golden = done(future.result())
+            golden = done(result_of(future))
             case = target.case(name)
             if golden.outcome is None:
                 continue
@@ -248,7 +249,7 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
                         keep=crash == "recovery" or point in pair_from.get((name, mode), ()), **opts))
         more = []
         for future in crash_futures:
-            r = done(future.result())
+            r = done(result_of(future))
             if r.outcome is None or crashpoints.THEN.strip() in (r.crash_point or ""):
                 continue
             if crash == "recovery":
@@ -266,7 +267,7 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
             if r.verdict == "passed":
                 r.outcome = None
         for future in more:
-            done(future.result())
+            done(result_of(future))
     finally:
         if own:
             # each pool thread's zygote dies with its thread (PR_SET_PDEATHSIG follows the creating thread)

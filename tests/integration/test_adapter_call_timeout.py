@@ -63,3 +63,39 @@ def test_ctrl_c_stops_a_command_whose_adapter_hangs(tmp_path: Path) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     assert rc == 130, proc.stdout.read().decode(errors="replace")[-2000:]
+
+
+#: Runs ``crashpoint run`` in its main thread while another thread of the same process takes the SIGINT
+#: (``pthread_kill``): what the kernel may do with a Ctrl-C sent to a process with several threads.
+_SIGINT_ON_ANOTHER_THREAD = """
+import signal, sys, threading, time
+from pathlib import Path
+from crashpoint.harness.cli.main import main
+marker, argv = sys.argv[1], sys.argv[2:]
+def press():
+    while not list(Path(marker).rglob("status.entered")):
+        time.sleep(0.1)
+    time.sleep(0.5)
+    signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+threading.Thread(target=press, daemon=True).start()
+sys.exit(main(argv))
+"""
+
+
+def test_ctrl_c_taken_by_another_thread_still_stops_the_command(tmp_path: Path) -> None:
+    # CI hung twice (30 s, then killed): the sweep's main thread waited for its runs without a timeout, and a
+    # SIGINT the kernel gave to another thread only set a flag that the blocked main thread never looked at.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen([sys.executable, "-c", _SIGINT_ON_ANOTHER_THREAD, str(runs), "run", str(CASE),
+                             "--crash", "none", "--adapter", "variants.adapters:HangsInStatus",
+                             "--worker-timeout", "600", "--workdir", str(runs)],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        rc = proc.wait(timeout=120)  # the golden run reaches status() in seconds; then at once
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert rc == 130, proc.stdout.read().decode(errors="replace")[-2000:]
