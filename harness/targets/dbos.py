@@ -12,9 +12,10 @@ keeps its 1 s poll).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from crashpoint.harness.adapters.langgraph_adapter import _versions
 
@@ -34,6 +35,39 @@ def identity_args(label: str, executor: str, seen: list[str]) -> list[str]:
     (they have all exited: what an operator or a control plane recovers)."""
     return ["--executor-id", label, *(["--as-executor", executor] if executor != label else []),
             *[a for other in seen if other != executor for a in ("--recover-executor", other)]]
+
+
+def run_database(data: dict[str, Any], run_dir: Path) -> Callable[[], None] | None:
+    """Give a run its own system database on the PostgreSQL server the target names (``dbos.database_url``): the
+    URL in ``data`` (the run's ``target.json``) gets the database name ``NAME_DIGEST`` (the run folder's digest, so
+    the runs of a sweep, in parallel, never share DBOS state); DBOS creates it at its first launch. Returns the call
+    that drops it (``DROP DATABASE ... WITH (FORCE)``), or ``None`` when the target uses SQLite (a file in the run
+    folder). A database of that name left by an earlier run in the same folder is dropped first.
+
+    Raises:
+        sqlalchemy.exc.OperationalError: the server cannot be reached (the run is then an ``error``).
+    """
+    url = (data.get("dbos") or {}).get("database_url")
+    if not url:
+        return None
+    from sqlalchemy.engine import make_url
+
+    base = make_url(url)
+    name = f"{(base.database or 'dbos')[:40]}_{hashlib.sha256(str(run_dir.resolve()).encode()).hexdigest()[:16]}"
+    data["dbos"] = {**data["dbos"], "database_url": base.set(database=name).render_as_string(hide_password=False)}
+
+    def drop() -> None:
+        import sqlalchemy as sa
+
+        admin = sa.create_engine(base.set(database="postgres"), isolation_level="AUTOCOMMIT")
+        try:
+            with admin.connect() as conn:
+                conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        finally:
+            admin.dispose()
+
+    drop()
+    return drop
 
 
 def _json_lines(path: Path) -> list[dict[str, Any]]:

@@ -54,7 +54,6 @@ import importlib
 import json
 import os
 import re
-import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -63,6 +62,7 @@ from typing import Any, Callable
 import crashpoint.api as effect_api
 from crashpoint.fakes.world import LEDGER_FILE
 from crashpoint.harness.targets import dbos_warm
+from crashpoint.harness.targets.dbos_reads import SystemReads
 from crashpoint.harness.targets.effects import EffectSession, alive, digest
 from crashpoint.harness.targets.workerlib import (UNSUPPORTED_RC, append, barrier, barrier_exit, exit_after,
                                                    load_object, mark_submitted, open_run, patch_effects, replace_json,
@@ -245,31 +245,6 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=repr, sort_keys=True))
 
 
-def _message_waiting(db: sqlite3.Connection | None, wf: str, topic: Any) -> bool:
-    """Whether a message for ``wf``/``topic`` sits unconsumed in DBOS's ``notifications`` table (SQLite only;
-    ``False`` when the system database is not this run's SQLite file)."""
-    if db is None:
-        return False
-    try:
-        row = db.execute("SELECT COUNT(*) FROM notifications WHERE destination_uuid=? AND topic IS ?",
-                         (wf, topic)).fetchone()
-    except sqlite3.OperationalError:
-        return False
-    return bool(row and row[0])
-
-
-def _timeout_recorded(db: sqlite3.Connection | None, wf: str, step: Any) -> bool:
-    """Whether ``recv``'s durable timeout (a ``DBOS.sleep`` entry, function id ``step``) is recorded for ``wf``:
-    until then the ``recv`` is still setting up, not blocked (SQLite only; ``True`` elsewhere)."""
-    if db is None or step is None:
-        return True
-    try:
-        return db.execute("SELECT 1 FROM operation_outputs WHERE workflow_uuid=? AND function_id=?",
-                          (wf, step)).fetchone() is not None
-    except sqlite3.OperationalError:
-        return False
-
-
 def _waiting(run_dir: Path, thread: str) -> dict[str, Any] | None:
     try:
         return json.loads((run_dir / WAITING_DIR / f"{thread}.json").read_text())
@@ -277,16 +252,18 @@ def _waiting(run_dir: Path, thread: str) -> dict[str, Any] | None:
         return None
 
 
-def _blocked(run_dir: Path, db: sqlite3.Connection | None, wf: str, status: str) -> dict[str, Any] | None:
-    """The ``recv`` mark of ``wf`` when it is PENDING and blocked in a ``recv`` with no message waiting, else ``None``."""
+def _blocked(run_dir: Path, db: SystemReads, wf: str, status: str) -> dict[str, Any] | None:
+    """The ``recv`` mark of ``wf`` when it is PENDING and blocked in a ``recv`` with no message waiting, else ``None``
+    (until ``recv``'s durable timeout, a ``DBOS.sleep`` step, is recorded, the ``recv`` is still setting up)."""
     wait = _waiting(run_dir, wf) if status == "PENDING" else None
-    if (wait is None or not _timeout_recorded(db, wf, wait.get("timeout_step"))
-            or _message_waiting(db, wf, wait["topic"])):
+    step = None if wait is None else wait.get("timeout_step")
+    if (wait is None or (step is not None and not db.step_recorded(wf, step))
+            or db.message_waiting(wf, wait["topic"])):
         return None
     return wait
 
 
-def queued_work(dbos: Any, run_dir: Path, db: sqlite3.Connection | None, internal: str) -> tuple[list[dict[str, Any]], bool]:
+def queued_work(dbos: Any, run_dir: Path, db: SystemReads, internal: str) -> tuple[list[dict[str, Any]], bool]:
     """``(DBOS's workflows put on a team's queue, each at rest)``: ``[{"id", "name", "queue", "status", "waiting",
     "digest", "executor"}]`` sorted by id (``waiting``: blocked in a ``recv``; ``digest``: of the workflow's inputs;
     DBOS's internal queue left out: recovery uses it for workflows started directly)."""
@@ -304,7 +281,7 @@ def queued_work(dbos: Any, run_dir: Path, db: sqlite3.Connection | None, interna
 
 
 def report(dbos: Any, threads: list[str], done: set[str], run_dir: Path,
-           db: sqlite3.Connection | None) -> tuple[dict[str, Any], bool]:
+           db: SystemReads) -> tuple[dict[str, Any], bool]:
     """``(threads.json's content, every submitted workflow at rest)`` from DBOS's own workflow statuses."""
     out: dict[str, Any] = {}
     rest = True
@@ -393,15 +370,10 @@ def main(argv: list[str] | None = None) -> int:
             dbos_warm.seed_schema(run_dir / DBOS_FILE)
             dbos_warm.unsynced(run_dir / DBOS_FILE)
         dbos_warm.fast_queue_manager(max(poll_s, QUEUE_MANAGER_S))
-    db = sqlite3.connect(run_dir / DBOS_FILE, check_same_thread=False) if not opts.get("database_url") else None
+    db = SystemReads(url=opts["database_url"]) if opts.get("database_url") else SystemReads(sqlite_file=run_dir / DBOS_FILE)
 
     def durable(thread: str | None) -> bool | None:
-        if thread is None or db is None:
-            return None
-        try:
-            return db.execute("SELECT 1 FROM workflow_status WHERE workflow_uuid=?", (thread,)).fetchone() is not None
-        except sqlite3.OperationalError as exc:  # no table yet: no record; a lock held past the timeout: unknown
-            return False if "no such table" in str(exc) else None
+        return None if thread is None else db.has_status(thread)
 
     effect_api._install(EffectSession(run_dir / LEDGER_FILE, probe, where_am_i, durable))
     if args.barrier:

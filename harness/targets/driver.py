@@ -234,6 +234,9 @@ EXECUTOR = "crashpoint-executor"
 #: Engine -> ``identity(name, seen) -> worker args``: the worker's own identity and the dead ones it recovers
 #: (engines with no worker identity are absent: their K workers are plain copies).
 IDENTITIES = {"dbos": dbos_engine.identity_args}
+#: Engine -> ``run_database(data, run_dir) -> drop | None``: the run's own database on a server the target names
+#: (DBOS on PostgreSQL), written into ``data`` before the workers read it, dropped when the run ends.
+RUN_DATABASES = {"dbos": dbos_engine.run_database}
 #: Engine -> ``facts(run_dir) -> dict``: what its workers recorded beyond effects (``TargetOutcome.engine_facts``).
 ENGINE_FACTS = {"dbos": dbos_engine.facts}
 
@@ -270,6 +273,7 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
     run_dir.mkdir(parents=True, exist_ok=True)
     out = TargetOutcome(case.name, durability, crash_point, run_dir)
     data = target.to_data() | {"write_latency_ms": write_latency_ms}
+    drop_database = RUN_DATABASES[target.engine](data, run_dir) if target.engine in RUN_DATABASES else None
     (run_dir / "target.json").write_text(json.dumps(data, sort_keys=True))
     ledger = Ledger(run_dir / LEDGER_FILE, synchronous="OFF")
     ensure_schema(ledger)
@@ -522,6 +526,11 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
         out.fired = crashpoints.fired_points(run_dir)
         out.steps = _steps(run_dir)
         out.engine_facts = ENGINE_FACTS[target.engine](run_dir) if target.engine in ENGINE_FACTS else {}
+        if drop_database is not None:
+            try:
+                drop_database()
+            except Exception as exc:  # the verdict stands; the leftover database is worth a note
+                out.notes.append(f"the run's database was not dropped: {exc}")
         out.wall_s = time.monotonic() - began
     return out
 
