@@ -71,5 +71,26 @@ class RefundWallClockChildId(RefundWorkflow):
         return await super().run(order)
 
 
+@workflow.defn(name="RefundAmountInValidator")
+class RefundAmountInValidator(RefundWorkflow):
+    """Changes the amount in the ``change_amount`` update's validator instead of its handler: a validator runs when
+    the update arrives but not when a worker replays the history, so after a restart the workflow forgets the
+    lowered amount and refunds the whole order (caught by target.final_state_like_golden)."""
+
+    @workflow.update
+    def change_amount(self, amount_cents: int) -> int:
+        return amount_cents
+
+    @change_amount.validator
+    def check_amount(self, amount_cents: int) -> None:
+        if self.decision is not None or not isinstance(amount_cents, int) or amount_cents <= 0:
+            raise ValueError(f"refused: {amount_cents!r}")
+        self.amount_cents = amount_cents
+
+    @workflow.run
+    async def run(self, order: dict[str, Any]) -> dict[str, Any]:
+        return await super().run(order)
+
+
 #: What a variant target registers.
-WORKFLOWS = [RefundWithoutKey, RefundRandomChildId, RefundWallClockChildId, NotifyCustomer]
+WORKFLOWS = [RefundWithoutKey, RefundRandomChildId, RefundWallClockChildId, RefundAmountInValidator, NotifyCustomer]

@@ -1,7 +1,8 @@
 """The refund flow (v1): one ``RefundWorkflow`` per refund request.
 
 ``draft`` -> wait for the ``approve`` signal, with a durable timer as the deadline
-(``workflow.wait_condition(..., timeout=...)``) -> ``issue`` and tell the customer, or, when denied or
+(``workflow.wait_condition(..., timeout=...)``; meanwhile a reviewer may lower the amount with the
+``change_amount`` update) -> ``issue`` and tell the customer, or, when denied or
 unanswered in time, ``void`` the draft (the compensation) and tell the customer. The notification is a
 child workflow (``NotifyCustomer``) with a deterministic id.
 """
@@ -37,16 +38,33 @@ class NotifyCustomer:
 
 @workflow.defn
 class RefundWorkflow:
-    """One refund request, from draft to issued or voided. Returns ``{"order_id", "status", ...}``."""
+    """One refund request, from draft to issued or voided. Returns ``{"order_id", "status", ...}`` (issued: also
+    ``refund_id`` and the ``amount_cents`` refunded)."""
 
     def __init__(self) -> None:
         self.decision: dict[str, Any] | None = None
+        self.amount_cents: int | None = None  # a reviewer's partial refund (change_amount), else the order's
 
     @workflow.signal
     def approve(self, decision: dict[str, Any]) -> None:
         """A reviewer's answer: ``{"approved": bool}``."""
         if self.decision is None:  # the first answer counts; a repeated click changes nothing
             self.decision = decision
+
+    @workflow.update
+    def change_amount(self, amount_cents: int) -> int:
+        """A reviewer lowers the refund before deciding (a partial refund); returns the amount now to refund."""
+        self.amount_cents = amount_cents
+        return amount_cents
+
+    @change_amount.validator
+    def check_amount(self, amount_cents: int) -> None:
+        """Refuse a change once decided, or an amount that is not a positive integer (an update refused here is
+        not written to the history)."""
+        if self.decision is not None:
+            raise ValueError("the refund is already decided")
+        if not isinstance(amount_cents, int) or amount_cents <= 0:
+            raise ValueError(f"not an amount in cents: {amount_cents!r}")
 
     @workflow.query
     def status(self) -> str:
@@ -74,9 +92,12 @@ class RefundWorkflow:
         except asyncio.TimeoutError:
             pass  # no answer in time: compensate
         if self.decision and self.decision.get("approved"):
+            if self.amount_cents is not None:
+                drafted = {**drafted, "amount_cents": min(self.amount_cents, drafted["amount_cents"])}
             refund = await self.issue(drafted)
             await self.notify(order["order_id"], "refunded")
-            return {"order_id": order["order_id"], "status": "issued", "refund_id": refund["refund_id"]}
+            return {"order_id": order["order_id"], "status": "issued", "refund_id": refund["refund_id"],
+                    "amount_cents": refund["amount_cents"]}
         await workflow.execute_activity(activities.void, drafted, **ACTIVITY)
         await self.notify(order["order_id"], "denied" if self.decision else "expired")
         return {"order_id": order["order_id"], "status": "denied" if self.decision else "expired",

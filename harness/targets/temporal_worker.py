@@ -16,13 +16,15 @@ Crash points, with no user code:
   before the worker reports its completion (``WF`` is the calling workflow's id);
 * workflow tasks, through a ``WorkflowRunner`` that wraps the team's (sandboxed or not) runner's instances
   (``WorkflowInstance.activate``, public API: the SDK's interceptors have no timer hook), for activations
-  that are not replays: before the workflow code sees a job, ``signal:WF@NAME``, ``timer_fired:WF``,
+  that are not replays: before the workflow code sees a job, ``signal:WF@NAME``, ``update:WF@NAME`` (an
+  update's validator and handler run next), ``timer_fired:WF``,
   ``resolved:WF@TYPE`` (an activity's result, i.e. after its completion report reached the server) and
   ``child_done:WF@TYPE``; once the workflow code produced its commands and before the worker reports the
   workflow task's completion, ``task_done:WF`` and, for the commands in it, ``timer_started:WF``,
-  ``child_start:WF@TYPE``;
+  ``child_start:WF@TYPE``, ``update_done:WF@NAME`` (the update's handler returned; its result is in the completion);
 * the client's calls this worker makes for the outside world: ``before_start:WF`` / ``after_start:WF``,
-  ``before_signal:WF@NAME`` / ``after_signal:WF@NAME`` (the human's answer);
+  ``before_signal:WF@NAME`` / ``after_signal:WF@NAME``, ``before_update:WF@NAME`` / ``after_update:WF@NAME``
+  (the human's answer);
 * ``before_effect:NAME`` / ``after_effect:NAME``: each ``crashpoint.effect`` (called from activities).
 
 Worker defaults, each overridable in ``temporal.worker``: ``sticky_queue_schedule_to_start_timeout`` 1 s
@@ -42,13 +44,14 @@ Phases (what a Temporal application and its clients do):
 * ``start``: ``client.start_workflow(NAME, input, id=THREAD, id_conflict_policy=USE_EXISTING)`` for each input
   not yet submitted (``--resubmit THREAD`` again);
 * ``recover``: nothing but running the worker (the server redelivers what the killed worker had taken);
-* ``answer``: ``handle.signal(NAME, VALUE)`` for each answer in ``RUN_DIR/answers.json`` (``node`` is the
-  signal's name).
+* ``answer``: for each answer in ``RUN_DIR/answers.json`` (``node`` is the name), ``handle.execute_update(NAME,
+  VALUE)`` when a registered workflow has an ``@workflow.update`` of that name, else ``handle.signal(NAME, VALUE)``;
+  the updates first (:func:`answer_all`).
 
 Then the worker waits until every submitted workflow is at rest, from the server's own view: closed, or
 running with no pending activity, child workflow or workflow task and no timer due within ``settle_s``
-(``waiting``: each signal the target's humans answer is a wait, its id ``WF:SIGNAL:N`` with N the signals of
-that name in the history so far), or its latest workflow task **failed** (``stuck``, quoting the failure
+(``waiting``: each signal or update the target's humans answer is a wait, its id ``WF:NAME:N`` with N the
+signals of that name, or the updates of that name accepted, in the history so far), or its latest workflow task **failed** (``stuck``, quoting the failure
 Temporal wrote to the history; a nondeterminism error also names ``workflow.patched``). It writes
 ``RUN_DIR/threads.json``: thread -> ``{"status": finished|waiting|stuck|running|no_checkpoint, "values",
 "error"?, "waiting"}``, shuts the worker down and leaves with ``os._exit`` (Temporal workers have been seen
@@ -73,7 +76,7 @@ from temporalio import activity, workflow
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType, PendingWorkflowTaskState, WorkflowTaskFailedCause
 from temporalio.api.workflowservice.v1 import ResetStickyTaskQueueRequest
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.service import RPCError
 from temporalio.worker import (ActivityInboundInterceptor, ExecuteActivityInput, Interceptor, StartChildWorkflowInput,
@@ -145,6 +148,7 @@ class Probes(Interceptor):
 
 # ------------------------------------------------------------------ workflow tasks: a runner around the team's
 _types: dict[tuple[str, int], str] = {}  # (run id, activity seq) -> activity type; ("c" + run id, seq) -> child type
+_updates: dict[str, str] = {}  # an update's protocol instance id -> its name
 
 
 class _ProbedInstance(WorkflowInstance):
@@ -158,6 +162,9 @@ class _ProbedInstance(WorkflowInstance):
                 kind = job.WhichOneof("variant")
                 if kind == "signal_workflow":
                     _probe(f"signal:{self.wf}@{job.signal_workflow.signal_name}")
+                elif kind == "do_update":
+                    _updates[job.do_update.protocol_instance_id] = job.do_update.name
+                    _probe(f"update:{self.wf}@{job.do_update.name}")
                 elif kind == "fire_timer":
                     _probe(f"timer_fired:{self.wf}")
                 elif kind == "resolve_activity":
@@ -182,6 +189,8 @@ class _ProbedInstance(WorkflowInstance):
                     _probe(f"timer_started:{self.wf}")
                 elif kind == "start_child_workflow_execution":
                     _probe(f"child_start:{self.wf}@{cmd.start_child_workflow_execution.workflow_type}")
+                elif kind == "update_response" and cmd.update_response.WhichOneof("response") == "completed":
+                    _probe(f"update_done:{self.wf}@{_updates.get(cmd.update_response.protocol_instance_id, '?')}")
         return completion
 
     def get_serialization_context(self, *args: Any, **kwargs: Any) -> Any:
@@ -303,6 +312,9 @@ async def look(client: Client, thread: str, signals: list[str], settle_until: fl
         elif et == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
             name = event.workflow_execution_signaled_event_attributes.signal_name
             counts[name] = counts.get(name, 0) + 1
+        elif et == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+            name = event.workflow_execution_update_accepted_event_attributes.accepted_request.input.name
+            counts[name] = counts.get(name, 0) + 1
     if failed is not None:
         attrs = failed.workflow_task_failed_event_attributes
         cause = WorkflowTaskFailedCause.Name(attrs.cause)
@@ -325,6 +337,41 @@ async def look(client: Client, thread: str, signals: list[str], settle_until: fl
     entry["waiting"] = [{"node": name, "interrupt": f"{thread}:{name}:{counts.get(name, 0)}", "value": None}
                         for name in signals]
     return entry, True
+
+
+# ------------------------------------------------------------------ the human's answers
+def update_names(workflows: list[Any]) -> set[str]:
+    """The names of the ``@workflow.update`` handlers of ``workflows`` (the others' answers are signals)."""
+    names: set[str] = set()
+    for cls in workflows:
+        defn = workflow._Definition.from_class(cls)
+        names |= {n for n in (defn.updates if defn else {}) if n}
+    return names
+
+
+async def answer_all(client: Client, answers: list[dict[str, Any]], updates: set[str]) -> None:
+    """Deliver each answer ``{thread, node, resume}``: ``handle.execute_update(node, resume)`` when ``node`` is an
+    update, else ``handle.signal(node, resume)``. The updates go first, in their order, then the signals: an update
+    returns once the workflow handled it, so a signal of the same phase (an approval) comes after it, in every run
+    alike. A refusal (the validator's, a workflow the server no longer knows) is printed and left to the rest."""
+    for answer in sorted(answers, key=lambda a: a["node"] not in updates):
+        where = f"{answer['thread']}@{answer['node']}"
+        handle = client.get_workflow_handle(answer["thread"])
+        if answer["node"] in updates:
+            _probe(f"before_update:{where}")
+            try:
+                result = await handle.execute_update(answer["node"], answer["resume"])
+                print(f"update {where} returned {json.dumps(result, default=repr)}", flush=True)
+            except (WorkflowUpdateFailedError, RPCError) as exc:
+                print(f"update {where} refused: {exc}: {getattr(exc, 'cause', None)}", flush=True)
+            _probe(f"after_update:{where}")
+            continue
+        _probe(f"before_signal:{where}")
+        try:
+            await handle.signal(answer["node"], answer["resume"])
+        except RPCError as exc:  # the server no longer knows the workflow: reported by the rest below
+            print(f"signal {where} refused by the server: {exc}", flush=True)
+        _probe(f"after_signal:{where}")
 
 
 # ------------------------------------------------------------------ one worker pass
@@ -415,14 +462,7 @@ async def _pass(args: argparse.Namespace, target: dict[str, Any], run_dir: Path)
                                             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING)
                 _probe(f"after_start:{thread}")
         elif args.phase == "answer":
-            for answer in json.loads((run_dir / ANSWERS_FILE).read_text()):
-                where = f"{answer['thread']}@{answer['node']}"
-                _probe(f"before_signal:{where}")
-                try:
-                    await client.get_workflow_handle(answer["thread"]).signal(answer["node"], answer["resume"])
-                except RPCError as exc:  # the server no longer knows the workflow: reported by the rest below
-                    print(f"signal {where} refused by the server: {exc}", flush=True)
-                _probe(f"after_signal:{where}")
+            await answer_all(client, json.loads((run_dir / ANSWERS_FILE).read_text()), update_names(workflows))
         settle_s = float(opts.get("settle_s", 30))
         deadline = time.monotonic() + settle_s
         while True:

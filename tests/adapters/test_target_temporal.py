@@ -59,7 +59,7 @@ def test_golden_run_of_the_teams_workflows(target: Target, golden) -> None:
     """Start, then the approval signal from a new process; the activities, the timer, the child workflow."""
     assert golden.threads["refund-1001"]["status"] == "finished"
     assert golden.threads["refund-1001"]["values"]["result"] == {"order_id": "1001", "refund_id": "rf-dr-1001",
-                                                                 "status": "issued"}
+                                                                 "status": "issued", "amount_cents": 4200}
     applied = [(c.thread, c.effect, c.node) for c in golden.calls if c.outcome == "applied"]
     assert applied == [("refund-1001", "draft_refund", "draft"), ("refund-1001", "issue_refund", "issue"),
                        ("refund-1001-notify-refunded", "notify_customer", "notify")]
@@ -121,6 +121,24 @@ def test_kills_in_workflow_tasks_are_recovered(target: Target, golden, tmp_path:
     out = run_target(target, target.case("approved"), "sync", tmp_path, point)
     assert out.kills == 1 and out.fired == [point]
     assert out.threads["refund-1001"]["status"] == "finished"
+    assert judge(target, out, golden) == ([], [])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", ["update:refund-1001@change_amount", "update_done:refund-1001@change_amount"])
+def test_an_update_killed_while_handled_is_applied_once(target: Target, tmp_path: Path, point: str) -> None:
+    """Case amount-lowered: the reviewer's change_amount update (delivered before the approval signal), the worker
+    killed as the update reaches the workflow or once its handler returned: the refund is issued at the lowered
+    amount, once, as in the golden run."""
+    case = target.case("amount-lowered")
+    golden = run_target(target, case, "sync", tmp_path / "golden")
+    for name in ("before_update", "update", "update_done", "after_update"):
+        assert f"{name}:refund-1001@change_amount" in golden.crash_points, name
+    assert golden.threads["refund-1001"]["values"]["result"]["amount_cents"] == 3000
+    out = run_target(target, case, "sync", tmp_path / "kill", point)
+    assert out.kills == 1 and out.fired == [point]
+    assert out.threads["refund-1001"]["values"]["result"]["amount_cents"] == 3000
+    assert [c.args["amount_cents"] for c in out.calls if c.effect == "issue_refund" and c.outcome == "applied"] == [3000]
     assert judge(target, out, golden) == ([], [])
 
 

