@@ -22,6 +22,7 @@ import os
 import random
 import secrets
 import shutil
+import threading
 import time
 import zlib
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -38,6 +39,7 @@ from crashpoint.errors import EngineCrashed, UsageError, WorkerTimeout
 from crashpoint.harness.adapters.protocol import EngineAdapter
 from crashpoint.harness.run.driver import Driver, RunOutcome
 from crashpoint.harness.run.executors import result_of
+from crashpoint.harness.run.launch import reaping
 from crashpoint.harness.load.loader import Case, Pack
 from crashpoint.harness.judge.rules import Finding
 from crashpoint.harness.judge.verdict import Invocation, RunResult, is_vacuous, unsupported
@@ -180,13 +182,15 @@ def trial(driver: Driver, case: Case, pack: Pack, schedule: list[Fault], run_dir
 
 def search_case(case: Case, pack: Pack, adapter: EngineAdapter, *, seed: int, budget: int, workdir: Path,
                 max_faults: int = 4, kinds: Sequence[str] | None = None, worker_timeout_s: float = 60.0,
-                keep: bool = False, golden: RunOutcome | None = None) -> SearchResult:
+                keep: bool = False, golden: RunOutcome | None = None,
+                stop: threading.Event | None = None) -> SearchResult:
     """Generate up to ``budget`` schedules of 1..``max_faults`` faults for ``case``; shrink the first failure.
 
     Args:
         seed: the case's seed (see :func:`case_seed`); the same seed draws the same schedules.
         workdir: a folder for run folders (each removed after its run unless ``keep``).
         golden: the case's fault-free run, when the caller already has it.
+        stop: once set (the caller was interrupted), no further schedule runs: the search ends at once.
 
     Raises:
         ValueError: ``budget`` < 1 or ``max_faults`` < 1, or an unknown fault kind.
@@ -209,6 +213,8 @@ def search_case(case: Case, pack: Pack, adapter: EngineAdapter, *, seed: int, bu
     state = {"failing": False, "shrink_runs": 0}
 
     def condition(schedule: list[Fault]) -> bool:
+        if stop is not None and stop.is_set():
+            return False  # interrupted: the remaining examples cost no run
         key = json.dumps(schedule, sort_keys=True)
         if key in seen:
             return seen[key].failing
@@ -253,16 +259,25 @@ def search(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, seed: i
     """
     own = executor is None
     pool = executor or ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 2)
+    stop = threading.Event()
     try:
         futures = [pool.submit(search_case, c, pack, adapter, seed=case_seed(seed, c.case_id), budget=budget,
                                workdir=workdir / c.case_id, max_faults=max_faults, kinds=kinds,
-                               worker_timeout_s=worker_timeout_s, keep=keep) for c in cases]
+                               worker_timeout_s=worker_timeout_s, keep=keep,
+                               stop=stop if isinstance(pool, ThreadPoolExecutor) else None)  # a pool process is killed
+                   for c in cases]
         results = []
         for f in futures:
             results.append(result_of(f))
             if on_result:
                 on_result(results[-1])
         return results
+    except BaseException:  # Ctrl-C, SIGTERM: the searches stop at their next schedule and their running workers
+        stop.set()          # die, so that the pool's threads end at once (its close waits for them)
+        if own:
+            with reaping(workdir):
+                pool.shutdown(wait=True, cancel_futures=True)
+        raise
     finally:
         if own:
             pool.shutdown(wait=True, cancel_futures=True)

@@ -163,12 +163,26 @@ def make_executor(spec: str | None = None, workers: int | None = None, *,
     size = workers or default_workers()
     if kind == "threads":
         threads = ThreadPoolExecutor(max_workers=size, thread_name_prefix="crashpoint-run")
-        return threads, lambda: threads.shutdown(wait=True, cancel_futures=True)
+        return threads, lambda: _close_threads(threads)
     if kind == "processes":
         procs = ProcessPoolExecutor(max_workers=size, mp_context=multiprocessing.get_context("spawn"),
                                     initializer=_init_pool_process, initargs=(os.getpid(),))
         return procs, lambda: _close_processes(procs)
     return _dask_executor(spec, connect_timeout_s)
+
+
+def _close_threads(threads: ThreadPoolExecutor) -> None:
+    """Wait for the running calls, cancel the queued ones; when called while a Ctrl-C (or SIGTERM's exit)
+    propagates, this process's zygotes are killed again and again while it waits (their workers die with them:
+    :func:`~crashpoint.harness.run.launch.reaping`), so that a run waiting for a hung worker ends at once rather
+    than after ``--worker-timeout``."""
+    if isinstance(sys.exc_info()[1], (KeyboardInterrupt, SystemExit)):
+        from crashpoint.harness.run.launch import reaping
+
+        with reaping(None):
+            threads.shutdown(wait=True, cancel_futures=True)
+        return
+    threads.shutdown(wait=True, cancel_futures=True)
 
 
 def _close_processes(procs: ProcessPoolExecutor) -> None:

@@ -245,6 +245,18 @@ def reap_strays() -> list[str]:
     return killed
 
 
+def kill_zygotes() -> None:
+    """SIGKILL every zygote of this process: their running workers die with them (``PR_SET_PDEATHSIG``), and a
+    thread waiting for one gets ``OSError`` (the run is an error, and no other worker of it starts). For a
+    command that stops (Ctrl-C, SIGTERM) while runs on its threads wait for forked workers, which no marker
+    scan finds (a forked worker's ``/proc/PID/environ`` is the zygote's: its marker was set after the fork)."""
+    for pid in list(ZYGOTES):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def for_this_thread() -> ForkServer:
     """This thread's zygote, started on first use (and again if it died)."""
     server = getattr(_local, "server", None)

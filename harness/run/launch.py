@@ -15,12 +15,14 @@ A worker is started one of three ways, one :class:`Launcher` each (the crash mod
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from crashpoint.errors import WorkerTimeout
 from crashpoint.harness.run import forkserver, inprocess
@@ -115,6 +117,32 @@ def reap_under(root: Path, wait_s: float = 0.0) -> list[str]:
         time.sleep(0.02)
         _kill_marked(root)
     return killed
+
+
+@contextlib.contextmanager
+def reaping(root: Path | None, every_s: float = 0.05) -> Iterator[None]:
+    """While the block runs, SIGKILL what carries a marker of a run under ``root`` (``None``: skipped) and this
+    process's zygotes
+    (:func:`~crashpoint.harness.run.forkserver.kill_zygotes`: the forked workers die with them) every ``every_s``
+    seconds (a thread): for a block that waits for runs on this process's threads to end after Ctrl-C or
+    SIGTERM (a thread pool's close). A worker that a run starts after one look dies at the next, so no run
+    waits for a hung worker."""
+    done = threading.Event()
+
+    def loop() -> None:
+        while not done.is_set():
+            if root is not None:
+                _kill_marked(root)
+            forkserver.kill_zygotes()
+            done.wait(every_s)
+
+    reaper = threading.Thread(target=loop, name="crashpoint-reaper", daemon=True)
+    reaper.start()
+    try:
+        yield
+    finally:
+        done.set()
+        reaper.join()
 
 
 def _marked(root: Path) -> list[int]:

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from crashpoint.harness.judge.certify import load_adapter
 from crashpoint.harness.load.loader import load_target
 from crashpoint.harness.run.sweep import sweep
@@ -41,21 +43,22 @@ def _has_file(root: Path, name: str) -> bool:
         return False
 
 
-def test_ctrl_c_stops_a_command_whose_adapter_hangs(tmp_path: Path) -> None:
+def _ctrl_c_once_inside(tmp_path: Path, args: list[str], marker: str, settle_s: float) -> int:
+    """Run ``crashpoint ARGS --worker-timeout 600 --workdir RUNS`` in its own process group, press Ctrl-C
+    (SIGINT to the group, as a terminal does) ``settle_s`` seconds after a file ``marker`` appeared under RUNS,
+    and return its exit code (it must come within 30 s)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen([sys.executable, "-c", "import sys; from crashpoint.harness.cli.main import main; "
-                             "sys.exit(main(sys.argv[1:]))", "run", str(CASE), "--crash", "none",
-                             "--adapter", "variants.adapters:HangsInStatus", "--worker-timeout", "600",
+                             "sys.exit(main(sys.argv[1:]))", *args, "--worker-timeout", "600",
                              "--workdir", str(tmp_path / "runs")],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)  # a terminal's Ctrl-C goes to the whole foreground group
     try:
         deadline = time.monotonic() + 120
-        while not _has_file(tmp_path / "runs", HangsInStatus.MARKER) and time.monotonic() < deadline:
+        while not _has_file(tmp_path / "runs", marker) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert proc.poll() is None and _has_file(tmp_path / "runs", HangsInStatus.MARKER), \
-            "the harness never reached the adapter's hanging status()"
-        time.sleep(0.5)  # it wrote the marker and is now inside the wait
+        assert proc.poll() is None and _has_file(tmp_path / "runs", marker), f"the harness never wrote {marker}"
+        time.sleep(settle_s)  # it is inside the hanging call or worker pass now
         os.killpg(proc.pid, signal.SIGINT)
         rc = proc.wait(timeout=30)
     finally:
@@ -63,6 +66,22 @@ def test_ctrl_c_stops_a_command_whose_adapter_hangs(tmp_path: Path) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     assert rc == 130, proc.stdout.read().decode(errors="replace")[-2000:]
+    return rc
+
+
+def test_ctrl_c_stops_a_command_whose_adapter_hangs(tmp_path: Path) -> None:
+    _ctrl_c_once_inside(tmp_path, ["run", str(CASE), "--crash", "none", "--adapter", "variants.adapters:HangsInStatus"],
+                        HangsInStatus.MARKER, 0.5)
+
+
+@pytest.mark.parametrize("command", [["search", "--schedules", "5", "--executor", "threads"],
+                                     ["run", "--crash", "none", "--executor", "threads"]])
+def test_ctrl_c_stops_a_command_whose_runs_are_on_threads_and_whose_worker_hangs(tmp_path: Path, command) -> None:
+    # issue 17: on --executor threads, `search` and `run` closed their thread pool with shutdown(wait=True) on
+    # Ctrl-C: it waited for the running run, whose forked worker hangs, for --worker-timeout (no marker scan
+    # finds a forked worker: its /proc environ is its zygote's); now the zygotes die while the pool closes
+    _ctrl_c_once_inside(tmp_path, [command[0], str(CASE), *command[1:], "--engine", "variants.misbehaving:HangsInWorker"],
+                        "worker-001.log", 1.0)
 
 
 #: Runs ``crashpoint run`` in its main thread while another thread of the same process takes the SIGINT
