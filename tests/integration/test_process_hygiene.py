@@ -173,3 +173,34 @@ def test_a_terminated_or_killed_sweep_leaves_no_run_folder_and_no_process(tmp_pa
     while (list(tmp_path.glob("crashpoint-*")) or _survivors(roots[0])) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert list(tmp_path.glob("crashpoint-*")) == [] and _survivors(roots[0]) == []
+
+
+def _holding(root: Path) -> list[int]:
+    """Pids of live processes with a file open under ``root`` (a worker's stdout is its run folder's log): unlike
+    :func:`_survivors`, it also finds a forked worker, whose ``/proc`` environ (the marker) is its zygote's."""
+    prefix, found = str(root.resolve()) + os.sep, []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if any(os.readlink(fd).startswith(prefix) for fd in (entry / "fd").iterdir()):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("crash_mode", ["kill", "kill-cold"])
+def test_a_timed_out_run_leaves_no_run_folder_and_no_process(tmp_path: Path, monkeypatch, crash_mode: str) -> None:
+    # issue 17: run folders stayed behind after timeouts (a sweep without --workdir makes its own folder)
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    pack, cases = load_target(PACK_DIR)
+    case = next(c for c in cases if c.case_id == HAPPY)
+    result = sweep(pack, [case], ReferenceAdapter(engine="variants.misbehaving:HangsWithChildren"), crash="none",
+                   worker_timeout_s=2.0, executor="threads", jobs=1, crash_mode=crash_mode)
+    assert [r.verdict for r in result.results] == ["unknown"], [r.error for r in result.results]
+    assert list(tmp_path.glob("crashpoint-*")) == []
+    deadline = time.monotonic() + 10  # a SIGKILLed process closes its files as it dies, not at once
+    while _holding(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _holding(tmp_path) == []
