@@ -140,3 +140,43 @@ def make_builder(nodes: dict[str, Any] | None = None, edges: list[tuple[str, str
 
 
 builder = make_builder()
+
+
+# ---------------------------------------------------------------- the next versions of the code (deploy cases)
+def fraud_check(state: RefundState) -> dict[str, Any]:
+    """v2: score the approved refund before it is issued (a node added between the approval and the issue)."""
+    return {"log": [f"fraud:{'high' if state['current_draft']['amount_cents'] > 100_000 else 'low'}"]}
+
+
+def make_builder_v2(rename_approve: bool = False) -> StateGraph:
+    """The next version: ``fraud_check`` added between ``approve`` and ``issue`` (a compatible change: a thread
+    waiting on the approval resumes in the new graph); with ``rename_approve``, also the approval node renamed
+    ``review`` (an incompatible one: a thread waiting on ``approve`` waits on a node the new graph lacks)."""
+    ask = "review" if rename_approve else "approve"
+    fns = {"route": route, "draft": draft, ask: approve, "revise": revise, "notify_received": notify_received,
+           "fraud_check": fraud_check, "issue": issue, "notify_done": notify_done, "notify_rejected": notify_rejected}
+    graph = StateGraph(RefundState)
+    transient = RetryPolicy(max_attempts=3, initial_interval=0.01, backoff_factor=1.0, jitter=False, retry_on=is_transient)
+    for name, fn in fns.items():
+        add_node(graph, name, fn, transient if name in ("issue", "draft", "notify_done") else None)
+    graph.add_edge(START, "route")
+    graph.add_conditional_edges("route", lambda s: ["draft", "notify_received"] if s["decision"] == "refund"
+                                else ["notify_rejected"], ["draft", "notify_received", "notify_rejected"])
+    for a, b in [("draft", ask), ("revise", "draft"), ("fraud_check", "issue"), ("issue", "notify_done")]:
+        graph.add_edge(a, b)
+
+    def after_approval_v2(state: RefundState) -> str:
+        went = after_approval(state)
+        return {"issue": "fraud_check", "approve": ask}.get(went, went)
+
+    graph.add_conditional_edges(ask, after_approval_v2, ["fraud_check", "revise", "notify_rejected", ask])
+    graph.add_edge("notify_received", END)
+    graph.add_edge("notify_done", END)
+    graph.add_edge("notify_rejected", END)
+    return graph
+
+
+#: v2 deployed the compatible way (a node added after the wait).
+builder_v2 = make_builder_v2()
+#: v2 with the waiting node renamed: running threads wait on a node that is gone.
+builder_v2_renamed = make_builder_v2(rename_approve=True)

@@ -64,9 +64,9 @@ from crashpoint.fakes.world import LEDGER_FILE
 from crashpoint.harness.targets import dbos_warm
 from crashpoint.harness.targets.dbos_reads import SystemReads
 from crashpoint.harness.targets.effects import EffectSession, alive, digest
-from crashpoint.harness.targets.workerlib import (UNSUPPORTED_RC, append, barrier, barrier_exit, exit_after,
-                                                   load_object, mark_submitted, open_run, patch_effects, replace_json,
-                                                   submitted, worker_parser, worker_probe, write_threads)
+from crashpoint.harness.targets.workerlib import (UNSUPPORTED_RC, append, barrier, barrier_exit, deployed,
+                                                   exit_after, load_object, mark_submitted, open_run, patch_effects,
+                                                   replace_json, submitted, worker_parser, worker_probe, write_threads)
 
 DBOS_FILE = "dbos.sqlite"
 ANSWERS_FILE = "answers.json"
@@ -343,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="also recover this (dead) executor's pending workflows after launch")
     args = parser.parse_args(argv)
     run_dir = Path(args.run_dir)
-    target = open_run(run_dir, args.phase, args.executor_id)
+    target = deployed(open_run(run_dir, args.phase, args.executor_id), args.version)
     opts = target.get("dbos") or {}
     if args.durability != "sync":
         print(f"unsupported: durability={args.durability!r}: DBOS records each step's result before the next "

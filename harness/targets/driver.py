@@ -41,7 +41,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -299,10 +299,12 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
             out.deliveries.append({"kind": "server", "address": server.address, "pid": server.pids[-1]})
         for _ in range(MAX_WORKERS_PER_RUN):
             seen = len(crashpoints.witness_events(run_dir))
+            # the code this worker runs: a deployed version's entry (LangGraph, DBOS), warmed by its own zygote
+            code = replace(target, entry=target.versions[deployed]) if deployed and target.versions else target
             pids_before = len(_pids(run_dir))
             argv = ["--run-dir", str(run_dir), "--probe", PROBE_SPEC,
                     "--probe-arg", crashpoints.probe_arg(run_dir, crash_point, witness=True),
-                    "--durability", durability, "--phase", phase, "--entry", target.entry, *extra]
+                    "--durability", durability, "--phase", phase, "--entry", code.entry, *extra]
             if server is not None:
                 if server_per_worker and out.workers > 0:
                     server.restart()
@@ -326,7 +328,7 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
                 base = [*argv, "--barrier", str(case.workers)]
                 argv, *others = [[*base, *identity(lb, ex, executors)] for lb, ex in zip(labels, as_ids)]
                 logs = [log.with_suffix(f".{n}.log") for n in range(2, case.workers + 1)]
-                together = [_helper.submit(_launch, target, warm, worker_module, a, left, env, lg)
+                together = [_helper.submit(_launch, code, warm, worker_module, a, left, env, lg)
                             for a, lg in zip(others, logs)]
                 executors += [n for n in dict.fromkeys(as_ids) if n not in executors]
                 out.deliveries.append({"kind": "workers", "worker": out.workers, "executors": as_ids,
@@ -341,15 +343,15 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
                 twin_log = log.with_suffix(".twin.log")
                 if warm:  # each helper thread keeps its own warm zygote, so both processes start alike
                     ready, go = threading.Event(), threading.Event()
-                    twin = _helper.submit(_warm_then_run, target, ready, go, worker_module, twin_args, left, env,
+                    twin = _helper.submit(_warm_then_run, code, ready, go, worker_module, twin_args, left, env,
                                           twin_log)
-                    _warm_up(warm_server(target), left)
+                    _warm_up(warm_server(code), left)
                     ready.wait(left)
                     go.set()
                 else:
-                    twin = _helper.submit(_launch, target, False, worker_module, twin_args, left, env, twin_log)
+                    twin = _helper.submit(_launch, code, False, worker_module, twin_args, left, env, twin_log)
                 out.deliveries.append({"kind": f"duplicate_{phase}", "worker": out.workers})
-            rc, leftovers, started = _launch(target, warm, worker_module, argv, left, env, log)
+            rc, leftovers, started = _launch(code, warm, worker_module, argv, left, env, log)
             procs = [(started, rc)]  # (pid the harness started, its exit status) of every process of this turn
             pid = None
             if isinstance(twin, _Together):  # K recovering workers: each process's own exit code, by executor id

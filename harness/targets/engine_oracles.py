@@ -97,11 +97,15 @@ def replay_deterministic(target: Target, run: TargetOutcome, golden: TargetOutco
         if before["name"] != check["name"] and check["wf"] not in seen:
             seen.add(check["wf"])
             error = (run.threads.get(check["wf"]) or {}).get("error")
+            deploys = [d["version"] for d in run.deliveries if d["kind"] == "deploy"]
+            why = (f"a deploy ({deploys[0]}) changed the workflow's steps before the recorded ones: add new steps "
+                   "after them, or keep the old order for workflows started before the deploy" if deploys else
+                   "the workflow body branches on something DBOS does not record (the wall clock, random, "
+                   "the environment): do it in a step")
             found.append(Failure("target.replay_deterministic",
                                  f"workflow {check['wf']} took another path when it ran again: step {check['step']} was "
                                  f"{before['name']} (pid {before['pid']}) and then {check['name']} (pid {check['pid']}); "
-                                 "the workflow body branches on something DBOS does not record (the wall clock, random, "
-                                 "the environment): do it in a step" + (f"; DBOS says: {error}" if error else ""),
+                                 + why + (f"; DBOS says: {error}" if error else ""),
                                  [f"pid {c['pid']} step {c['step']} {c['name']}" for c in run.engine_facts["checks"]
                                   if c["wf"] == check["wf"]][:8]))
     return found

@@ -53,7 +53,7 @@ from langgraph.types import Command
 import crashpoint.api as effect_api
 from crashpoint.fakes.world import LEDGER_FILE
 from crashpoint.harness.targets.effects import EffectSession
-from crashpoint.harness.targets.workerlib import append as _append, barrier as _barrier, load_object, open_run
+from crashpoint.harness.targets.workerlib import append as _append, barrier as _barrier, deployed, load_object, open_run
 from crashpoint.harness.targets.workerlib import UNSUPPORTED_RC, patch_effects, worker_parser, worker_probe
 from crashpoint.harness.targets.workerlib import write_threads
 from crashpoint.harness.targets.workerlib import mark_submitted as _mark_submitted, submitted as _submitted
@@ -167,6 +167,10 @@ def durability_options(graph: Any, mode: str) -> dict[str, Any] | None:
     return None
 
 
+#: The channel that triggers node NAME is ``branch:to:NAME`` (langgraph >= 0.3).
+BRANCH = "branch:to:"
+
+
 def thread_status(graph: Any, thread: str, submitted: set[str]) -> dict[str, Any]:
     """The thread's status (see the module docstring), read from the saver only."""
     config = {"configurable": {"thread_id": thread}}
@@ -187,6 +191,11 @@ def thread_status(graph: Any, thread: str, submitted: set[str]) -> dict[str, Any
         status = "unfinished"
     report = {"status": status, "waiting": waiting, "values": _jsonable(snapshot.values),
               "step": (saved.metadata or {}).get("step"), "source": source}
+    channels = (saved.checkpoint or {}).get("channel_values") or {}
+    gone = sorted(c[len(BRANCH):] for c in channels if c.startswith(BRANCH) and c[len(BRANCH):] not in graph.nodes)
+    if status == "unfinished" and gone:  # e.g. a deploy renamed the node a thread waited in
+        report["error"] = (f"the newest checkpoint triggers node(s) {', '.join(gone)} that this graph does not have; "
+                           "LangGraph raised nothing and runs none of them (the thread's interrupt is dropped)")
     if status == "unfinished" and not snapshot.next:
         report["trap"] = (f"get_state().next == () although the thread has not finished (newest checkpoint: "
                           f"step {report['step']}, source {source}, {len(saved.pending_writes or ())} pending "
@@ -210,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
                              "the others are inside a step too")
     args = parser.parse_args(argv)
     run_dir = Path(args.run_dir)
-    target = open_run(run_dir, args.phase)
+    target = deployed(open_run(run_dir, args.phase), args.version)
     probe = worker_probe(args.probe, args.probe_arg)
     graph, conn = build(target, run_dir, probe)
     options = durability_options(graph, args.durability)

@@ -49,7 +49,7 @@ class TargetCase:
     times, seconds?}``) replace the target's; ``duplicate``: ``start`` | ``answer`` delivers the first start
     request or answer twice at once (two live processes); ``workers``: K >= 2 workers recover after each kill,
     together at a barrier, each with its own identity (a DBOS executor id; each recovers the exited ones);
-    ``deploy``: a version of the code (Temporal: a name in ``temporal.versions``) that every worker runs once the
+    ``deploy``: a version of the code (a name in ``temporal.versions``, or in ``versions``) that every worker runs once the
     run first comes to rest with a workflow still running (a code deploy while workflows wait); ``server_crash``:
     at that moment the engine's server is SIGKILLed and a new one started on the same database (Temporal);
     ``recovery`` (DBOS, with ``workers`` >= 2): how the K workers recover the dead one's work, :data:`RECOVERY`."""
@@ -89,6 +89,8 @@ class Target:
         temporal: Temporal targets' options: ``workflows`` / ``activities`` (``module:attr`` each, a class, a
             function or a list), ``task_queue``, ``worker`` (``Worker`` keyword arguments), ``task_timeout_s``,
             ``settle_s``, ``versions`` (``NAME: {workflows, activities}``, the code a ``deploy`` case runs).
+        versions: LangGraph and DBOS targets: ``NAME -> module:attr``, the entry point of another version of the
+            code, which every worker runs after a ``deploy: NAME`` case's deploy.
         file: the YAML it came from (``None`` when built in Python).
     """
 
@@ -107,6 +109,7 @@ class Target:
     cases: list[TargetCase] = field(default_factory=lambda: [TargetCase()])
     dbos: dict[str, Any] = field(default_factory=dict)
     temporal: dict[str, Any] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
     file: str | None = None
 
     def __post_init__(self) -> None:
@@ -120,8 +123,10 @@ class Target:
         if ":" not in self.entry:
             raise CaseError(f"entry must be module:attribute, got {self.entry!r}", file=self.file, field="entry")
         for c in self.cases:
-            if c.deploy and c.deploy not in (self.temporal.get("versions") or {}):
-                raise CaseError(f"case {c.name!r} deploys {c.deploy!r}, which temporal.versions does not name",
+            where = "temporal.versions" if self.engine == "temporal" else "versions"
+            known = (self.temporal.get("versions") or {}) if self.engine == "temporal" else self.versions
+            if c.deploy and c.deploy not in known:
+                raise CaseError(f"case {c.name!r} deploys {c.deploy!r}, which {where} does not name",
                                 file=self.file, field=f"cases[{self.cases.index(c)}].deploy")
             if c.recovery not in RECOVERY or (c.recovery != "explicit" and (c.workers < 2 or self.engine != "dbos")):
                 raise CaseError(f"case {c.name!r}: recovery must be one of {', '.join(RECOVERY)}, and other than "
@@ -179,14 +184,15 @@ class Target:
                    saver=data.get("saver", "sqlite"), budget_s=float(data.get("budget_s", 60)),
                    pythonpath=[str((base / p).resolve()) for p in data.get("pythonpath", ["."])],
                    cases=cases or [TargetCase()], dbos=data.get("dbos", {}), temporal=data.get("temporal", {}),
-                   file=file)
+                   versions=data.get("versions", {}), file=file)
 
     def to_data(self) -> dict[str, Any]:
         """The YAML form (``pythonpath`` absolute); ``Target.from_data(t.to_data()) == t`` up to ``file``."""
         return {"target": self.name, "engine": self.engine, "entry": self.entry, "inputs": self.inputs,
                 "human": self.human, "gates": self.gates, "effects": self.effects, "invariants": self.invariants,
                 "durability": self.durability, "saver": self.saver, "budget_s": self.budget_s,
-                "pythonpath": self.pythonpath, "dbos": self.dbos, "temporal": self.temporal, "cases": [{k: v for k, v in asdict(c).items() if v is not None}
+                "pythonpath": self.pythonpath, "dbos": self.dbos, "temporal": self.temporal,
+                "versions": self.versions, "cases": [{k: v for k, v in asdict(c).items() if v is not None}
                                                          for c in self.cases]}
 
     def case(self, name: str) -> TargetCase:

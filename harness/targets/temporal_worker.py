@@ -491,7 +491,6 @@ def main(argv: list[str] | None = None) -> int:
     global _probe, _mark, _steps, _task_timeout
     parser = worker_parser("temporal_worker")
     parser.add_argument("--address", required=True, help="the run's Temporal server, HOST:PORT")
-    parser.add_argument("--version", default=None, help="run this deployed version of the code (temporal.versions)")
     args = parser.parse_args(argv)
     run_dir = Path(args.run_dir)
     target = open_run(run_dir, args.phase)

@@ -41,7 +41,8 @@ def worker_parser(prog: str, durability: Sequence[str] | None = None) -> argpars
     (``start``, ``recover`` or ``answer``), ``--duplicate`` (a second delivery of the start request),
     ``--barrier N`` (wait for N workers first), ``--entry`` (the target's entry point, read from
     ``target.json``; named so that a warm zygote imports its module before forking), ``--resubmit``
-    (repeatable: a workflow or thread whose start was lost)."""
+    (repeatable: a workflow or thread whose start was lost), ``--version`` (a deployed version of the code: the
+    engine's worker runs the target's ``versions[NAME]`` entry, Temporal ``temporal.versions[NAME]``)."""
     parser = argparse.ArgumentParser(prog=prog)
     parser.add_argument("--run-dir", required=True)
     parser.add_argument("--probe", required=True)
@@ -56,7 +57,19 @@ def worker_parser(prog: str, durability: Sequence[str] | None = None) -> argpars
                                         "zygote imports its module before forking)")
     parser.add_argument("--resubmit", action="append", default=[],
                         help="a workflow or thread whose start was lost: the caller submits it again")
+    parser.add_argument("--version", default=None,
+                        help="run this deployed version of the code (target versions, or temporal.versions)")
     return parser
+
+
+def deployed(target: dict[str, Any], version: str | None) -> dict[str, Any]:
+    """``target`` with its ``entry`` replaced by ``versions[version]`` (the code a deploy put in place); as it is
+    when ``version`` is ``None``.
+
+    Raises:
+        KeyError: the target has no such version.
+    """
+    return target if not version else {**target, "entry": target["versions"][version]}
 
 
 def worker_probe(spec: str, arg: str) -> Callable[[str], None]:
