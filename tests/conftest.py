@@ -37,6 +37,17 @@ if TESTS_DIR not in _paths:
     os.environ["PYTHONPATH"] = os.pathsep.join([TESTS_DIR, *_paths])
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark ``slow`` every test :data:`slow.SLOW` names (before ``-m`` selects), so that the fast loop,
+    ``python -m pytest -m "not slow" -n 2``, leaves them to the full suite."""
+    from slow import SLOW
+
+    for item in items:
+        if item.nodeid.split("[", 1)[0] in SLOW:
+            item.add_marker(pytest.mark.slow)
+
+
 #: The seed's case, the one every pack copy below keeps.
 SEED = "approval_timeout_after_refund_draft.json"
 
