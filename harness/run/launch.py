@@ -106,16 +106,19 @@ def reap(marker: str | None, pgid: int) -> list[str]:
     return killed
 
 
-def reap_under(root: Path, wait_s: float = 0.0) -> list[str]:
+def reap_under(root: Path, wait_s: float = 0.0, holders: bool = False) -> list[str]:
     """SIGKILL every process whose :data:`RUN_MARKER` names a run folder under ``root`` (a sweep's folder):
     what the workers of an interrupted sweep left, whatever group or session they are in. Linux ``/proc``;
-    returns ``"PID COMMAND"`` descriptions. With ``wait_s`` > 0, waits (at most that many seconds) until
-    none of them runs any more (gone or a zombie), so that none writes into ``root`` once it is removed."""
-    killed = _kill_marked(root)
+    returns ``"PID COMMAND"`` descriptions. ``holders``: also every process with a file open under ``root``
+    (its cwd or a descriptor): a forked worker, which no marker shows (its ``/proc`` environ is its zygote's:
+    the marker was set after the fork), still dying after its zygote. With ``wait_s`` > 0, waits (at most
+    that many seconds) until none of them runs any more (gone or a zombie), so that none writes into ``root``
+    once it is removed."""
+    killed = _kill_marked(root, holders)
     deadline = time.monotonic() + wait_s
-    while killed and time.monotonic() < deadline and _marked(root):
+    while killed and time.monotonic() < deadline and _marked(root, holders):
         time.sleep(0.02)
-        _kill_marked(root)
+        _kill_marked(root, holders)
     return killed
 
 
@@ -145,24 +148,39 @@ def reaping(root: Path | None, every_s: float = 0.05) -> Iterator[None]:
         reaper.join()
 
 
-def _marked(root: Path) -> list[int]:
-    """The pids of running processes (not zombies: a zombie's environ reads empty) carrying ``root``'s marker."""
-    prefix = f"{RUN_MARKER}={Path(root).resolve()}".encode()
+def _marked(root: Path, holders: bool = False) -> list[int]:
+    """The pids of running processes (not zombies: a zombie's environ and descriptors read empty) carrying
+    ``root``'s marker, or (``holders``) with their cwd or a file descriptor under ``root``."""
+    folder = str(Path(root).resolve())
+    prefix = f"{RUN_MARKER}={folder}".encode()
     found = []
     for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
-            if any(v == prefix or v.startswith(prefix + b"/") for v in (entry / "environ").read_bytes().split(b"\0")):
+            if any(v == prefix or v.startswith(prefix + b"/") for v in (entry / "environ").read_bytes().split(b"\0")) \
+                    or holders and _holds_under(entry, folder):
                 found.append(int(entry.name))
         except OSError:
             continue
     return found
 
 
-def _kill_marked(root: Path) -> list[str]:
+def _holds_under(entry: Path, folder: str) -> bool:
+    """Whether the process ``/proc/PID`` has its cwd or an open file in ``folder`` (a removed file too)."""
+    def inside(link: Path) -> bool:
+        try:
+            target = os.readlink(link)
+        except OSError:
+            return False
+        return target == folder or target.startswith(folder + os.sep)
+
+    return inside(entry / "cwd") or any(inside(fd) for fd in (entry / "fd").iterdir())
+
+
+def _kill_marked(root: Path, holders: bool = False) -> list[str]:
     killed = []
-    for pid in _marked(root):
+    for pid in _marked(root, holders):
         try:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
             os.kill(pid, signal.SIGKILL)

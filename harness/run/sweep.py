@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import shutil
+import sys
 import tempfile
 import time
 from concurrent.futures import CancelledError, Executor, Future
@@ -391,7 +392,9 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
         elif pending:
             for f in pending:
                 f.cancel()
-        reap_under(root, wait_s=5.0)  # an interrupted sweep's workers (and what they started) die with it
+        # an interrupted sweep's workers (and what they started) die with it; its forked workers, which carry no
+        # marker that /proc shows, are found by the files they hold in its folder
+        reap_under(root, wait_s=5.0, holders=isinstance(sys.exc_info()[1], (KeyboardInterrupt, SystemExit)))
         if not keep and workdir is None:
             shutil.rmtree(root, ignore_errors=True)
     results = [golden_results[c.case_id] for c in cases if c.case_id in golden_results

@@ -204,3 +204,22 @@ def test_a_timed_out_run_leaves_no_run_folder_and_no_process(tmp_path: Path, mon
     while _holding(tmp_path) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _holding(tmp_path) == []
+
+
+def test_an_interrupted_sweeps_reap_also_finds_processes_by_the_files_they_hold(tmp_path: Path) -> None:
+    # a0dcd2c waited for "marked" workers before removing an interrupted sweep's folder, but a forked worker
+    # shows no marker (its /proc environ is its zygote's): one still dying after its zygote could write into
+    # the folder while it was removed (rmtree, errors ignored, left it behind)
+    from crashpoint.harness.run.launch import reap_under
+
+    (tmp_path / "run").mkdir()
+    with open(tmp_path / "run" / "worker-001.log", "wb") as log:
+        worker = subprocess.Popen(["sleep", "300"], stdout=log)  # no marker in its environment
+    try:
+        assert reap_under(tmp_path) == [] and worker.poll() is None
+        killed = reap_under(tmp_path, wait_s=5.0, holders=True)
+        assert killed == [f"{worker.pid} sleep 300"] and worker.wait(timeout=5) == -signal.SIGKILL
+        assert _holding(tmp_path) == []
+    finally:
+        worker.kill()
+        worker.wait()
