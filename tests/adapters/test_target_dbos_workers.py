@@ -113,17 +113,27 @@ def _mixed(entry: str, recovery: str = "mixed") -> Target:
     return Target.from_data(data)
 
 
+#: What a restarted worker racing an operator's recovery of its own id can find on a correct-looking DBOS: dbos 3.4.0
+#: loses that race in a fraction of tries (README, "Released dbos versions": examples/dbos_refund/findings.yaml).
+LIVE_RULES = {"target.one_live_execution", "target.single_live_process", "target.repeats_explained"}
+
+
 @pytest.mark.slow
-def test_a_restarted_worker_and_an_operators_recovery_race_and_dbos_runs_the_work_once(tmp_path: Path) -> None:
+def test_a_restarted_worker_races_an_operators_explicit_recovery_of_its_executor_id(tmp_path: Path) -> None:
+    """recovery: mixed. The first worker launches as the dead executor (crashpoint-executor), the second with a new
+    id and DBOS._recover_pending_workflows(["crashpoint-executor"]); both live at once. Whether DBOS then runs the
+    workflow once is a race on dbos 3.4.0 (the explicit recovery re-enqueues a workflow the restarted executor
+    already resumed): the run is passed, or failed by the live-process rules only, never an error."""
     target = _mixed("dbos_refund.app:refund_workflow")
     r = run_one(target, target.case("restart-and-operator"), "sync", tmp_path, "after_effect:draft_refund", None,
                 keep=True)
-    assert r.verdict == "passed", (r.error, [f.message for f in r.failures])
+    assert r.error is None and r.kills == 1, r.error
+    assert r.verdict == "passed" or {f.rule for f in r.failures} <= LIVE_RULES, [f.message for f in r.failures]
     recovering = [p for p in r.outcome.pids if p["phase"] == "recover"]
     assert [p["executor"] == "crashpoint-executor" for p in recovering] == [True, False], recovering
-    assert len({p["pid"] for p in recovering}) == 2 and r.outcome.engine_facts["overlaps"] == []
+    assert recovering[0]["worker_id"] != recovering[1]["executor"] and len({p["pid"] for p in recovering}) == 2
     race = next(d for d in r.outcome.deliveries if d["kind"] == "workers")
-    assert race["recovery"] == "mixed" and race["executors"][0] == "crashpoint-executor"
+    assert race["recovery"] == "mixed" and race["executors"] == [p["executor"] for p in recovering]
 
 
 @pytest.mark.slow
