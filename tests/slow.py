@@ -55,6 +55,10 @@ SLOW: dict[str, str] = {
         "starts crashpoint (or Python) in a subprocess, most with a run of real worker processes (10 s)",
     "tests/integration/test_adapter_call_timeout.py::test_ctrl_c_stops_a_command_whose_adapter_hangs":
         "starts crashpoint (or Python) in a subprocess, most with a run of real worker processes (10 s)",
+    "tests/integration/test_adapter_call_timeout.py::test_ctrl_c_stops_a_command_whose_runs_are_on_threads_and_whose_worker_hangs":
+        "starts crashpoint (or Python) in a subprocess, most with a run of real worker processes (2 x 12 s, earned2)",
+    "tests/integration/test_process_hygiene.py::test_a_timed_out_run_leaves_no_run_folder_and_no_process":
+        "waits for a worker to time out (2 x 2 s worker timeout, 5 s, earned2)",
     "tests/unit/test_weekly.py::test_weekly_command_in_every_format":
         "starts crashpoint (or Python) in a subprocess, most with a run of real worker processes (10 s)",
     "tests/integration/test_conformance.py::test_cli_run_takes_any_adapter":
