@@ -28,8 +28,7 @@ from typing import Any
 from dbos import DBOS, SetWorkflowID
 
 from crashpoint.harness.adapters.interpreter import Commit, Receive, Step, interpret
-from crashpoint.harness.adapters.runtime import (AdapterStore, StepRunner, open_probe,
-                                                 open_world, quiet, unsent, worker_arguments)
+from crashpoint.harness.adapters.runtime import AdapterStore, StepRunner, open_pass, quiet, unsent
 
 DBOS_FILE = "dbos.sqlite"
 #: Pinned so that recovery survives edits of this file (DBOS otherwise hashes the workflow source).
@@ -115,11 +114,7 @@ def settle(store: AdapterStore, clock: Any, wids: list[str]) -> None:
 def main(argv: list[str] | None = None) -> int:
     """One worker pass (see the module docstring)."""
     global _RUNNER
-    args = worker_arguments(argv)
-    probe = open_probe(args.probe, args.probe_arg)
-    _tools, clock = open_world(args.world, args.run_dir, probe)
-    store = AdapterStore(args.run_dir)
-    _RUNNER = StepRunner(store, lambda: open_world(args.world, args.run_dir, probe), probe)
+    args, _probe, clock, store, _RUNNER = open_pass(argv)
     DBOS(config={"name": "crashpoint", "system_database_url": f"sqlite:///{Path(args.run_dir) / DBOS_FILE}",
                  "application_version": APPLICATION_VERSION, "log_level": "WARNING",
                  "notification_listener_polling_interval_sec": 0.05})

@@ -405,6 +405,22 @@ class InterpretedAdapter:
                 "--probe", probe_spec, "--probe-arg", probe_arg, *self.worker_args]
 
 
+def open_pass(argv: list[str] | None = None) -> tuple[Any, Callable[[str], None], Any, AdapterStore, StepRunner]:
+    """What one interpreted-adapter worker pass opens first, from its command line
+    (:meth:`InterpretedAdapter.worker_command`): ``(args, probe, clock, store, runner)``: the parsed
+    arguments (:func:`worker_arguments`), the crash probe, the world's virtual clock, the run's
+    :class:`AdapterStore`, and the :class:`StepRunner` that runs its steps (the world built again for each).
+
+    Raises:
+        SystemExit: a bad command line (argparse). Whatever the world's factory or the probe's raises.
+    """
+    args = worker_arguments(argv)
+    probe = open_probe(args.probe, args.probe_arg)
+    _tools, clock = open_world(args.world, args.run_dir, probe)
+    store = AdapterStore(args.run_dir)
+    return args, probe, clock, store, StepRunner(store, lambda: open_world(args.world, args.run_dir, probe), probe)
+
+
 def worker_arguments(argv: list[str] | None = None, extra: Callable[[Any], None] | None = None) -> Any:
     """Parse the worker command line of :meth:`InterpretedAdapter.worker_command` (``extra`` adds options)."""
     import argparse

@@ -44,8 +44,7 @@ from crashpoint.harness.targets.temporal_worker import connect
 
 with workflow.unsafe.imports_passed_through():
     from crashpoint.harness.adapters.interpreter import Commit, Receive, Step, interpret
-    from crashpoint.harness.adapters.runtime import (AdapterStore, StepRunner, open_probe, open_world, quiet, unsent,
-                                                     worker_arguments)
+    from crashpoint.harness.adapters.runtime import AdapterStore, StepRunner, open_pass, quiet, unsent
 
 TEMPORAL_DB = "temporal.db"
 TASK_QUEUE = "crashpoint"
@@ -194,11 +193,7 @@ async def _main(args: Any, store: AdapterStore, clock: Any) -> None:
 def main(argv: list[str] | None = None) -> int:
     """One worker pass (see the module docstring)."""
     global _RUNNER
-    args = worker_arguments(argv)
-    probe = open_probe(args.probe, args.probe_arg)
-    _tools, clock = open_world(args.world, args.run_dir, probe)
-    store = AdapterStore(args.run_dir)
-    _RUNNER = StepRunner(store, lambda: open_world(args.world, args.run_dir, probe), probe)
+    args, _probe, clock, store, _RUNNER = open_pass(argv)
     for start in store.messages(kind="start"):
         _RUNNER.resumed(start["wid"], f"temporal-{os.getpid()}")
     code = 0
