@@ -54,6 +54,7 @@ def _schema(path: Path) -> tuple[list, list]:
                 list(db.execute("SELECT * FROM dbos_migrations")))
 
 
+@pytest.mark.slow  # launches DBOS in two new interpreters
 def test_a_seeded_database_is_what_dbos_migrates_and_only_it_is_unsynced(tmp_path: Path) -> None:
     own = _launch(tmp_path, "own.sqlite", patch=False)
     warm = _launch(tmp_path, "warm.sqlite", patch=True)
