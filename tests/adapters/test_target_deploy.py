@@ -25,6 +25,7 @@ def _deployed(r) -> list[str]:
     return [d["version"] for d in r.outcome.deliveries if d["kind"] == "deploy"]
 
 
+@pytest.mark.slow  # a golden run with a deploy: 7 to 15 s
 def test_a_node_added_after_the_wait_resumes_in_the_new_graph(tmp_path: Path) -> None:
     pytest.importorskip("langgraph")
     r = _golden(EXAMPLES / "langgraph_refund/deploy.yaml", "deploy-v2", tmp_path)
@@ -33,6 +34,7 @@ def test_a_node_added_after_the_wait_resumes_in_the_new_graph(tmp_path: Path) ->
     assert "fraud:low" in r.outcome.threads["order-1001"]["values"]["log"]  # the v2 node ran
 
 
+@pytest.mark.slow  # a golden run with a deploy: 7 to 15 s
 def test_the_waiting_node_renamed_drops_the_thread_and_says_so(tmp_path: Path) -> None:
     pytest.importorskip("langgraph")
     r = _golden(EXAMPLES / "langgraph_refund/deploy.yaml", "deploy-v2-renamed", tmp_path)
@@ -42,6 +44,7 @@ def test_the_waiting_node_renamed_drops_the_thread_and_says_so(tmp_path: Path) -
     assert not any(c.effect == "issue_refund" for c in r.outcome.calls)
 
 
+@pytest.mark.slow  # a golden run with a deploy: 7 to 15 s
 def test_a_dbos_step_added_after_the_wait_replays(tmp_path: Path) -> None:
     pytest.importorskip("dbos")
     r = _golden(EXAMPLES / "dbos_refund/dbos_deploy.yaml", "deploy-v2", tmp_path)
@@ -50,6 +53,7 @@ def test_a_dbos_step_added_after_the_wait_replays(tmp_path: Path) -> None:
     assert r.outcome.threads["refund-1001"]["status"] == "finished"
 
 
+@pytest.mark.slow  # a golden run with a deploy: 7 to 15 s
 def test_a_dbos_step_moved_before_the_wait_is_refused_by_dbos(tmp_path: Path) -> None:
     pytest.importorskip("dbos")
     r = _golden(EXAMPLES / "dbos_refund/dbos_deploy.yaml", "deploy-v2-reordered", tmp_path)
