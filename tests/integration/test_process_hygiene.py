@@ -27,6 +27,13 @@ def _sweep(engine: str, tmp_path: Path, **kwargs):
 
 
 def _survivors(root: Path) -> list[int]:
+    """Pids of live processes of the runs under ``root``: those carrying its marker (new interpreters) and those
+    holding a file open under it (:func:`_holding`: also forked workers, whose ``/proc`` environ is their
+    zygote's)."""
+    return sorted(set(_marked(root)) | set(_holding(root)))
+
+
+def _marked(root: Path) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
