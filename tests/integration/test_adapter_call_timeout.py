@@ -43,6 +43,16 @@ def _has_file(root: Path, name: str) -> bool:
         return False
 
 
+def _as_from_a_terminal() -> None:
+    """In the child, before exec: SIGINT and SIGQUIT at their defaults, as a shell gives a foreground command.
+    A process started with them ignored keeps them ignored (POSIX; CPython then installs no KeyboardInterrupt
+    handler), and a test run launched in the background (``nohup ... &``: a non-interactive shell ignores
+    SIGINT for its background jobs) would otherwise hand that to ``crashpoint``: each Ctrl-C test then failed
+    in a backgrounded CI run, and crashpoint was right to ignore a Ctrl-C its caller had asked it to ignore."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 def _ctrl_c_once_inside(tmp_path: Path, args: list[str], marker: str, settle_s: float) -> int:
     """Run ``crashpoint ARGS --worker-timeout 600 --workdir RUNS`` in its own process group, press Ctrl-C
     (SIGINT to the group, as a terminal does) ``settle_s`` seconds after a file ``marker`` appeared under RUNS,
@@ -52,7 +62,8 @@ def _ctrl_c_once_inside(tmp_path: Path, args: list[str], marker: str, settle_s: 
                              "sys.exit(main(sys.argv[1:]))", *args, "--worker-timeout", "600",
                              "--workdir", str(tmp_path / "runs")],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)  # a terminal's Ctrl-C goes to the whole foreground group
+                            start_new_session=True,  # a terminal's Ctrl-C goes to the whole foreground group
+                            preexec_fn=_as_from_a_terminal)
     try:
         deadline = time.monotonic() + 120
         while not _has_file(tmp_path / "runs", marker) and time.monotonic() < deadline:
@@ -110,7 +121,7 @@ def test_ctrl_c_taken_by_another_thread_still_stops_the_command(tmp_path: Path) 
                              "--crash", "none", "--adapter", "variants.adapters:HangsInStatus",
                              "--worker-timeout", "600", "--workdir", str(runs)],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_as_from_a_terminal)
     try:
         rc = proc.wait(timeout=120)  # the golden run reaches status() in seconds; then at once
     finally:
