@@ -393,8 +393,10 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
             for f in pending:
                 f.cancel()
         # an interrupted sweep's workers (and what they started) die with it; its forked workers, which carry no
-        # marker that /proc shows, are found by the files they hold in its folder
-        reap_under(root, wait_s=5.0, holders=isinstance(sys.exc_info()[1], (KeyboardInterrupt, SystemExit)))
+        # marker that /proc shows, are found by the files they hold in its folder: only in a folder the sweep made
+        # itself (a user's --workdir may be the cwd of their shell or hold their editor's files: never theirs to kill)
+        interrupted = isinstance(sys.exc_info()[1], (KeyboardInterrupt, SystemExit))
+        reap_under(root, wait_s=5.0, holders=interrupted and workdir is None)
         if not keep and workdir is None:
             shutil.rmtree(root, ignore_errors=True)
     results = [golden_results[c.case_id] for c in cases if c.case_id in golden_results
