@@ -22,7 +22,6 @@ argument digest standing in for a missing key.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -33,7 +32,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from crashpoint.api import EffectCall, EffectFault, EffectSpec, EffectTimeout, bound_arguments
 from crashpoint.fakes.ledger import Ledger
-from crashpoint.harness.targets.workerlib import alive, rendezvous
+from crashpoint.harness.targets.workerlib import alive, held_lock, rendezvous
 from crashpoint.protocols import no_probe
 
 _SCHEMA = """
@@ -129,17 +128,7 @@ class EffectSession:
         as the downstream service would. The kernel drops it when a holder is killed."""
         folder = os.path.join(os.path.dirname(os.fspath(self.path)), "effect-locks")
         os.makedirs(folder, exist_ok=True)
-        path = os.path.join(folder, hashlib.sha256(f"{name}\0{key}".encode()).hexdigest()[:32])
-
-        class _Lock:
-            def __enter__(self_inner) -> None:
-                self_inner.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-                fcntl.flock(self_inner.fd, fcntl.LOCK_EX)
-
-            def __exit__(self_inner, *exc: Any) -> None:
-                os.close(self_inner.fd)  # closing drops the lock
-
-        return _Lock()
+        return held_lock(os.path.join(folder, hashlib.sha256(f"{name}\0{key}".encode()).hexdigest()[:32]))
 
     def _call(self, spec: EffectSpec, key: str | None, fn: Callable[..., Any], args: Sequence[Any],
               kwargs: Mapping[str, Any]) -> Any:

@@ -55,10 +55,12 @@ from crashpoint.fakes.world import LEDGER_FILE
 from crashpoint.harness.targets.effects import EffectSession
 from crashpoint.harness.targets.workerlib import append as _append, barrier as _barrier, deployed, load_object, open_run
 from crashpoint.harness.targets.workerlib import UNSUPPORTED_RC, patch_effects, worker_parser, worker_probe
-from crashpoint.harness.targets.workerlib import write_threads
+from crashpoint.harness.targets.workerlib import held_lock, write_threads
 from crashpoint.harness.targets.workerlib import mark_submitted as _mark_submitted, submitted as _submitted
 
 LANGGRAPH_FILE = "langgraph.db"
+#: Held while a worker sets up the saver's tables (:func:`build`).
+SETUP_LOCK_FILE = "langgraph.setup.lock"
 ANSWERS_FILE = "answers.json"
 STEPS_FILE = "steps.log"
 #: ``invoke(None)`` calls per thread in one recovery pass before the thread is called stuck.
@@ -125,7 +127,11 @@ def where_am_i() -> dict[str, Any]:
 
 
 def build(target: dict[str, Any], run_dir: Path, probe: Callable[[str], None]) -> tuple[Any, sqlite3.Connection]:
-    """The team's graph compiled with the probed saver on ``RUN_DIR/langgraph.db``.
+    """The team's graph compiled with the probed saver on ``RUN_DIR/langgraph.db``, its ``setup()`` (tables, WAL)
+    done, one process at a time (an exclusive ``flock`` on ``RUN_DIR/langgraph.setup.lock``). ``SqliteSaver``
+    would make its tables at its first use, inside ``invoke``: the two processes of a duplicated start do that at
+    the same instant on a new file, SQLite's lock upgrade deadlocks and one of them gets ``database is locked`` at
+    once (no busy wait); its invoke raised before any node ran, and the duplicate was never tested.
 
     Raises:
         TypeError: the entry point is neither a ``StateGraph`` nor a compiled graph; the saver class is
@@ -139,6 +145,10 @@ def build(target: dict[str, Any], run_dir: Path, probe: Callable[[str], None]) -
     if not (isinstance(base, type) and issubclass(base, BaseCheckpointSaver)):
         raise TypeError(f"saver {target['saver']!r} is not a BaseCheckpointSaver subclass")
     saver = probed_saver_class(base)(conn)
+    setup = getattr(saver, "setup", None)
+    if callable(setup):  # its tables, made by one process at a time (see the docstring)
+        with held_lock(run_dir / SETUP_LOCK_FILE):
+            setup()
     saver.crash_probe = probe
     saver.write_latency_s = float(target.get("write_latency_ms") or 0) / 1000.0
     entry = load_object(target["entry"])

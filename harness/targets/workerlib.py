@@ -10,13 +10,15 @@ Imports no engine (each engine's worker, e.g. :mod:`~crashpoint.harness.targets.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import importlib
 import json
 import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import crashpoint.api as effect_api
 
@@ -114,6 +116,18 @@ def append(path: Path, text: str) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     os.write(fd, text.encode())
     os.close(fd)
+
+
+@contextlib.contextmanager
+def held_lock(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` (created if missing) for the ``with`` block: processes of one run
+    take turns. The kernel drops it when the holder dies (a SIGKILL leaves no stale lock)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing drops the lock
 
 
 def submitted(run_dir: Path) -> list[str]:
