@@ -311,6 +311,8 @@ SLOW: dict[str, str] = {
         "a real engine (DBOS, Temporal or LangGraph) in worker processes (4 s)",
     "tests/adapters/test_target_langgraph.py::test_golden_run_of_the_teams_graph":
         "a real engine (DBOS, Temporal or LangGraph) in worker processes (4 s)",
+    "tests/adapters/test_target_langgraph.py::test_two_processes_opening_a_new_run_at_once_both_get_the_saver":
+        "a real engine (DBOS, Temporal or LangGraph) in worker processes (17 s at load 9.6, 2026-12-01)",
     # a team's code on a real engine in worker processes
     "tests/adapters/test_target_temporal.py::test_a_server_crash_while_the_refund_waits_keeps_its_history":
         "a team's code on a real engine in worker processes (11 s)",
@@ -320,6 +322,8 @@ SLOW: dict[str, str] = {
         "a team's code on a real engine in worker processes (8 s)",
     "tests/adapters/test_target_langgraph.py::test_async_durability_loses_the_refund_step_every_time":
         "a team's code on a real engine in worker processes (7 s)",
+    "tests/adapters/test_target_langgraph.py::test_a_sweep_in_a_relative_workdir_marks_and_reaps_by_the_resolved_folder":
+        "a team's code on a real engine in worker processes (8 s at load 9.6, 2026-12-01)",
     "tests/quality/test_target_variants.py::test_two_live_processes_on_one_thread_are_caught_every_time":
         "a team's code on a real engine in worker processes (7 s)",
     "tests/quality/test_target_variants.py::test_the_correct_graph_passes_the_golden_runs_that_catch_variants":

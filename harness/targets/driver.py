@@ -270,6 +270,7 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
             workers did not bring the run to rest.
     """
     began = time.monotonic()
+    run_dir = Path(run_dir).resolve()  # the workers' RUN_MARKER: the reaper matches resolved folders only
     run_dir.mkdir(parents=True, exist_ok=True)
     out = TargetOutcome(case.name, durability, crash_point, run_dir)
     data = target.to_data() | {"write_latency_ms": write_latency_ms}

@@ -28,6 +28,7 @@ from crashpoint.errors import UsageError
 from crashpoint.harness.judge.rules import Finding as Failure
 from crashpoint.harness.run import crashpoints
 from crashpoint.harness.run.executors import result_of
+from crashpoint.harness.run.launch import reap_under
 from crashpoint.harness.run.sweep import sampled_points
 from crashpoint.harness.targets.driver import TargetOutcome, prewarm, run_target
 from crashpoint.harness.targets.target import Target, TargetCase
@@ -202,7 +203,7 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
     if any(m not in ("sync", "async", "exit") for m in modes):
         raise UsageError(f"durability must be sync, async or exit, got {modes!r}")
     began = time.monotonic()
-    root = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="crashpoint-target-"))
+    root = Path(workdir).resolve() if workdir else Path(tempfile.mkdtemp(prefix="crashpoint-target-"))
     root.mkdir(parents=True, exist_ok=True)
     own = executor is None
     if own:
@@ -272,6 +273,8 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
         if own:
             # each pool thread's zygote dies with its thread (PR_SET_PDEATHSIG follows the creating thread)
             executor.shutdown(wait=True, cancel_futures=True)
+        # what the runs' workers started and left (it carries a run's marker), whatever group or session it is in
+        reap_under(root, wait_s=5.0)
         if workdir is None:
             shutil.rmtree(root, ignore_errors=True)
     from crashpoint.harness.targets import dbos, langgraph, temporal

@@ -143,3 +143,36 @@ def test_two_processes_opening_a_new_run_at_once_both_get_the_saver(tmp_path: Pa
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "raised 0", done.stderr[-2000:]
+
+
+def test_a_sweep_in_a_relative_workdir_marks_and_reaps_by_the_resolved_folder(target: Target, tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--workdir runs``: the workers' RUN_MARKER is the resolved run folder (the reaper compares resolved
+    folders: with ``runs/00000-...`` it matched nothing), and what carries a marker under the sweep's folder is
+    SIGKILLed when the sweep ends."""
+    import os
+    import subprocess
+
+    from crashpoint.harness.run.launch import RUN_MARKER
+    from crashpoint.harness.targets import driver
+
+    monkeypatch.chdir(tmp_path)
+    markers: list[str] = []
+    launch = driver._launch
+
+    def spy(code, warm, module, argv, timeout_s, env, log):  # type: ignore[no-untyped-def]
+        markers.append(env[RUN_MARKER])
+        return launch(code, warm, module, argv, timeout_s, env, log)
+
+    monkeypatch.setattr(driver, "_launch", spy)
+    runs = (tmp_path / "runs").resolve()
+    stray = subprocess.Popen(["sleep", "60"], env={**os.environ, RUN_MARKER: str(runs / "00000-left-behind")},
+                             start_new_session=True)
+    try:
+        result = sweep(target, cases=["approved"], crash="none", workdir=Path("runs"))
+        assert result.counts()["passed"] == 1, result.to_dict()["runs"]
+        assert markers and all(Path(m).is_absolute() and Path(m).parent == runs for m in markers), markers
+        assert stray.wait(timeout=10) == -9
+    finally:
+        stray.kill()
+        stray.wait()
