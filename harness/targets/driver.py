@@ -145,13 +145,23 @@ _local = threading.local()
 _helper = ThreadPoolExecutor(max_workers=16, thread_name_prefix="crashpoint-duplicate")
 
 
+#: Warm zygotes one thread keeps, one per target code (the least recently used is stopped first): a sweep's thread
+#: uses one, or two across a deploy; a thread that runs many targets (a long pytest process calling ``run_target``
+#: on each variant) kept one interpreter with its engine imported per target (about 68 MB each: 21 under CI's pytest).
+MAX_WARM_PER_THREAD = 2
+
+
 def warm_server(target: Target) -> forkserver.ForkServer:
-    """This thread's zygote for ``target`` (started on first use, again if it died or the target changed)."""
+    """This thread's zygote for ``target`` (started on first use, again if it died; the thread's least recently used
+    one is stopped beyond :data:`MAX_WARM_PER_THREAD`: idle, since only this thread uses it)."""
     key = (tuple(target.pythonpath), target.entry, target.engine)
-    server = getattr(_local, "servers", {}).get(key)
+    servers = _local.__dict__.setdefault("servers", {})  # key -> zygote, least recently used first
+    server = servers.pop(key, None)
     if server is None or not server.alive():
-        _local.servers = getattr(_local, "servers", {})
-        server = _local.servers[key] = _WarmServer(target.pythonpath, WORKER_MODULES[target.engine])
+        server = _WarmServer(target.pythonpath, WORKER_MODULES[target.engine])
+    servers[key] = server
+    while len(servers) > MAX_WARM_PER_THREAD:
+        servers.pop(next(iter(servers))).close()
     return server
 
 

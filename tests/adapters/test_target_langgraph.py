@@ -176,3 +176,62 @@ def test_a_sweep_in_a_relative_workdir_marks_and_reaps_by_the_resolved_folder(ta
     finally:
         stray.kill()
         stray.wait()
+
+
+#: In a new process: golden runs of three variants on the main thread, then two sweeps (one pool thread each);
+#: prints the live fork-server children of the process after each step (at most 10 s for a dying one to go).
+_ZYGOTE_COUNT = """
+import dataclasses, json, os, sys, time
+from pathlib import Path
+from crashpoint.harness.targets.sweep import run_one, sweep
+from crashpoint.harness.targets.target import Target
+
+def zygotes():
+    me, found = os.getpid(), 0
+    for task in os.listdir(f"/proc/{me}/task"):
+        try:
+            kids = open(f"/proc/{me}/task/{task}/children").read().split()
+        except OSError:
+            continue
+        for pid in kids:
+            try:
+                state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+                found += state != "Z" and b"crashpoint.harness.run.forkserver" in open(f"/proc/{pid}/cmdline", "rb").read()
+            except OSError:
+                continue
+    return found
+
+def settled(most):
+    deadline = time.monotonic() + 10
+    while zygotes() > most and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return zygotes()
+
+base, tmp, most = Target.from_file(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
+counts = []
+for n, entry in enumerate(["graph:builder", "variants:no_key", "variants:wall_clock"]):
+    target = dataclasses.replace(base, entry="langgraph_refund." + entry)
+    run_one(target, target.case("approved"), "sync", tmp / f"run{n}", None, None)
+    counts.append(settled(most))
+for n, entry in enumerate(["variants:ignores_denial", "variants:email_before_interrupt"]):
+    target = dataclasses.replace(base, entry="langgraph_refund." + entry)
+    sweep(target, cases=["approved"], crash="none", workers=1, workdir=tmp / f"sweep{n}")
+    counts.append(settled(most))
+print(json.dumps(counts))
+"""
+
+
+def test_zygotes_do_not_pile_up_in_a_long_process(tmp_path: Path) -> None:
+    """A long process (CI's pytest) that runs many targets keeps at most ``MAX_WARM_PER_THREAD`` warm zygotes per
+    thread (21 fork servers of about 68 MB were its children: one per target its main thread had run), and a
+    sweep's own pool threads' zygotes are gone when it returns."""
+    import json
+    import subprocess
+    import sys
+
+    from crashpoint.harness.targets.driver import MAX_WARM_PER_THREAD
+
+    done = subprocess.run([sys.executable, "-c", _ZYGOTE_COUNT, str(TARGET), str(tmp_path), str(MAX_WARM_PER_THREAD)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == [1, 2, 2, 2, 2], done.stdout
