@@ -14,6 +14,10 @@ from typing import Any
 
 #: DBOS's schema of its system tables on PostgreSQL.
 PG_SCHEMA = "dbos"
+#: The reads of :meth:`SystemReads.snapshot` (SQLite).
+SNAPSHOT_SQL = ("SELECT * FROM workflow_status ORDER BY workflow_uuid",
+                "SELECT * FROM notifications ORDER BY message_uuid",
+                "SELECT workflow_uuid, function_id FROM operation_outputs ORDER BY workflow_uuid, function_id")
 
 
 class SystemReads:
@@ -70,3 +74,17 @@ class SystemReads:
         row, _ = self.one("SELECT 1 FROM {p}operation_outputs WHERE workflow_uuid = :wf AND function_id = :fid",
                           {"wf": wf, "fid": function_id})
         return bool(row)
+
+    def snapshot(self) -> tuple[Any, ...] | None:
+        """Everything of the system database that :func:`~crashpoint.harness.targets.dbos_worker.report` and
+        ``queued_work`` judge rest from, as one comparable value (the rows of ``workflow_status`` and
+        ``notifications``, the keys of ``operation_outputs``), read with one plain SQLite connection (a few
+        hundred microseconds; DBOS's API takes milliseconds of SQLAlchemy per call). Two equal snapshots mean
+        those answers did not change. ``None`` (always different) on PostgreSQL or when a read fails."""
+        if self._db is None:
+            return None
+        try:
+            return tuple(tuple(self._db.execute(sql).fetchall()) for sql in SNAPSHOT_SQL)
+        except sqlite3.OperationalError:
+            return None
+

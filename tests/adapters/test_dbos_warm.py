@@ -72,3 +72,33 @@ def test_seeding_never_replaces_a_database_that_exists(tmp_path: Path) -> None:
     fresh = tmp_path / "fresh.sqlite"
     assert dbos_warm.seed_schema(fresh) is True
     assert _schema(fresh)[1] and not list(tmp_path.glob("*.seed"))
+
+
+def test_a_snapshot_of_the_system_database_changes_with_every_row_rest_is_judged_from(tmp_path: Path) -> None:
+    """The worker's settle loop asks DBOS's API again only when :meth:`SystemReads.snapshot` (and the ``recv``
+    marks) changed: every write DBOS makes that rest depends on must change it, and nothing else may."""
+    from crashpoint.harness.targets import dbos_worker
+    from crashpoint.harness.targets.dbos_reads import SystemReads
+
+    db = tmp_path / "dbos.sqlite"
+    assert SystemReads(sqlite_file=tmp_path / "empty.sqlite").snapshot() is None  # no tables yet: unknown
+    assert dbos_warm.seed_schema(db)
+    reads = SystemReads(sqlite_file=db)
+    conn = sqlite3.connect(db, isolation_level=None)
+    seen = [dbos_worker._state(reads, tmp_path)]
+    assert dbos_worker._state(reads, tmp_path) == seen[-1]
+    for write in ("INSERT INTO workflow_status (workflow_uuid, status) VALUES ('wf', 'PENDING')",
+                  "INSERT INTO operation_outputs (workflow_uuid, function_id) VALUES ('wf', 1)",
+                  "INSERT INTO notifications (destination_uuid, topic, message) VALUES ('wf', 'approval', 'yes')",
+                  "UPDATE notifications SET consumed = TRUE",
+                  "UPDATE workflow_status SET executor_id = 'other'",
+                  "UPDATE workflow_status SET status = 'SUCCESS'",
+                  "DELETE FROM notifications"):
+        conn.execute(write)
+        now = dbos_worker._state(reads, tmp_path)
+        assert now not in seen, write
+        seen.append(now)
+    (tmp_path / dbos_worker.WAITING_DIR).mkdir()
+    (tmp_path / dbos_worker.WAITING_DIR / "wf.json").write_text("{}")
+    assert dbos_worker._state(reads, tmp_path) not in seen
+    assert SystemReads(url="postgresql://nobody@127.0.0.1:1/none").snapshot() is None  # PostgreSQL: every look
