@@ -45,7 +45,7 @@ def add_target_options(run: argparse.ArgumentParser) -> None:
 def run_target_command(args: argparse.Namespace, path: Path) -> int:
     """Sweep the target at ``path``; print a summary and the failures; exit 0 (all passed) or 1."""
     from crashpoint.harness.run.executors import make_executor
-    from crashpoint.harness.targets.sweep import sweep
+    from crashpoint.harness.targets.sweep import default_workers, sweep
     from crashpoint.harness.targets.target import Target
 
     target = Target.from_file(path)
@@ -53,7 +53,7 @@ def run_target_command(args: argparse.Namespace, path: Path) -> int:
         raise UsageError("--repeat must be >= 1 and --write-latency-ms >= 0")
     if args.crash_mode not in ("kill", "kill-cold"):
         raise UsageError("a target runs with real kills only: --crash-mode kill or kill-cold")
-    executor, close = make_executor(args.executor or "threads", args.workers or 2)
+    executor, close = make_executor(args.executor or "threads", args.workers or default_workers(target))
     try:
         result = sweep(target, cases=args.case, durability=args.durability, crash=args.crash,
                        crash_points=args.crash_point, repeat=args.repeat, executor=executor,

@@ -62,8 +62,16 @@ from crashpoint.harness.targets import dbos as dbos_engine, langgraph as langgra
 WORKER_MODULES = {"langgraph": langgraph_engine.WORKER_MODULE, "dbos": dbos_engine.WORKER_MODULE,
                   "temporal": temporal_engine.WORKER_MODULE}
 #: Engine -> the server a run keeps alive across its workers' kills (``RunServer(run_dir)``: ``start()``,
-#: ``kill()``, ``address``); engines absent keep their state in files the workers open.
+#: ``kill()``, ``restart()``, ``address``, ``namespace``, ``pids``); engines absent keep their state in files the
+#: workers open.
 SERVERS = {"temporal": temporal_engine.RunServer}
+#: Engine -> a run's share of a long-lived server (the same interface, ``restart()`` refused): the default
+#: (``server="shared"``) for a case without a server crash.
+SHARED_SERVERS = {"temporal": temporal_engine.lease}
+#: ``server`` values of :func:`run_target`: ``shared`` (a namespace of its own on a shared server), ``run`` (a
+#: server of the run's own), ``worker`` (a new server on the run's database before every worker: the benchmark's
+#: baseline, what crashpoint's Temporal adapter does).
+SERVER_MODES = ("shared", "run", "worker")
 
 
 class TargetUnsupported(Unsupported):
@@ -264,13 +272,14 @@ def _pids(run_dir: Path) -> list[int]:
 
 
 def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path, crash_point: str | None = None,
-               *, warm: bool = True, write_latency_ms: float = 0.0, server_per_worker: bool = False) -> TargetOutcome:
+               *, warm: bool = True, write_latency_ms: float = 0.0, server: str = "shared") -> TargetOutcome:
     """Run ``case`` of ``target`` once in ``run_dir`` (made empty), killing a worker at ``crash_point``.
 
     ``crash_point`` is a crash point id or a schedule ``"A >> B"`` (kill at A, then at B during the
-    recovery). ``server_per_worker`` (engines with a server: Temporal) starts a new server on the run's database
-    before every worker, as crashpoint's Temporal adapter does (a benchmark's baseline; the default keeps one
-    server for the whole run). ``write_latency_ms`` delays every checkpoint write of the saver (after the probe's
+    recovery). ``server`` (engines with a server: Temporal; :data:`SERVER_MODES`): ``shared`` (the default) gives
+    the run a namespace of its own on a long-lived shared server (a case with a server crash gets a server of its
+    own), ``run`` a server of its own for the whole run, ``worker`` a new server on the run's database before every
+    worker, as crashpoint's Temporal adapter does (a benchmark's baseline). ``write_latency_ms`` delays every checkpoint write of the saver (after the probe's
     ``before_put``), widening the window in which an ``async`` write is in flight.
 
     A kill that cannot be verified is in the outcome's ``kill_problems`` (the verdict is ``error``).
@@ -278,7 +287,10 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
     Raises:
         EngineCrashed: a worker died in a way the harness did not cause, or :data:`MAX_WORKERS_PER_RUN`
             workers did not bring the run to rest.
+        ValueError: ``server`` is not one of :data:`SERVER_MODES`.
     """
+    if server not in SERVER_MODES:
+        raise ValueError(f"server must be one of {', '.join(SERVER_MODES)}, got {server!r}")
     began = time.monotonic()
     run_dir = Path(run_dir).resolve()  # the workers' RUN_MARKER: the reaper matches resolved folders only
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -301,13 +313,16 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
     others: list[list[str]] = []
     deadline = began + target.budget_s
     worker_module = WORKER_MODULES[target.engine]
-    server = SERVERS[target.engine](run_dir) if target.engine in SERVERS else None
+    mode = server  # the name ``server`` is the run's server object below
+    own_server = mode != "shared" or case.server_crash or target.engine not in SHARED_SERVERS
+    server = (SERVERS if own_server else SHARED_SERVERS)[target.engine](run_dir) if target.engine in SERVERS else None
     deployed: str | None = None  # the version of the code new workers run after a deploy (case.deploy)
     server_crashed = False
     try:
         if server is not None:
             server.start()
-            out.deliveries.append({"kind": "server", "address": server.address, "pid": server.pids[-1]})
+            out.deliveries.append({"kind": "server", "address": server.address, "pid": server.pids[-1],
+                                   "namespace": server.namespace, "shared": not own_server})
         for _ in range(MAX_WORKERS_PER_RUN):
             seen = len(crashpoints.witness_events(run_dir))
             # the code this worker runs: a deployed version's entry (LangGraph, DBOS), warmed by its own zygote
@@ -317,9 +332,9 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
                     "--probe-arg", crashpoints.probe_arg(run_dir, crash_point, witness=True),
                     "--durability", durability, "--phase", phase, "--entry", code.entry, *extra]
             if server is not None:
-                if server_per_worker and out.workers > 0:
+                if mode == "worker" and out.workers > 0:
                     server.restart()
-                argv += ["--address", server.address]
+                argv += ["--address", server.address, "--namespace", server.namespace]
             if deployed:
                 argv += ["--version", deployed]
             out.workers += 1

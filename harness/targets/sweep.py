@@ -15,6 +15,7 @@ never passed, never failed).
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import tempfile
@@ -43,6 +44,18 @@ CRASH_MODES = ("sampled", "every", "none", "recovery")
 #: Crash point kinds a recovery is killed at again with ``crash="recovery"`` (the first of each kind).
 RECOVERY_KINDS = ("node:", "before_effect:", "after_effect:", "before_put:", "before_writes:",
                   "step:", "before_result:", "dequeued:")  # the last three: DBOS's (a step, its result, a claim)
+
+#: Engine -> runs at once per CPU when a sweep is given no ``workers``: a Temporal run mostly waits (a kill costs
+#: the team's activity timeout or the workflow task timeout, 2 s each in the example, with no CPU used), so more runs
+#: than CPUs keep them busy. Other engines: :data:`DEFAULT_WORKERS`.
+WORKERS_PER_CPU = {"temporal": 3}
+DEFAULT_WORKERS = 2
+
+
+def default_workers(target: Target) -> int:
+    """Runs at once for a sweep of ``target`` given no ``workers`` (see :data:`WORKERS_PER_CPU`)."""
+    per_cpu = WORKERS_PER_CPU.get(target.engine)
+    return per_cpu * (os.cpu_count() or 1) if per_cpu else DEFAULT_WORKERS
 
 
 @dataclass
@@ -132,7 +145,7 @@ class TargetSweep:
 
 
 def run_one(target: Target, case: TargetCase, durability: str, run_dir: Path, crash_point: str | None,
-            golden: TargetOutcome | None, repeat: int = 1, *, warm: bool = True, server_per_worker: bool = False,
+            golden: TargetOutcome | None, repeat: int = 1, *, warm: bool = True, server: str = "shared",
             write_latency_ms: float = 0.0, keep: bool = False) -> TargetRunResult:
     """One run and its verdict (a module-level function on picklable arguments, for any executor); the verdict
     is :func:`crashpoint.harness.judge.verdict.judge_target`'s, the one every front end gets."""
@@ -142,7 +155,7 @@ def run_one(target: Target, case: TargetCase, durability: str, run_dir: Path, cr
     try:
         out: TargetOutcome | BaseException = run_target(target, case, durability, run_dir, crash_point, warm=warm,
                                                         write_latency_ms=write_latency_ms,
-                                                        server_per_worker=server_per_worker)
+                                                        server=server)
     except Exception as exc:  # noqa: BLE001 - judged below: unsupported, unknown or error, never a skip
         out = exc
     reached = not crash_point or crashpoints.fired(run_dir, crash_point)
@@ -176,7 +189,7 @@ def _recovery_points(log: list[str], first: str) -> list[str]:
 def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Sequence[str] | None = None,
           crash: str = "every", crash_points: Sequence[str] | None = None, repeat: int = 1,
           executor: Executor | None = None, workers: int | None = None, warm: bool = True,
-          write_latency_ms: float = 0.0, workdir: Path | None = None, server_per_worker: bool = False,
+          write_latency_ms: float = 0.0, workdir: Path | None = None, server: str = "shared",
           on_result: Callable[[TargetRunResult], None] | None = None) -> TargetSweep:
     """Sweep ``target`` (see the module docstring).
 
@@ -185,10 +198,13 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
             :data:`CRASH_MODES`; with ``crash_points`` it is ``every``) | ``none`` | ``recovery``.
         crash_points: only these ids (or schedules ``"A >> B"``); default every point of the golden run.
         repeat: runs per crash point (>= 1): a racy point's outcome can depend on thread timing.
-        executor: where runs execute (default: a thread pool of ``workers``). ``warm``: fork workers from a
+        executor: where runs execute (default: a thread pool of ``workers``, default
+            :func:`default_workers`). ``warm``: fork workers from a
             warm zygote (``False``: a new interpreter per worker, the naive way).
         write_latency_ms: delay added to each checkpoint write. ``workdir``: keep run folders here.
-        server_per_worker: a new engine server before every worker (Temporal; the benchmark's baseline).
+        server: where an engine with a server (Temporal) keeps a run's state: ``shared`` (a namespace of the
+            run's own on a shared server), ``run`` (a server of its own), ``worker`` (a new server before every
+            worker: the benchmark's baseline); see :func:`~crashpoint.harness.targets.driver.run_target`.
 
     Raises:
         UsageError: an unknown case or mode, ``repeat < 1``, an unknown ``crash``.
@@ -209,12 +225,13 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
     if own:
         from concurrent.futures import ThreadPoolExecutor
 
-        executor = ThreadPoolExecutor(max_workers=workers or 2, thread_name_prefix="crashpoint-target")
+        workers = workers or default_workers(target)
+        executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="crashpoint-target")
     results: list[TargetRunResult] = []
     points: dict[tuple[str, str], list[str]] = {}
     pair_from: dict[tuple[str, str], set[str]] = {}  # (sampled) single kills whose recovery gets a second kill
     counter = iter(range(10**9))
-    opts = {"warm": warm, "write_latency_ms": write_latency_ms, "server_per_worker": server_per_worker}
+    opts = {"warm": warm, "write_latency_ms": write_latency_ms, "server": server}
 
     def folder(label: str) -> Path:
         return root / f"{next(counter):05d}-{label}"
@@ -229,7 +246,7 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
         goldens = {(c.name, m): executor.submit(run_one, target, c, m, folder(f"{c.name}-{m}-golden"), None, None, 1,
                                                 keep=True, **opts) for c in chosen for m in modes}
         if own and warm:  # the pool's other threads start their zygotes meanwhile (a cold one takes seconds)
-            for _ in range((workers or 2) - len(goldens)):
+            for _ in range(workers - len(goldens)):
                 executor.submit(prewarm, target)
         crash_futures = []
         for (name, mode), future in goldens.items():
@@ -273,6 +290,10 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
         if own:
             # each pool thread's zygote dies with its thread (PR_SET_PDEATHSIG follows the creating thread)
             executor.shutdown(wait=True, cancel_futures=True)
+            if target.engine == "temporal":
+                from crashpoint.harness.targets.temporal import close_idle
+
+                close_idle()  # the shared servers this sweep's runs used (SIGKILLed, verified)
         # what the runs' workers started and left (it carries a run's marker), whatever group or session it is in
         reap_under(root, wait_s=5.0)
         if workdir is None:

