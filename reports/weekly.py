@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import json
 from datetime import date, datetime, time, timedelta, timezone
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from crashpoint.errors import UsageError
 from crashpoint.reports.summary import METRICS, fmt_metric
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: The columns of a key: which engine, which case, which crash point.
 KEY = ["engine", "case_id", "crash_point"]
@@ -59,6 +60,8 @@ def parse_date(value: str, option: str) -> date:
 
 
 def _frame(runs: list[dict[str, Any]], results: list[dict[str, Any]], since: date) -> pd.DataFrame:
+    import pandas as pd  # here, not at the top: about 1 s to import, for the one command that needs it
+
     info = pd.DataFrame([{"run_id": r["run_id"], "started_at": r["started_at"], "git_commit": r.get("git_commit"),
                           "engine": str(r.get("engine") or "?"), "complete": bool(r.get("complete"))} for r in runs])
     rows = []

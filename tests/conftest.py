@@ -13,10 +13,9 @@ import shutil
 import sys
 from pathlib import Path
 
-import pandas  # noqa: F401  (numpy cannot be imported twice in one process, and pytester's in-process
-import pytest  # runs drop the modules they imported: load it once, before any of them)
+import pytest
 
-# The same for what the plugin imports lazily inside a pytester run: dropped afterwards, a module imported
+# What the plugin imports lazily inside a pytester run: dropped afterwards, a module imported
 # again holds new classes (sqlite3's exceptions included, a multi-phase extension), so a connection made
 # by a module kept from before raises exceptions the new module's ``except`` clauses do not catch.
 import concurrent.futures.process  # noqa: E402,F401
@@ -35,6 +34,15 @@ if TESTS_DIR not in sys.path:
 _paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
 if TESTS_DIR not in _paths:
     os.environ["PYTHONPATH"] = os.pathsep.join([TESTS_DIR, *_paths])
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Import pandas before a test's ``pytester`` takes its snapshot of ``sys.modules``: numpy cannot be imported
+    twice in one process, and pytester's in-process runs drop the modules they imported (pandas among them: the
+    judge's metrics import it). Here rather than at the top: it cost every collection about 1 s."""
+    if "pytester" in getattr(item, "fixturenames", ()):
+        import pandas  # noqa: F401
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable
 
-import pandas as pd
-
 from crashpoint.harness.judge.oracles import DUPLICATE_RULES
 from crashpoint.harness.run.crashpoints import parse
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from crashpoint.harness.judge.verdict import RunResult
 
 
@@ -105,6 +105,8 @@ def _metrics(df: pd.DataFrame) -> dict[str, float | None]:
 def aggregate(results: Iterable["RunResult"]) -> dict[str, Any]:
     """``{"overall": {metric: ratio}, "per_case": {case_id: {metric: ratio}}}`` (pandas group-by), from
     each result's measures (restored results included)."""
+    import pandas as pd  # here, not at the top: importing pandas takes about 1 s, and every run's judge imports this
+
     df = pd.DataFrame([_stored_row(r) for r in results])
     if df.empty:
         return {"overall": {}, "per_case": {}}

@@ -4,8 +4,9 @@ points (``crashpoint certify`` runs them all; a DBOS worker takes about 2.5 s to
 from __future__ import annotations
 
 import pytest
+from installed import needs
 
-pytest.importorskip("dbos")
+pytestmark = needs("dbos")
 
 from crashpoint.harness.adapters.dbos_adapter import DBOSAdapter  # noqa: E402
 from crashpoint.harness.load.loader import load_target  # noqa: E402

@@ -7,8 +7,9 @@ A bounded subset of crash points keeps this under a minute; ``crashpoint certify
 from __future__ import annotations
 
 import pytest
+from installed import needs
 
-pytest.importorskip("langgraph.checkpoint.sqlite")
+pytestmark = needs("langgraph.checkpoint.sqlite")
 
 from crashpoint.harness.adapters.langgraph_adapter import LangGraphAdapter, LangGraphAsync, LangGraphSync  # noqa: E402
 from crashpoint.harness.load.loader import load_target  # noqa: E402

@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from installed import needs
 
-pytest.importorskip("temporalio")
+pytestmark = needs("temporalio")
 
 from crashpoint.harness.adapters.temporal_adapter import TemporalAdapter  # noqa: E402
 from crashpoint.harness.load.loader import load_target  # noqa: E402

@@ -11,8 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from installed import needs
 
-pytest.importorskip("dbos")
+pytestmark = needs("dbos")
 
 from crashpoint.harness.targets import dbos_warm  # noqa: E402
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from installed import needs
 
-pytest.importorskip("langgraph.checkpoint.sqlite")
+pytestmark = needs("langgraph.checkpoint.sqlite")
 
 from crashpoint.harness.adapters.langgraph_adapter import LangGraphSync  # noqa: E402
 from crashpoint.harness.adapters.reference import ReferenceAdapter  # noqa: E402

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from installed import needs
 
-pytest.importorskip("dbos")
+pytestmark = needs("dbos")
 
 from needs import fresh_pg_database  # noqa: E402
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from installed import needs
 
-pytest.importorskip("dbos")
+pytestmark = needs("dbos")
 
 from crashpoint.harness.targets.effects import alive  # noqa: E402
 from crashpoint.harness.targets.sweep import run_one  # noqa: E402

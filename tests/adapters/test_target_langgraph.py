@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from installed import needs
 
-pytest.importorskip("langgraph.checkpoint.sqlite")
+pytestmark = needs("langgraph.checkpoint.sqlite")
 
 from crashpoint.harness.targets.driver import run_target  # noqa: E402
 from crashpoint.harness.targets.effects import alive  # noqa: E402

@@ -7,9 +7,10 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+from installed import needs
 import yaml
 
-pytest.importorskip("langgraph.checkpoint.sqlite")
+pytestmark = needs("langgraph.checkpoint.sqlite")
 
 from crashpoint.harness.targets.sweep import run_one  # noqa: E402
 from crashpoint.harness.targets.target import Target  # noqa: E402

@@ -9,8 +9,9 @@ import threading
 from pathlib import Path
 
 import pytest
+from installed import needs
 
-pytest.importorskip("temporalio")
+pytestmark = needs("temporalio")
 
 from crashpoint.errors import CaseError  # noqa: E402
 from crashpoint.harness.targets.driver import TargetUnsupported, run_target  # noqa: E402

@@ -10,8 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from installed import needs
 
-pytest.importorskip("langgraph.checkpoint.sqlite")
+pytestmark = needs("langgraph.checkpoint.sqlite")
 
 from crashpoint.harness.judge.verdict import judge_target  # noqa: E402
 from crashpoint.harness.targets.driver import TargetOutcome, TargetUnsupported  # noqa: E402

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from installed import needs
 
-pytest.importorskip("dbos")
+pytestmark = needs("dbos")
 
 from crashpoint.harness.targets.sweep import run_one  # noqa: E402
 from crashpoint.harness.targets.target import Target  # noqa: E402

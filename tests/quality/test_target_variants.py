@@ -7,8 +7,9 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from installed import needs
 
-pytest.importorskip("langgraph.checkpoint.sqlite")
+pytestmark = needs("langgraph.checkpoint.sqlite")
 
 from crashpoint.harness.targets.sweep import run_one  # noqa: E402
 from crashpoint.harness.targets.target import Target  # noqa: E402

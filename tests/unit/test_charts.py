@@ -4,10 +4,11 @@ bar's failed part and case labels are about 6 px")."""
 from __future__ import annotations
 
 import pytest
+from installed import needs
 
 from crashpoint.reports import charts
 
-pytest.importorskip("matplotlib")
+pytestmark = needs("matplotlib")
 
 #: A pack whose last case has failures: the bar the old in-axes legend (lower right) covered.
 PER_CASE = {f"case_{i:02d}_with_a_realistic_name": {"passed": 20, "failed": 0} for i in range(12)}
