@@ -328,6 +328,8 @@ SLOW: dict[str, str] = {
         "a team's code on a real engine in worker processes (8 s at load 9.6, 2026-12-01)",
     "tests/quality/test_target_variants.py::test_two_live_processes_on_one_thread_are_caught_every_time":
         "a team's code on a real engine in worker processes (7 s)",
+    "tests/quality/test_target_variants.py::test_the_invoke_error_of_either_process_of_a_duplicate_is_kept":
+        "a team's code on a real engine in worker processes (8-21 s at load 7-10, 2026-12-01)",
     "tests/quality/test_target_variants.py::test_the_correct_graph_passes_the_golden_runs_that_catch_variants":
         "a team's code on a real engine in worker processes (2 s)",
     "tests/integration/test_executors.py::test_everything_a_run_needs_and_returns_pickles":

@@ -54,7 +54,7 @@ from crashpoint.harness.run.delivery import PROBE_SPEC
 from crashpoint.harness.run.launch import RUN_MARKER, run_process
 from crashpoint.harness.targets.effects import ensure_schema, read_calls
 from crashpoint.harness.targets.target import Target, TargetCase
-from crashpoint.harness.targets.workerlib import PIDS_FILE, RENDEZVOUS_MISSED_FILE, UNSUPPORTED_RC
+from crashpoint.harness.targets.workerlib import PIDS_FILE, RENDEZVOUS_MISSED_FILE, UNSUPPORTED_RC, invoke_errors
 
 from crashpoint.harness.targets import dbos as dbos_engine, langgraph as langgraph_engine, temporal as temporal_engine
 
@@ -416,11 +416,15 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
                    for p in sorted(run_dir.glob("rendezvous-ok.*"))}
             if met:  # who verified whom inside the step (a duplicated request's processes)
                 out.deliveries.append({"kind": "rendezvous", "worker": out.workers, "met": met})
+            # each process's own invoke errors (threads.json keeps the report of the last process of a duplicate)
+            pair = twin is not None and not isinstance(twin, _Together)
+            raised = invoke_errors(run_dir, {p for p, _ in procs}) if pair else []
             missed = run_dir / RENDEZVOUS_MISSED_FILE
             if missed.exists():
                 out.not_tested.append(f"the duplicate {phase} never overlapped: pid(s) {' '.join(missed.read_text().split())}"
                                       " met no other live process inside the step (two processes at once were not "
-                                      "tested)")
+                                      "tested)" + "".join(f"; pid {e['pid']}'s invoke of {e['thread']} raised "
+                                                          f"{e['error']}" for e in raised))
                 missed.unlink()
             if leftovers:
                 out.notes.append(f"worker {out.workers} left {len(leftovers)} process(es) running, killed: "
@@ -447,8 +451,11 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
                 raise EngineCrashed(f"worker {out.workers} exited with {rc} (not a harness kill): " + " | ".join(tail))
             threads = json.loads((run_dir / "threads.json").read_text())
             for thread, status in threads.items():
-                for error in status.get("invoke_errors", ()):
+                for error in () if pair else status.get("invoke_errors", ()):
                     out.notes.append(f"thread {thread} (worker {out.workers}): invoke raised {error}")
+            for e in raised:  # both processes of a duplicate: threads.json holds only the last one's report
+                out.notes.append(f"thread {e['thread']} (worker {out.workers}, pid {e['pid']} of the duplicated "
+                                 f"{phase}): invoke raised {e['error']}")
                 if status.get("trap"):
                     out.notes.append(f"thread {thread} (worker {out.workers}): {status['trap']}")
             lost = [t for t, s in threads.items() if s["status"] == "no_checkpoint"]

@@ -55,7 +55,7 @@ from crashpoint.fakes.world import LEDGER_FILE
 from crashpoint.harness.targets.effects import EffectSession
 from crashpoint.harness.targets.workerlib import append as _append, barrier as _barrier, deployed, load_object, open_run
 from crashpoint.harness.targets.workerlib import UNSUPPORTED_RC, patch_effects, worker_parser, worker_probe
-from crashpoint.harness.targets.workerlib import held_lock, write_threads
+from crashpoint.harness.targets.workerlib import held_lock, log_invoke_error, write_threads
 from crashpoint.harness.targets.workerlib import mark_submitted as _mark_submitted, submitted as _submitted
 
 LANGGRAPH_FILE = "langgraph.db"
@@ -260,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
             graph.invoke(what, config, **options)
         except Exception as exc:  # noqa: BLE001 - the engine's own error is the finding
             errors[thread] = _error(exc)
+            log_invoke_error(run_dir, thread, errors[thread])
 
     threads = [i["thread"] for i in target["inputs"]]
     todo: list[tuple[str, Any]] = []  # decided before the barrier, so that a duplicate sees what the first saw

@@ -28,6 +28,9 @@ TARGET_FILE = "target.json"
 THREADS_FILE = "threads.json"
 #: Appended (``PID``) by a process that left a rendezvous alone: its duplicate never overlapped with the other.
 RENDEZVOUS_MISSED_FILE = "rendezvous.missed"
+#: Appended (one JSON line ``{"pid", "thread", "error"}``) by a worker each time an invoke raises: ``threads.json``,
+#: replaced by each process of a duplicated request, keeps only the last one's report.
+INVOKE_ERRORS_FILE = "invoke-errors.log"
 #: Wall seconds a worker waits at a barrier for the others before it goes on alone.
 BARRIER_LIMIT_S = 30.0
 #: Exit code of a worker asked for something the installed engine release does not have (a durability mode).
@@ -139,6 +142,18 @@ def submitted(run_dir: Path) -> list[str]:
 def mark_submitted(run_dir: Path, thread: str) -> None:
     """Record that ``thread`` is being submitted (before the engine is asked, so a start is never repeated)."""
     append(run_dir / SUBMITTED_FILE, thread + "\n")
+
+
+def log_invoke_error(run_dir: Path, thread: str, error: str) -> None:
+    """Record that this process's invoke of ``thread`` raised ``error`` (:data:`INVOKE_ERRORS_FILE`)."""
+    append(run_dir / INVOKE_ERRORS_FILE, json.dumps({"pid": os.getpid(), "thread": thread, "error": error}) + "\n")
+
+
+def invoke_errors(run_dir: Path, pids: set[int | None]) -> list[dict[str, Any]]:
+    """The invoke errors processes ``pids`` recorded (:func:`log_invoke_error`), in order."""
+    path = run_dir / INVOKE_ERRORS_FILE
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    return [r for r in rows if r["pid"] in pids]
 
 
 def barrier(run_dir: Path, n: int) -> None:

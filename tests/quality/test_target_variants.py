@@ -88,3 +88,29 @@ def test_a_late_answer_reaches_the_thread_after_it_moved_on_and_the_correct_grap
     status = out.threads["order-1001"]
     assert status["status"] == "waiting" and status["values"]["log"][-1] == "approval:stale-ask-1"
     assert not [c for c in out.calls if c.effect == "issue_refund"]
+
+
+def test_the_invoke_error_of_either_process_of_a_duplicate_is_kept(tmp_path: Path) -> None:
+    """Both processes of a duplicated start write ``threads.json`` and the last one's report replaces the other's:
+    an invoke that raised in the other process was lost (the note came or not, by which process ended last). Each
+    process now records its own (``invoke-errors.log``): the note names the process, every time."""
+    from crashpoint.harness.targets.driver import run_target
+    from crashpoint.harness.targets.target import TargetCase
+
+    (tmp_path / "twin_raises.py").write_text(
+        "import sys\n"
+        "from langgraph_refund import graph\n\n\n"
+        "def draft(state):\n"
+        "    made = graph.draft(state)\n"
+        "    if '--duplicate' in sys.argv:  # the second delivery's process only, after the rendezvous\n"
+        "        raise RuntimeError('the twin draft failed')\n"
+        "    return made\n\n\n"
+        "builder = graph.make_builder(nodes={'draft': draft})\n")
+    target = dataclasses.replace(BASE, entry="twin_raises:builder", pythonpath=[*BASE.pythonpath, str(tmp_path)],
+                                 cases=[TargetCase("twice-start", duplicate="start")])
+    for n in range(2):
+        out = run_target(target, target.cases[0], "sync", tmp_path / f"run{n}")
+        starts = {p["pid"] for p in out.pids if p["phase"] == "start"}
+        raised = [note for note in out.notes if "invoke raised RuntimeError: the twin draft failed" in note]
+        assert len(raised) == 1 and any(f"pid {pid} of the duplicated start)" in raised[0] for pid in starts), out.notes
+        assert [d["kind"] for d in out.deliveries][:2] == ["duplicate_start", "rendezvous"]
