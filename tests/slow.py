@@ -313,6 +313,8 @@ SLOW: dict[str, str] = {
         "a real engine (DBOS, Temporal or LangGraph) in worker processes (4 s)",
     "tests/adapters/test_target_langgraph.py::test_two_processes_opening_a_new_run_at_once_both_get_the_saver":
         "a real engine (DBOS, Temporal or LangGraph) in worker processes (17 s at load 9.6, 2026-12-01)",
+    "tests/adapters/test_target_langgraph.py::test_a_targets_zygote_is_one_of_the_zygotes_ctrl_c_kills":
+        "a real engine (DBOS, Temporal or LangGraph) in worker processes (2 s at load 21, 2026-12-01)",
     "tests/adapters/test_target_langgraph.py::test_zygotes_do_not_pile_up_in_a_long_process":
         "a real engine (DBOS, Temporal or LangGraph) in worker processes (28 s at load 7-9, 2026-12-01)",
     # a team's code on a real engine in worker processes

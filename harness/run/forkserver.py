@@ -251,10 +251,24 @@ def kill_zygotes() -> None:
     command that stops (Ctrl-C, SIGTERM) while runs on its threads wait for forked workers, which no marker
     scan finds (a forked worker's ``/proc/PID/environ`` is the zygote's: its marker was set after the fork)."""
     for pid in list(ZYGOTES):
+        if not _our_child(pid):  # gone (a zygote dies with the thread that started it): its pid may be another's now
+            ZYGOTES.discard(pid)
+            continue
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
+
+
+def _our_child(pid: int) -> bool:
+    """Whether process ``pid`` is a child of this process (Linux ``/proc``; ``True`` where it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1]) == os.getpid()
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError, IndexError):
+        return True
 
 
 def for_this_thread() -> ForkServer:

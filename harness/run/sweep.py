@@ -131,17 +131,12 @@ def abandon() -> None:
     process's main thread may still write into its run folder until it exits.)"""
     import json
     import os
-    import signal
     import subprocess
     import sys
 
     from crashpoint.harness.run import forkserver
 
-    for pid in list(forkserver.ZYGOTES):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+    forkserver.kill_zygotes()
     roots = sorted({str(d.parent.parent) for d in _RUN_DIRS})
     if roots:
         subprocess.Popen([sys.executable, "-m", "crashpoint.harness.run.sweep", "--clean-after", str(os.getpid()),

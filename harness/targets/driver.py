@@ -145,6 +145,7 @@ class _WarmServer(forkserver.ForkServer):
                                       *forkserver.PRELOAD, worker_module],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      start_new_session=True, env=env)
+        forkserver.ZYGOTES.add(self.proc.pid)  # killed with the others on Ctrl-C; never reaped as a stray
         self._buffer = b""
 
 

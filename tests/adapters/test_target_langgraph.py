@@ -236,3 +236,21 @@ def test_zygotes_do_not_pile_up_in_a_long_process(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout) == [1, 2, 2, 2, 2], done.stdout
+
+
+def test_a_targets_zygote_is_one_of_the_zygotes_ctrl_c_kills(target: Target) -> None:
+    """Ctrl-C kills this process's zygotes (``forkserver.kill_zygotes``: their forked workers die with them);
+    a target's warm zygote was not among them, so a hung target worker held the command until its budget."""
+    import signal
+
+    from crashpoint.harness.run import forkserver
+    from crashpoint.harness.targets import driver
+
+    server = driver.warm_server(target)
+    try:
+        assert server.proc.pid in forkserver.ZYGOTES
+        forkserver.kill_zygotes()
+        assert server.proc.wait(timeout=10) == -signal.SIGKILL
+        assert driver.warm_server(target) is not server  # the next run starts another
+    finally:
+        driver.close_servers()

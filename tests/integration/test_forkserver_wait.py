@@ -56,3 +56,28 @@ def test_run_process_kills_its_process_when_poll_raises(tmp_path: Path) -> None:
     with pytest.raises(Boom):
         run_process(["sleep", "30"], 30.0, poll=_boom, on_start=pids.append)
     assert _gone(pids[0])
+
+
+def test_kill_zygotes_kills_its_zygotes_and_spares_a_pid_that_is_no_longer_one() -> None:
+    """A zygote that died with the thread that started it stays in ``ZYGOTES``; its pid may since be another
+    process's. ``kill_zygotes`` (Ctrl-C) SIGKILLs only this process's children among them."""
+    import signal
+    import subprocess
+
+    from crashpoint.harness.run import forkserver
+
+    server = ForkServer()
+    other = subprocess.Popen(["sh", "-c", "sleep 60 & echo $!; wait"], stdout=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    stranger = int(other.stdout.readline())  # a child of that shell, not of this process
+    forkserver.ZYGOTES.add(stranger)
+    try:
+        forkserver.kill_zygotes()
+        assert server.proc.wait(timeout=10) == -signal.SIGKILL
+        time.sleep(0.2)
+        assert not _gone(stranger) and stranger not in forkserver.ZYGOTES
+    finally:
+        forkserver.ZYGOTES.discard(stranger)
+        os.killpg(other.pid, signal.SIGKILL)
+        other.wait()
+        server.kill()
