@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from crashpoint.errors import CaseError
+from crashpoint.harness.faults.kinds.workers import Workers as WorkersKind
 
 ENGINES = ("langgraph", "dbos", "temporal")
 DURABILITY = ("sync", "async", "exit")
@@ -62,6 +63,33 @@ class TargetCase:
     deploy: str | None = None
     server_crash: bool = False
     recovery: str = "explicit"
+
+
+#: The registered fault kind (:mod:`crashpoint.harness.faults.kinds.workers`) a target case may name in its ``faults``
+#: (``{kind: workers, count: K}``), the same as ``workers: K``: one vocabulary for packs and targets.
+WORKERS_KIND = WorkersKind.name
+#: Engines whose target cases can recover with several workers at once (workers with their own identity).
+SEVERAL_WORKERS = ("dbos",)
+
+
+def _workers(case: dict[str, Any], index: int, file: str | None) -> int:
+    """A case's K: its ``workers`` field, or the ``count`` of a ``workers`` fault in its ``faults`` (both: equal).
+
+    Raises:
+        CaseError: the two differ, or two ``workers`` faults are given.
+    """
+    named = [(n, f) for n, f in enumerate(case.get("faults", [])) if f.get("kind") == WORKERS_KIND]
+    if len(named) > 1:
+        raise CaseError(f"case {case['name']!r}: one {WORKERS_KIND} fault at most (got {len(named)})", file=file,
+                        field=f"cases[{index}].faults[{named[1][0]}]")
+    if not named:
+        return int(case.get("workers", 1))
+    where, fault = named[0]
+    count = int(fault["count"])
+    if int(case.get("workers", 1)) not in (1, count):  # 1: the schema's default, filled in
+        raise CaseError(f"case {case['name']!r}: workers: {case['workers']} and a {WORKERS_KIND} fault of count "
+                        f"{count} disagree (give one of them)", file=file, field=f"cases[{index}].faults[{where}].count")
+    return count
 
 
 #: ``recovery`` of a ``workers`` case: ``explicit``, each of the K workers has a new executor id and asks DBOS to
@@ -133,6 +161,10 @@ class Target:
                                 f"explicit only with workers >= 2 on a DBOS target (got {c.recovery!r}, workers "
                                 f"{c.workers}, engine {self.engine})", file=self.file,
                                 field=f"cases[{self.cases.index(c)}].recovery")
+            if c.workers > 1 and self.engine not in SEVERAL_WORKERS:  # one worker would run: a pass not earned
+                raise CaseError(f"case {c.name!r}: several workers at once ({c.workers}) need an engine whose workers "
+                                f"have their own identity ({', '.join(SEVERAL_WORKERS)}), not {self.engine}",
+                                file=self.file, field=f"cases[{self.cases.index(c)}].workers")
             if c.server_crash and self.engine != "temporal":
                 raise CaseError(f"case {c.name!r}: server_crash needs an engine with a server (temporal), not "
                                 f"{self.engine}", file=self.file, field=f"cases[{self.cases.index(c)}].server_crash")
@@ -174,10 +206,10 @@ class Target:
         data = copy.deepcopy(data)
         base = Path(file).resolve().parent if file else Path.cwd()
         effects = [e if isinstance(e, dict) else {"path": e} for e in data.get("effects", [])]
-        cases = [TargetCase(c["name"], c.get("human"), c.get("faults", []), c.get("duplicate"),
-                            int(c.get("workers", 1)), c.get("deploy"),
+        cases = [TargetCase(c["name"], c.get("human"), [f for f in c.get("faults", []) if f.get("kind") != WORKERS_KIND],
+                            c.get("duplicate"), _workers(c, n, file), c.get("deploy"),
                             bool(c.get("server_crash", False)), recovery=c.get("recovery", "explicit"))
-                 for c in data.get("cases", [{"name": "default"}])]
+                 for n, c in enumerate(data.get("cases", [{"name": "default"}]))]
         return cls(name=data["target"], entry=data["entry"], inputs=data["inputs"], engine=data.get("engine", "langgraph"),
                    human=data.get("human", {}), gates=data.get("gates", {}), effects=effects,
                    invariants=data.get("invariants", []), durability=data.get("durability", ["sync"]),

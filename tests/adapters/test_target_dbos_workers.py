@@ -18,10 +18,10 @@ ROOT = Path(__file__).resolve().parents[2]
 TARGET = ROOT / "examples/dbos_refund/target.yaml"
 
 
-def _target(setup: str | None = None) -> Target:
+def _target(setup: str | None = None, several: dict | None = None) -> Target:
     data = Target.from_file(TARGET).to_data()
     data["inputs"] = data["inputs"][:1]  # one workflow: the kill below is its own
-    data["cases"] = [{"name": "two-workers-unanswered", "human": {}, "workers": 2}]
+    data["cases"] = [{"name": "two-workers-unanswered", "human": {}, **(several or {"workers": 2})}]
     if setup:  # a broken DBOS leaves work pending: its workers give up waiting for rest after 5 s
         data["dbos"] = {**data["dbos"], "setup": setup, "settle_s": 5}
         data["pythonpath"] = [*data["pythonpath"], str(ROOT / "tests/data/dbos_engines")]
@@ -29,8 +29,11 @@ def _target(setup: str | None = None) -> Target:
 
 
 @pytest.mark.slow
-def test_two_workers_race_to_recover_the_dead_executors_work(tmp_path: Path) -> None:
-    target = _target()
+@pytest.mark.parametrize("several", [{"workers": 2}, {"faults": [{"kind": "workers", "count": 2}]}],
+                         ids=["case-field", "fault-kind"])
+def test_two_workers_race_to_recover_the_dead_executors_work(tmp_path: Path, several: dict) -> None:
+    """``workers: 2`` and the registered fault kind ``{kind: workers, count: 2}`` are one thing."""
+    target = _target(several=several)
     r = run_one(target, target.case("two-workers-unanswered"), "sync", tmp_path, "after_effect:draft_refund", None,
                 keep=True)
     assert r.verdict == "passed", (r.error, [f.message for f in r.failures])

@@ -117,3 +117,34 @@ def test_a_late_answer_needs_a_next_answer_of_its_node(tmp_path: Path) -> None:
     ok = crashpoint.Target.from_file(ROOT / "examples/langgraph_refund/target.yaml")
     assert ok.answers(ok.case("approval-late"))["approve"][0] == {"grants": True, "late": True,
                                                                  "resume": {"approved": True, "ask": 1}}
+
+
+def test_a_target_case_names_several_workers_with_the_registered_workers_fault_kind(tmp_path: Path) -> None:
+    """``faults: [{kind: workers, count: K}]`` (the kind packs use) is the case's ``workers: K``; both at once must
+    agree; an engine whose workers have no identity of their own refuses K >= 2 (it would run one: a pass not earned)."""
+    import json
+
+    from crashpoint.harness.faults.kinds import workers as workers_kind
+    from crashpoint.harness.targets import target as target_module
+
+    head = "target: x\nengine: ENGINE\nentry: a:b\ninputs:\n  - {thread: t, input: 1}\ncases:\n"
+    path = tmp_path / "t.yaml"
+    path.write_text(head.replace("ENGINE", "dbos") + "  - name: c\n    faults:\n      - {kind: workers, count: 3}\n"
+                    "      - {effect: pay, outcome: timeout}\n")
+    case = crashpoint.Target.from_file(path).case("c")
+    assert case.workers == 3 and case.faults == [{"effect": "pay", "outcome": "timeout"}]
+    path.write_text(head.replace("ENGINE", "dbos") + "  - name: c\n    workers: 2\n    faults:\n"
+                    "      - {kind: workers, count: 3}\n")
+    with pytest.raises(CaseError) as info:
+        crashpoint.Target.from_file(path)
+    assert str(info.value).startswith(f"{path}:10: field cases[0].faults[0].count: case 'c': workers: 2 and a workers "
+                                      "fault of count 3 disagree"), str(info.value)
+    for engine in ("langgraph", "temporal"):
+        path.write_text(head.replace("ENGINE", engine) + "  - {name: c, workers: 2}\n")
+        with pytest.raises(CaseError) as info:
+            crashpoint.Target.from_file(path)
+        assert str(info.value).startswith(f"{path}:7: field cases[0].workers: case 'c': several workers at once (2) "
+                                          f"need an engine whose workers have their own identity (dbos), not {engine}")
+    schema = json.loads((ROOT / "scenarios/schemas/target.schema.json").read_text())["$defs"]["workers_fault"]
+    assert target_module.WORKERS_KIND == workers_kind.Workers.name == schema["properties"]["kind"]["const"]
+    assert schema["properties"]["count"]["maximum"] == workers_kind.MAX_TOGETHER
