@@ -340,6 +340,10 @@ SLOW: dict[str, str] = {
         "a team's code on a real engine in worker processes (1 s)",
     "tests/integration/test_repro_shell.py::test_every_repro_line_survives_a_shell_with_hostile_names":
         "a team's code on a real engine in worker processes (1 s)",
+    # a race of released dbos pinned by repetition
+    "tests/adapters/test_dbos_versions.py::test_the_installed_dbos_shows_its_pinned_races":
+        "a race of the installed dbos pinned by repetition: runs of real DBOS workers until one is caught, up to "
+        "tries_for(rate) of them (one or two runs of about 5 s each at the rates measured; minutes if it is never caught)",
     # a headless Chromium renders the report
     "tests/integration/test_html_browser.py::test_the_report_opens_with_its_summary_and_a_failure_timeline":
         "a headless Chromium renders the report (24 s)",
