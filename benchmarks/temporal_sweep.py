@@ -91,6 +91,10 @@ def main() -> None:
             print(f"{case:18s} {way:18s} {len(result.results):4d} runs, {sum(r.workers for r in result.results):5d} "
                   f"worker processes, {times[way][case]:7.1f} s  {result.counts()}  load {os.getloadavg()[0]:.1f}",
                   flush=True)
+            for r in result.results:
+                if r.verdict != "passed":
+                    print(f"    {r.verdict} at {r.crash_point or 'golden run'}: "
+                          f"{r.error or [f.message for f in r.failures] or r.unknown}", flush=True)
     for pool in pools.values():
         pool.shutdown()
     print("way                 cases  wall s   shared / way (on the cases both ran)")
