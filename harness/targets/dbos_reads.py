@@ -63,10 +63,14 @@ class SystemReads:
         return row is not False
 
     def message_waiting(self, wf: str, topic: Any) -> bool:
-        """Whether a message for ``wf``/``topic`` sits unconsumed in ``notifications`` (a failed read: ``False``)."""
+        """Whether a message for ``wf``/``topic`` sits unconsumed in ``notifications`` (a failed read: ``False``).
+        dbos (2.20.0 to 3.4.0) keeps a message ``recv`` took, marked ``consumed``; without that column, a row is a message
+        not taken."""
         sql = ("SELECT COUNT(*) FROM {p}notifications WHERE destination_uuid = :wf AND "
                + ("topic IS NULL" if topic is None else "topic = :topic"))
-        row, _ = self.one(sql, {"wf": wf, "topic": topic})
+        row, _ = self.one(sql + " AND consumed = FALSE", {"wf": wf, "topic": topic})
+        if row is None:  # no consumed column (or a failed read): every row left is a message not taken
+            row, _ = self.one(sql, {"wf": wf, "topic": topic})
         return bool(row and row[0])
 
     def step_recorded(self, wf: str, function_id: int) -> bool:

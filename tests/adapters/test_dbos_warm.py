@@ -103,3 +103,23 @@ def test_a_snapshot_of_the_system_database_changes_with_every_row_rest_is_judged
     (tmp_path / dbos_worker.WAITING_DIR / "wf.json").write_text("{}")
     assert dbos_worker._state(reads, tmp_path) not in seen
     assert SystemReads(url="postgresql://nobody@127.0.0.1:1/none").snapshot() is None  # PostgreSQL: every look
+
+
+def test_a_consumed_message_is_not_waiting(tmp_path: Path) -> None:
+    """dbos (2.20.0 to 3.4.0) marks a message ``consumed`` when ``recv`` takes it, keeping the row: a workflow that waits
+    again on the same topic (a re-ask) is blocked with no message waiting, not kept from rest by the old one."""
+    from crashpoint.harness.targets.dbos_reads import SystemReads
+
+    db = tmp_path / "dbos.sqlite"
+    assert dbos_warm.seed_schema(db)
+    reads, conn = SystemReads(sqlite_file=db), sqlite3.connect(db, isolation_level=None)
+    conn.execute("INSERT INTO workflow_status (workflow_uuid, status) VALUES ('wf', 'PENDING')")
+    conn.execute("INSERT INTO notifications (destination_uuid, topic, message) VALUES ('wf', 'approval', 'yes')")
+    assert reads.message_waiting("wf", "approval") and not reads.message_waiting("wf", "other")
+    conn.execute("UPDATE notifications SET consumed = TRUE")
+    assert not reads.message_waiting("wf", "approval")
+    old = tmp_path / "old.sqlite"  # a release whose notifications have no consumed column: a taken message is gone
+    sqlite3.connect(old, isolation_level=None).execute(
+        "CREATE TABLE notifications (destination_uuid TEXT, topic TEXT, message TEXT)").connection.execute(
+        "INSERT INTO notifications VALUES ('wf', 'approval', 'yes')")
+    assert SystemReads(sqlite_file=old).message_waiting("wf", "approval")
