@@ -76,7 +76,7 @@ from typing import Any, Callable
 from temporalio import activity, workflow
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType, PendingWorkflowTaskState, WorkflowTaskFailedCause
-from temporalio.api.workflowservice.v1 import ResetStickyTaskQueueRequest
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, ResetStickyTaskQueueRequest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.service import RPCError
@@ -427,17 +427,22 @@ async def reset_sticky(client: Client, threads: list[str]) -> list[str]:
 
 
 async def connect(address: str, within_s: float | None = None, namespace: str = "default") -> Client:
-    """Connect once the server's frontend is healthy (it listens before it is: "Frontend is not healthy yet").
+    """Connect once the server's frontend is healthy (it listens before it is: "Frontend is not healthy yet") and
+    its workflow service answers for ``namespace`` (a server just restarted has accepted a connection and then
+    refused a describe with "unknown service temporal.api.workflowservice.v1.WorkflowService": seen at load 30).
 
     Raises:
         RuntimeError: still unhealthy after ``within_s`` seconds (default :data:`SERVER_START_S`).
     """
     within_s = SERVER_START_S if within_s is None else within_s
     deadline = time.monotonic() + within_s
+    client = None
     while True:
         try:
-            return await Client.connect(address, namespace=namespace)
-        except RuntimeError as exc:
+            client = client or await Client.connect(address, namespace=namespace)
+            await client.workflow_service.describe_namespace(DescribeNamespaceRequest(namespace=namespace))
+            return client
+        except (RuntimeError, RPCError) as exc:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"temporal server at {address} not healthy within {within_s} s: {exc}") from exc
             await asyncio.sleep(0.05)

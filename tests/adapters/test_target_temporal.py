@@ -274,3 +274,13 @@ def test_the_target_file_round_trips() -> None:
     assert target.case("deploy-v2-patched").deploy == "v2-patched"
     assert target.temporal["task_queue"] == "refunds"
     assert os.path.isdir(target.pythonpath[0])
+
+
+def test_a_temporal_sweep_runs_three_runs_per_cpu_by_default() -> None:
+    """Temporal runs mostly wait on the server's timeouts: more runs than CPUs at once; other engines keep 2."""
+    from types import SimpleNamespace
+
+    from crashpoint.harness.targets.sweep import DEFAULT_WORKERS, default_workers
+
+    assert default_workers(Target.from_file(TARGET)) == 3 * (os.cpu_count() or 1)
+    assert default_workers(SimpleNamespace(engine="langgraph")) == DEFAULT_WORKERS == 2
