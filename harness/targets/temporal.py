@@ -345,4 +345,13 @@ def close_idle() -> int:
     return len(idle)
 
 
-atexit.register(close_idle)
+def _close_all() -> None:
+    """At exit: every shared server, a lease never given back included (its folder removed too)."""
+    with _shared_lock:
+        every = list(_shared)
+        _shared.clear()
+    for s in every:
+        s.kill()
+
+
+atexit.register(_close_all)
