@@ -19,7 +19,8 @@ import pytest
 
 
 class SweepReport:
-    """A sweep's result with a ``summary`` made for an assertion message (each failing run, its rules and repro)."""
+    """A sweep's result with a ``summary`` made for an assertion message (each failing run, its rules and repro,
+    then each rule's message and up to 4 lines of its evidence)."""
 
     def __init__(self, result: Any) -> None:
         self.result = result
@@ -30,6 +31,9 @@ class SweepReport:
                 rules = ", ".join(sorted({f.rule for f in r.failures})) or r.error or "; ".join(r.unknown)
                 lines.append(f"{r.verdict} {r.case} [{r.durability}] at {r.crash_point or 'golden run'}: {rules}\n"
                              f"    {r.repro(result.target)}")
+                for f in r.failures:  # what each rule saw, so a failure in CI explains itself
+                    lines.append(f"      {f.rule}: {f.message}")
+                    lines.extend(f"        {e}" for e in f.evidence[:4])
         self.summary = "\n".join(lines)
 
     def findings(self) -> dict[str, int]:
