@@ -161,7 +161,7 @@ def executing(run_dir: Path, workflow_id: str) -> None:
 def install_hooks(probe: Callable[[str], None], run_dir: Path) -> list[str]:
     """Wrap ``SystemDatabase``'s methods (see the module docstring); returns the :data:`HOOKS` this dbos lacks
     (nothing is wrapped then). A ``recv`` in progress is ``RUN_DIR/waiting/WF.json`` (``{"node", "interrupt",
-    "topic", "pid"}``), removed when it returns: every worker of the run sees which workflows wait (a SIGKILL
+    "topic", "pid", "timeout_step", "function_id"}``), removed when it returns: every worker of the run sees which workflows wait (a SIGKILL
     inside ``recv`` leaves it: the workflow waits there in the database too)."""
     from dbos._sys_db import SystemDatabase
 
@@ -211,7 +211,8 @@ def install_hooks(probe: Callable[[str], None], run_dir: Path) -> list[str]:
         mark = waits / f"{workflow_uuid}.json"
         waits.mkdir(exist_ok=True)
         mark.write_text(json.dumps({"node": topic or "default", "interrupt": f"{workflow_uuid}:{function_id}",
-                                    "topic": topic, "pid": os.getpid(), "timeout_step": timeout_function_id}))
+                                    "topic": topic, "pid": os.getpid(), "timeout_step": timeout_function_id,
+                                    "function_id": function_id}))
         try:
             probe(f"recv:{workflow_uuid}@{topic}")
             out = orig["recv"](self, workflow_uuid, function_id, timeout_function_id, topic, *args, **kwargs)
@@ -265,10 +266,14 @@ def _waiting(run_dir: Path, thread: str) -> dict[str, Any] | None:
 
 def _blocked(run_dir: Path, db: SystemReads, wf: str, status: str) -> dict[str, Any] | None:
     """The ``recv`` mark of ``wf`` when it is PENDING and blocked in a ``recv`` with no message waiting, else ``None``
-    (until ``recv``'s durable timeout, a ``DBOS.sleep`` step, is recorded, the ``recv`` is still setting up)."""
+    (until ``recv``'s durable timeout, a ``DBOS.sleep`` step, is recorded, the ``recv`` is still setting up; once
+    its own result is recorded it has returned in the database: DBOS marks the message consumed and records the
+    ``recv`` in one transaction, and the workflow runs on while the mark is still there, until the wrapper returns)."""
     wait = _waiting(run_dir, wf) if status == "PENDING" else None
     step = None if wait is None else wait.get("timeout_step")
+    own = None if wait is None else wait.get("function_id")
     if (wait is None or (step is not None and not db.step_recorded(wf, step))
+            or (own is not None and db.step_recorded(wf, own))
             or db.message_waiting(wf, wait["topic"])):
         return None
     return wait

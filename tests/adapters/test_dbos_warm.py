@@ -15,7 +15,7 @@ from installed import needs
 
 pytestmark = needs("dbos")
 
-from crashpoint.harness.targets import dbos_warm  # noqa: E402
+from crashpoint.harness.targets import dbos_warm, dbos_worker  # noqa: E402
 
 #: Launches DBOS on ARGV[1] after the given dbos_warm calls, prints what DBOS's engine and queue manager use.
 LAUNCH = """
@@ -123,3 +123,24 @@ def test_a_consumed_message_is_not_waiting(tmp_path: Path) -> None:
         "CREATE TABLE notifications (destination_uuid TEXT, topic TEXT, message TEXT)").connection.execute(
         "INSERT INTO notifications VALUES ('wf', 'approval', 'yes')")
     assert SystemReads(sqlite_file=old).message_waiting("wf", "approval")
+
+
+def test_a_recv_that_took_its_message_is_not_blocked_while_its_wrapper_returns(tmp_path: Path) -> None:
+    """DBOS marks the message consumed and records the ``recv``'s result in one transaction; the workflow then runs
+    on (the next step, an effect) while the worker's ``waiting/`` mark is still there. Read as blocked, the answer
+    worker took the workflow for at rest and exited inside the next step, and a new worker ran its effect again
+    (``target.repeats_explained``, 2 of 212 runs of the example at 19:24 and 19:29 on 2026-12-01)."""
+    from crashpoint.harness.targets.dbos_reads import SystemReads
+
+    db = tmp_path / "dbos.sqlite"
+    assert dbos_warm.seed_schema(db)
+    reads, conn = SystemReads(sqlite_file=db), sqlite3.connect(db, isolation_level=None)
+    conn.execute("INSERT INTO workflow_status (workflow_uuid, status) VALUES ('wf', 'PENDING')")
+    conn.execute("INSERT INTO operation_outputs (workflow_uuid, function_id, function_name) VALUES ('wf', 3, 'DBOS.sleep')")
+    (tmp_path / dbos_worker.WAITING_DIR).mkdir()
+    (tmp_path / dbos_worker.WAITING_DIR / "wf.json").write_text(json.dumps(
+        {"node": "approval", "interrupt": "wf:2", "topic": "approval", "pid": 1, "timeout_step": 3, "function_id": 2}))
+    assert dbos_worker._blocked(tmp_path, reads, "wf", "PENDING") is not None  # waiting for a human
+    conn.execute("INSERT INTO notifications (destination_uuid, topic, message, consumed) VALUES ('wf', 'approval', 'y', TRUE)")
+    conn.execute("INSERT INTO operation_outputs (workflow_uuid, function_id, function_name) VALUES ('wf', 2, 'DBOS.recv')")
+    assert dbos_worker._blocked(tmp_path, reads, "wf", "PENDING") is None  # the recv returned in the database
