@@ -454,11 +454,11 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
             for thread, status in threads.items():
                 for error in () if pair else status.get("invoke_errors", ()):
                     out.notes.append(f"thread {thread} (worker {out.workers}): invoke raised {error}")
+                if status.get("trap"):
+                    out.notes.append(f"thread {thread} (worker {out.workers}): {status['trap']}")
             for e in raised:  # both processes of a duplicate: threads.json holds only the last one's report
                 out.notes.append(f"thread {e['thread']} (worker {out.workers}, pid {e['pid']} of the duplicated "
                                  f"{phase}): invoke raised {e['error']}")
-                if status.get("trap"):
-                    out.notes.append(f"thread {thread} (worker {out.workers}): {status['trap']}")
             lost = [t for t, s in threads.items() if s["status"] == "no_checkpoint"]
             if lost:
                 last = (crashpoints.fired_points(run_dir) or ["?"])[-1]

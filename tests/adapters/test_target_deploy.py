@@ -42,6 +42,9 @@ def test_the_waiting_node_renamed_drops_the_thread_and_says_so(tmp_path: Path) -
     [found] = [f for f in r.failures if f.rule == "target.ends_within_budget"]
     assert "node(s) approve that this graph does not have" in found.message
     assert not any(c.effect == "issue_refund" for c in r.outcome.calls)
+    # the worker's trap report reaches the run's notes: a recovery loop trusting next == () drops this thread
+    assert any("get_state().next == () although the thread has not finished" in n for n in r.outcome.notes), \
+        r.outcome.notes
 
 
 @pytest.mark.slow  # a golden run with a deploy: 7 to 15 s
