@@ -62,8 +62,8 @@ class SystemReads:
             return False if missing else None
         return row is not False
 
-    def message_waiting(self, wf: str, topic: Any) -> bool:
-        """Whether a message for ``wf``/``topic`` sits unconsumed in ``notifications`` (a failed read: ``False``).
+    def message_waiting(self, wf: str, topic: Any) -> bool | None:
+        """Whether a message for ``wf``/``topic`` sits unconsumed in ``notifications`` (``None``: the read failed).
         dbos (2.20.0 to 3.4.0) keeps a message ``recv`` took, marked ``consumed``; without that column, a row is a message
         not taken."""
         sql = ("SELECT COUNT(*) FROM {p}notifications WHERE destination_uuid = :wf AND "
@@ -71,13 +71,13 @@ class SystemReads:
         row, _ = self.one(sql + " AND consumed = FALSE", {"wf": wf, "topic": topic})
         if row is None:  # no consumed column (or a failed read): every row left is a message not taken
             row, _ = self.one(sql, {"wf": wf, "topic": topic})
-        return bool(row and row[0])
+        return None if row is None else bool(row and row[0])
 
-    def step_recorded(self, wf: str, function_id: int) -> bool:
-        """Whether ``wf``'s step ``function_id`` has its result in ``operation_outputs`` (a failed read: ``False``)."""
+    def step_recorded(self, wf: str, function_id: int) -> bool | None:
+        """Whether ``wf``'s step ``function_id`` has its result in ``operation_outputs`` (``None``: the read failed)."""
         row, _ = self.one("SELECT 1 FROM {p}operation_outputs WHERE workflow_uuid = :wf AND function_id = :fid",
                           {"wf": wf, "fid": function_id})
-        return bool(row)
+        return None if row is None else bool(row)
 
     def snapshot(self) -> tuple[Any, ...] | None:
         """Everything of the system database that :func:`~crashpoint.harness.targets.dbos_worker.report` and

@@ -268,13 +268,17 @@ def _blocked(run_dir: Path, db: SystemReads, wf: str, status: str) -> dict[str, 
     """The ``recv`` mark of ``wf`` when it is PENDING and blocked in a ``recv`` with no message waiting, else ``None``
     (until ``recv``'s durable timeout, a ``DBOS.sleep`` step, is recorded, the ``recv`` is still setting up; once
     its own result is recorded it has returned in the database: DBOS marks the message consumed and records the
-    ``recv`` in one transaction, and the workflow runs on while the mark is still there, until the wrapper returns)."""
+    ``recv`` in one transaction, and the workflow runs on while the mark is still there, until the wrapper returns).
+
+    The message is read before the ``recv``'s own result: a ``recv`` that takes its message between two reads is
+    then seen recorded (read the other way round, it was seen neither recorded nor with a message waiting, hence
+    blocked, and its worker exited inside the next step). A read that fails is never taken for blocked."""
     wait = _waiting(run_dir, wf) if status == "PENDING" else None
-    step = None if wait is None else wait.get("timeout_step")
-    own = None if wait is None else wait.get("function_id")
-    if (wait is None or (step is not None and not db.step_recorded(wf, step))
-            or (own is not None and db.step_recorded(wf, own))
-            or db.message_waiting(wf, wait["topic"])):
+    if wait is None or db.message_waiting(wf, wait["topic"]) is not False:
+        return None
+    step, own = wait.get("timeout_step"), wait.get("function_id")
+    if (step is not None and db.step_recorded(wf, step) is not True) or \
+            (own is not None and db.step_recorded(wf, own) is not False):
         return None
     return wait
 
@@ -458,9 +462,12 @@ def main(argv: list[str] | None = None) -> int:
         now = _state(db, run_dir)
         late = time.monotonic() > deadline
         if now is None or now != seen or late:  # DBOS's API only when something changed (a look costs ~10 ms of CPU)
-            seen = now
             out, rest = report(DBOS, threads, done, run_dir, db)
             work, work_rest = queued_work(DBOS, run_dir, db, INTERNAL_QUEUE_NAME)
+            # rest is judged from several reads: trusted only when nothing changed while they were made
+            steady = _state(db, run_dir) == now
+            seen = now if steady else None
+            rest, work_rest = rest and steady, work_rest and steady
         if (rest and work_rest) or late:
             break
         time.sleep(POLL_S)

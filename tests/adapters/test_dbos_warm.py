@@ -144,3 +144,44 @@ def test_a_recv_that_took_its_message_is_not_blocked_while_its_wrapper_returns(t
     conn.execute("INSERT INTO notifications (destination_uuid, topic, message, consumed) VALUES ('wf', 'approval', 'y', TRUE)")
     conn.execute("INSERT INTO operation_outputs (workflow_uuid, function_id, function_name) VALUES ('wf', 2, 'DBOS.recv')")
     assert dbos_worker._blocked(tmp_path, reads, "wf", "PENDING") is None  # the recv returned in the database
+
+
+def test_a_recv_that_takes_its_message_between_two_reads_is_not_blocked(tmp_path: Path) -> None:
+    """The ``recv`` commits (message consumed, its result recorded) while ``_blocked`` reads: own result read
+    first, then the message, it was seen neither recorded nor with a message waiting, hence blocked, and the answer worker
+    exited inside ``issue_refund`` (CI at b489126: ``test_a_broken_issue_step_is_caught_3_of_3[refund_without_key]``,
+    an empty ``crash.fired``, the step run again by the next worker). A failed read of the message is never
+    blocked either (it was: no message seen)."""
+    from crashpoint.harness.targets.dbos_reads import SystemReads
+
+    db = tmp_path / "dbos.sqlite"
+    assert dbos_warm.seed_schema(db)
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("INSERT INTO workflow_status (workflow_uuid, status) VALUES ('wf', 'PENDING')")
+    conn.execute("INSERT INTO operation_outputs (workflow_uuid, function_id, function_name) VALUES ('wf', 3, 'DBOS.sleep')")
+    conn.execute("INSERT INTO notifications (destination_uuid, topic, message, consumed) VALUES ('wf', 'approval', 'y', FALSE)")
+    (tmp_path / dbos_worker.WAITING_DIR).mkdir()
+    (tmp_path / dbos_worker.WAITING_DIR / "wf.json").write_text(json.dumps(
+        {"node": "approval", "interrupt": "wf:2", "topic": "approval", "pid": 1, "timeout_step": 3, "function_id": 2}))
+
+    class Racing(SystemReads):
+        def one(self, sql: str, params: dict) -> tuple:  # the recv's transaction lands as the message is read
+            if "notifications" in sql and not getattr(self, "landed", False):
+                self.landed = True
+                conn.execute("BEGIN")
+                conn.execute("UPDATE notifications SET consumed = TRUE")
+                conn.execute("INSERT INTO operation_outputs (workflow_uuid, function_id, function_name) "
+                             "VALUES ('wf', 2, 'DBOS.recv')")
+                conn.execute("COMMIT")
+            return super().one(sql, params)
+
+    assert dbos_worker._blocked(tmp_path, Racing(sqlite_file=db), "wf", "PENDING") is None
+
+    class Failing(SystemReads):  # the message's read fails (a lock held past the timeout)
+        def one(self, sql: str, params: dict) -> tuple:
+            return (None, False) if "notifications" in sql else super().one(sql, params)
+
+    conn.execute("DELETE FROM operation_outputs WHERE function_id = 2")
+    conn.execute("UPDATE notifications SET consumed = TRUE")
+    assert dbos_worker._blocked(tmp_path, SystemReads(sqlite_file=db), "wf", "PENDING") is not None
+    assert dbos_worker._blocked(tmp_path, Failing(sqlite_file=db), "wf", "PENDING") is None
