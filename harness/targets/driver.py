@@ -54,7 +54,8 @@ from crashpoint.harness.run.delivery import PROBE_SPEC
 from crashpoint.harness.run.launch import RUN_MARKER, run_process
 from crashpoint.harness.targets.effects import ensure_schema, read_calls
 from crashpoint.harness.targets.target import Target, TargetCase
-from crashpoint.harness.targets.workerlib import PIDS_FILE, RENDEZVOUS_MISSED_FILE, UNSUPPORTED_RC, invoke_errors
+from crashpoint.harness.targets.workerlib import PIDS_FILE, RENDEZVOUS_MISSED_FILE, THREADS_FILE, UNSUPPORTED_RC
+from crashpoint.harness.targets.workerlib import invoke_errors
 
 from crashpoint.harness.targets import dbos as dbos_engine, langgraph as langgraph_engine, temporal as temporal_engine
 
@@ -319,6 +320,7 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
     server = (SERVERS if own_server else SHARED_SERVERS)[target.engine](run_dir) if target.engine in SERVERS else None
     deployed: str | None = None  # the version of the code new workers run after a deploy (case.deploy)
     server_crashed = False
+    reported: dict[str, Any] = {}  # the last worker report read (threads.json)
     try:
         if server is not None:
             server.start()
@@ -347,6 +349,8 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
             twin = None
             for stale in [*run_dir.glob("barrier.*"), *run_dir.glob("rendezvous*")]:  # this phase's processes only
                 stale.unlink(missing_ok=True)
+            # each worker writes its own report: one left by an earlier worker must not stand for this one's
+            (run_dir / THREADS_FILE).unlink(missing_ok=True)
             if phase == "recover" and case.workers > 1 and target.engine in IDENTITIES:  # K workers race
                 labels = [f"{EXECUTOR}-{out.kills}.{n}" for n in range(1, case.workers + 1)]
                 as_ids = {"explicit": labels, "launch": [dead] * case.workers,  # the engine ids they run with
@@ -450,7 +454,13 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
             if rc != 0:
                 tail = log.read_text(errors="replace").strip().splitlines()[-8:] if log.exists() else []
                 raise EngineCrashed(f"worker {out.workers} exited with {rc} (not a harness kill): " + " | ".join(tail))
-            threads = json.loads((run_dir / "threads.json").read_text())
+            if not (run_dir / THREADS_FILE).exists():
+                tail = log.read_text(errors="replace").strip().splitlines()[-8:] if log.exists() else []
+                raise EngineCrashed(f"worker {out.workers} exited with 0 without writing its report ({THREADS_FILE}): "
+                                    "its pass did not finish (the team's code ending the process, os._exit or "
+                                    "sys.exit, does this)" + "".join(f" | {x}" for x in tail))
+            threads = json.loads((run_dir / THREADS_FILE).read_text())
+            reported = threads
             for thread, status in threads.items():
                 for error in () if pair else status.get("invoke_errors", ()):
                     out.notes.append(f"thread {thread} (worker {out.workers}): invoke raised {error}")
@@ -550,8 +560,8 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
             raise EngineCrashed(f"{MAX_WORKERS_PER_RUN} worker processes without the run coming to rest")
     except WorkerTimeout as exc:
         out.over_budget = str(exc)
-        path = run_dir / "threads.json"
-        out.threads = json.loads(path.read_text()) if path.exists() else {}
+        path = run_dir / THREADS_FILE  # the worker that ran over wrote none, as a rule: the last report then
+        out.threads = json.loads(path.read_text()) if path.exists() else reported
     finally:
         if server is not None:
             server.kill()  # SIGKILL of its group, the pid checked gone

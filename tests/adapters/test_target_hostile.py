@@ -1,0 +1,76 @@
+"""Team code that misbehaves under crashpoint (a node that ends its own worker, ...): never a pass, never a
+finding crashpoint made up; the run says what happened."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from installed import needs
+
+pytestmark = needs("langgraph.checkpoint.sqlite")
+
+from crashpoint.harness.targets.sweep import run_one  # noqa: E402
+from crashpoint.harness.targets.target import Target  # noqa: E402
+
+GRAPH = '''
+import operator, os, sys
+from typing import Annotated, TypedDict
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+import crashpoint
+
+@crashpoint.effect("pay", key="k")
+def pay(order, k=None):
+    return {"paid": order}
+
+class S(TypedDict, total=False):
+    order: str
+    log: Annotated[list, operator.add]
+
+def approve(s):
+    return {"log": [f"answer:{interrupt('ok?')}"]}
+
+def issue(s):
+    pay(s["order"], k="p-" + s["order"])
+    {ending}
+    return {"log": ["paid"]}
+
+builder = StateGraph(S)
+builder.add_node("approve", approve)
+builder.add_node("issue", issue)
+builder.add_edge(START, "approve")
+builder.add_edge("approve", "issue")
+builder.add_edge("issue", END)
+'''
+
+
+def _target(tmp_path: Path, ending: str) -> Target:
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "hostile_graph.py").write_text(textwrap.dedent(GRAPH).replace("{ending}", ending))
+    return Target.from_data({"target": "hostile", "engine": "langgraph", "entry": "hostile_graph:builder",
+                             "pythonpath": [str(tmp_path / "code")], "inputs": [{"thread": "o1", "input": {"order": "1"}}],
+                             "human": {"approve": [{"resume": "yes"}]}, "budget_s": 60})
+
+
+@pytest.mark.parametrize("ending", ["os._exit(0)", "sys.exit(0)"])
+def test_a_node_that_ends_its_own_worker_after_an_answer_is_an_error_not_a_redelivery(tmp_path: Path,
+                                                                                     ending: str) -> None:
+    """The ``answer`` worker's node ends the process with status 0 before the worker writes its report: the run
+    is an ``error`` naming the missing report. Before, the driver read the ``start`` worker's report (the thread
+    waiting on the approval), took the answer for lost with a kill, delivered it 3 more times and failed
+    ``target.repeats_explained`` ("pay called 4 times ... no kill or fault explains any repeat"): a finding
+    crashpoint made up from a stale file."""
+    target = _target(tmp_path, ending)
+    r = run_one(target, target.cases[0], "sync", tmp_path / "run", None, None)
+    assert r.verdict == "error", (r.verdict, r.failures, r.notes)
+    assert "worker 2 exited with 0 without writing its report" in r.error
+    assert not r.failures and not any("lost with a kill" in n for n in r.notes)
+
+
+def test_the_same_graph_without_the_exit_passes(tmp_path: Path) -> None:
+    """The control: the graph passes when its node returns (so the test above fails for the exit alone)."""
+    target = _target(tmp_path, "pass")
+    r = run_one(target, target.cases[0], "sync", tmp_path / "run", None, None)
+    assert r.verdict == "passed", (r.error, r.failures)
