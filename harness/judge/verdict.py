@@ -293,7 +293,8 @@ def judge_target(target: Any, case: Any, durability: str, run: Any, *, crash_poi
     :func:`crashpoint.harness.targets.sweep.run_one`). An engine release that lacks what the run needs
     raises :class:`~crashpoint.harness.targets.driver.TargetUnsupported` (an
     :class:`~crashpoint.errors.Unsupported`); what the run did not test is a kill not verified
-    (``run.kill_problems``, as a pack run's), then ``run.not_tested`` (a duplicate whose processes never
+    (``run.kill_problems``, as a pack run's), then, on the golden run, the case's faults that never fired
+    (``run.faults_missed``) and no effect call at all, then ``run.not_tested`` (a duplicate whose processes never
     overlapped), then an unreached ``crash_point``.
 
     Args:
@@ -317,8 +318,14 @@ def judge_target(target: Any, case: Any, durability: str, run: Any, *, crash_poi
     result.kills, result.workers, result.pids, result.notes = run.kills, run.workers, run.pids, run.notes
     result.failures, result.unknown = judge_rules(target, run, golden)
     result.kill_log = [dict(k) for k in run.kill_log]
+    golden_run = crash_point is None  # vacuity is judged on the golden run, as a pack's is
     result.verdict, result.error = decide(None, [
         unverified(run),  # a kill that did not land, or a resume by no new process: nothing was tested
+        ("the case's faults never fired, so nothing was tested: " + "; ".join(run.faults_missed)
+         if golden_run and run.faults_missed else None),
+        ("the golden run made no tool call: no effect of the target was called (mark the team's side effects with "
+         "crashpoint.effect, or name them under effects:), so the effect rules had nothing to judge"
+         if golden_run and not run.calls else None),
         "; ".join(run.not_tested),
         unreached(crash_point, reached, f"fired: {', '.join(run.fired) or 'none'}; with --repeat, a racy point "
                                         "may be reached in some tries only"),

@@ -104,6 +104,8 @@ class TargetOutcome:
         engine_facts: what the engine's workers recorded beyond effects (DBOS: :func:`~crashpoint.harness.targets.dbos.facts`).
         not_tested: what the run was meant to test and did not (a duplicate whose processes never overlapped):
             its verdict is then ``error``.
+        faults_missed: the case's ``faults`` (``"EFFECT OUTCOME"``) none of whose scripted outcomes a call used (an
+            effect never called, or a misspelt name): on the golden run its verdict is then ``error``.
         kill_log / kill_problems: the verified kills (``{"worker", "pid", "signal", "crash_point", "resumed_by"}``)
             and why a kill or a resume could not be verified, as a pack run's
             (:func:`crashpoint.harness.judge.kills.check_worker`): any problem makes the verdict ``error``.
@@ -130,6 +132,7 @@ class TargetOutcome:
     not_tested: list[str] = field(default_factory=list)
     kill_log: list[dict[str, Any]] = field(default_factory=list)
     kill_problems: list[str] = field(default_factory=list)
+    faults_missed: list[str] = field(default_factory=list)
 
 
 class _WarmServer(forkserver.ForkServer):
@@ -236,6 +239,19 @@ def script_faults(ledger: Ledger, faults: list[dict[str, Any]]) -> None:
     for fault in faults:
         seconds = fault.get("seconds", 0.2) if fault["outcome"] == "slow" else None
         ledger.script(fault["effect"], fault["outcome"], times=int(fault.get("times", 1)), seconds=seconds)
+
+
+def missed_faults(ledger: Ledger, faults: list[dict[str, Any]]) -> list[str]:
+    """The case faults (queued by :func:`script_faults`, in order) none of whose ``times`` scripted outcomes a call
+    used, each as ``"EFFECT OUTCOME"``: the fault never fired (its effect was never called, or is misspelt)."""
+    rows = [(r["seq"], r["consumed"]) for r in ledger.db.execute("SELECT seq, consumed FROM script ORDER BY seq")]
+    missed, at = [], 0
+    for fault in faults:
+        times = int(fault.get("times", 1))
+        if not any(consumed for _, consumed in rows[at:at + times]):
+            missed.append(f"{fault['effect']} {fault['outcome']}")
+        at += times
+    return missed
 
 
 @dataclass
@@ -566,6 +582,7 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
         if server is not None:
             server.kill()  # SIGKILL of its group, the pid checked gone
         out.calls = read_calls(ledger)
+        out.faults_missed = missed_faults(ledger, case.faults)
         out.decisions = ledger.decisions()
         ledger.close()
         out.crash_points = crashpoints.passed(run_dir)

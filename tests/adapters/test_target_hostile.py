@@ -4,6 +4,7 @@ finding crashpoint made up; the run says what happened."""
 from __future__ import annotations
 
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -74,3 +75,15 @@ def test_the_same_graph_without_the_exit_passes(tmp_path: Path) -> None:
     target = _target(tmp_path, "pass")
     r = run_one(target, target.cases[0], "sync", tmp_path / "run", None, None)
     assert r.verdict == "passed", (r.error, r.failures)
+
+
+def test_a_case_fault_on_an_effect_never_called_is_an_error_not_a_pass(tmp_path: Path) -> None:
+    """A case's fault naming an effect the code never calls (here misspelt ``pay_refund`` for ``pay``) tests
+    nothing: before, the golden run passed (``crashpoint run --crash none``: passed 1) as if the timeout had
+    been survived."""
+    target = _target(tmp_path, "pass")
+    case = replace(target.cases[0], faults=[{"effect": "pay", "outcome": "slow", "seconds": 0.01},
+                                            {"effect": "pay_refund", "outcome": "timeout"}])
+    r = run_one(target, case, "sync", tmp_path / "run", None, None)
+    assert (r.verdict, r.error) == ("error", "the case's faults never fired, so nothing was tested: "
+                                             "pay_refund timeout"), r.failures

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from installed import needs
 
 pytestmark = needs("langgraph.checkpoint.sqlite")
 
+from crashpoint.api import EffectCall  # noqa: E402
 from crashpoint.harness.judge.verdict import judge_target  # noqa: E402
 from crashpoint.harness.targets.driver import TargetOutcome, TargetUnsupported  # noqa: E402
 from crashpoint.harness.targets.target import Target, TargetCase  # noqa: E402
@@ -72,11 +74,20 @@ def test_judge_target_decides_in_the_documented_order(tmp_path: Path) -> None:
     unsupported = judge_target(target, case, "sync", TargetUnsupported("no sync before 0.6"))
     broke = judge_target(target, case, "sync", RuntimeError("boom"))
     assert (unsupported.verdict, broke.verdict, broke.error) == ("unsupported", "error", "RuntimeError: boom")
-    quiet = TargetOutcome("default", "sync", None, tmp_path, threads={"a": {"status": "finished", "values": {}}})
+    paid = EffectCall(1, "pay", "k-a", "d", {}, "applied", False, 1, "a", "n", None, True)
+    quiet = TargetOutcome("default", "sync", None, tmp_path, threads={"a": {"status": "finished", "values": {}}},
+                          calls=[paid])
     assert judge_target(target, case, "sync", quiet).verdict == "passed"
+    idle = replace(quiet, calls=[])  # a golden run that called no effect tested none (as a pack's: vacuous)
+    result = judge_target(target, case, "sync", idle)
+    assert (result.verdict, result.error.split(":")[0]) == ("error", "the golden run made no tool call")
+    typo = replace(quiet, faults_missed=["pay_refund fatal"])  # a case fault whose effect was never called
+    result = judge_target(target, case, "sync", typo)
+    assert (result.verdict, result.error) == ("error", "the case's faults never fired, so nothing was tested: "
+                                                       "pay_refund fatal")
     missed = TargetOutcome("default", "sync", "node:a@x", tmp_path, threads=quiet.threads)
     assert judge_target(target, case, "sync", missed, crash_point="node:a@x", reached=False).verdict == "error"
-    lonely = TargetOutcome("default", "sync", None, tmp_path, threads=quiet.threads,
+    lonely = TargetOutcome("default", "sync", None, tmp_path, threads=quiet.threads, calls=[paid],
                            not_tested=["the duplicate start never overlapped"])
     result = judge_target(target, case, "sync", lonely)
     assert (result.verdict, result.error) == ("error", "the duplicate start never overlapped")
