@@ -58,6 +58,7 @@ from crashpoint.harness.targets.workerlib import PIDS_FILE, RENDEZVOUS_MISSED_FI
 from crashpoint.harness.targets.workerlib import invoke_errors
 
 from crashpoint.harness.targets import dbos as dbos_engine, langgraph as langgraph_engine, temporal as temporal_engine
+from crashpoint.harness.targets import temporal_ahead
 
 #: Engine -> its worker module (one module per engine: ``harness/targets/ENGINE.py`` + ``ENGINE_worker.py``).
 WORKER_MODULES = {"langgraph": langgraph_engine.WORKER_MODULE, "dbos": dbos_engine.WORKER_MODULE,
@@ -69,6 +70,9 @@ SERVERS = {"temporal": temporal_engine.RunServer}
 #: Engine -> a run's share of a long-lived server (the same interface, ``restart()`` refused): the default
 #: (``server="shared"``) for a case without a server crash.
 SHARED_SERVERS = {"temporal": temporal_engine.lease}
+#: Engine -> a run's own server with ``server="shared"`` (a case with a server crash): one started ahead, on a fresh
+#: database of its own (:mod:`~crashpoint.harness.targets.temporal_ahead`); ``run`` and ``worker`` start theirs.
+OWN_SERVERS = {"temporal": temporal_ahead.ahead}
 #: ``server`` values of :func:`run_target`: ``shared`` (a namespace of its own on a shared server), ``run`` (a
 #: server of the run's own), ``worker`` (a new server on the run's database before every worker: the benchmark's
 #: baseline, what crashpoint's Temporal adapter does).
@@ -333,7 +337,8 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
     worker_module = WORKER_MODULES[target.engine]
     mode = server  # the name ``server`` is the run's server object below
     own_server = mode != "shared" or case.server_crash or target.engine not in SHARED_SERVERS
-    server = (SERVERS if own_server else SHARED_SERVERS)[target.engine](run_dir) if target.engine in SERVERS else None
+    servers = SHARED_SERVERS if not own_server else OWN_SERVERS if mode == "shared" else SERVERS
+    server = servers[target.engine](run_dir) if target.engine in servers else None
     deployed: str | None = None  # the version of the code new workers run after a deploy (case.deploy)
     server_crashed = False
     reported: dict[str, Any] = {}  # the last worker report read (threads.json)
@@ -341,7 +346,8 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
         if server is not None:
             server.start()
             out.deliveries.append({"kind": "server", "address": server.address, "pid": server.pids[-1],
-                                   "namespace": server.namespace, "shared": not own_server})
+                                   "namespace": server.namespace, "shared": not own_server,
+                                   **({"database": str(server.database)} if hasattr(server, "database") else {})})
         for _ in range(MAX_WORKERS_PER_RUN):
             seen = len(crashpoints.witness_events(run_dir))
             # the code this worker runs: a deployed version's entry (LangGraph, DBOS), warmed by its own zygote

