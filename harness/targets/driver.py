@@ -45,7 +45,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from crashpoint.errors import EngineCrashed, Unsupported, WorkerTimeout
+from crashpoint.errors import EngineCrashed, Unsupported, UsageError, WorkerTimeout
 from crashpoint.fakes.ledger import Ledger
 from crashpoint.fakes.world import LEDGER_FILE
 from crashpoint.harness.judge import kills as kills_judge
@@ -54,7 +54,7 @@ from crashpoint.harness.run.delivery import PROBE_SPEC
 from crashpoint.harness.run.launch import RUN_MARKER, run_process
 from crashpoint.harness.targets.effects import ensure_schema, read_calls
 from crashpoint.harness.targets.target import Target, TargetCase
-from crashpoint.harness.targets.workerlib import PIDS_FILE, RENDEZVOUS_MISSED_FILE, THREADS_FILE, UNSUPPORTED_RC
+from crashpoint.harness.targets.workerlib import PIDS_FILE, RENDEZVOUS_MISSED_FILE, TARGET_FILE, THREADS_FILE, UNSUPPORTED_RC
 from crashpoint.harness.targets.workerlib import invoke_errors
 
 from crashpoint.harness.targets import dbos as dbos_engine, langgraph as langgraph_engine, temporal as temporal_engine
@@ -295,7 +295,7 @@ def _pids(run_dir: Path) -> list[int]:
 
 def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path, crash_point: str | None = None,
                *, warm: bool = True, write_latency_ms: float = 0.0, server: str = "shared") -> TargetOutcome:
-    """Run ``case`` of ``target`` once in ``run_dir`` (made empty), killing a worker at ``crash_point``.
+    """Run ``case`` of ``target`` once in ``run_dir`` (new, or holding no earlier run), killing a worker at ``crash_point``.
 
     ``crash_point`` is a crash point id or a schedule ``"A >> B"`` (kill at A, then at B during the
     recovery). ``server`` (engines with a server: Temporal; :data:`SERVER_MODES`): ``shared`` (the default) gives
@@ -309,17 +309,23 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
     Raises:
         EngineCrashed: a worker died in a way the harness did not cause, or :data:`MAX_WORKERS_PER_RUN`
             workers did not bring the run to rest.
+        UsageError: ``run_dir`` holds an earlier run's files (``target.json``, the ledger, ``pids.log``), or its
+            crash log (``RUN_DIR.probe``, :func:`~crashpoint.harness.run.crashpoints.witness_dir`) is there.
         ValueError: ``server`` is not one of :data:`SERVER_MODES`.
     """
     if server not in SERVER_MODES:
         raise ValueError(f"server must be one of {', '.join(SERVER_MODES)}, got {server!r}")
     began = time.monotonic()
     run_dir = Path(run_dir).resolve()  # the workers' RUN_MARKER: the reaper matches resolved folders only
+    earlier = [name for name in (TARGET_FILE, LEDGER_FILE, PIDS_FILE) if (run_dir / name).exists()]
+    earlier += [str(w) for w in [crashpoints.witness_dir(run_dir)] if w.exists()]  # its crash log, beside the folder
+    if earlier:  # its ledger, checkpoints and crash logs would stand for this run's (a finished thread runs nothing)
+        raise UsageError(f"{run_dir}: holds an earlier run ({', '.join(earlier)}); a run needs a folder of its own")
     run_dir.mkdir(parents=True, exist_ok=True)
     out = TargetOutcome(case.name, durability, crash_point, run_dir)
     data = target.to_data() | {"write_latency_ms": write_latency_ms}
     drop_database = RUN_DATABASES[target.engine](data, run_dir) if target.engine in RUN_DATABASES else None
-    (run_dir / "target.json").write_text(json.dumps(data, sort_keys=True))
+    (run_dir / TARGET_FILE).write_text(json.dumps(data, sort_keys=True))
     ledger = Ledger(run_dir / LEDGER_FILE, synchronous="OFF")
     ensure_schema(ledger)
     script_faults(ledger, case.faults)

@@ -248,8 +248,10 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
     counter = iter(range(10**9))
     opts = {"warm": warm, "write_latency_ms": write_latency_ms, "server": server}
 
-    def folder(label: str) -> Path:
-        return root / f"{next(counter):05d}-{label}"
+    def folder(label: str) -> Path:  # never one an earlier sweep left in ``workdir`` (a fixture called twice)
+        while (path := root / f"{next(counter):05d}-{label}").exists():
+            pass
+        return path
 
     def done(r: TargetRunResult) -> TargetRunResult:
         results.append(r)

@@ -12,7 +12,7 @@ from installed import needs
 
 pytestmark = needs("langgraph.checkpoint.sqlite")
 
-from crashpoint.harness.targets.sweep import run_one  # noqa: E402
+from crashpoint.harness.targets.sweep import run_one, sweep  # noqa: E402
 from crashpoint.harness.targets.target import Target  # noqa: E402
 
 GRAPH = '''
@@ -87,3 +87,18 @@ def test_a_case_fault_on_an_effect_never_called_is_an_error_not_a_pass(tmp_path:
     r = run_one(target, case, "sync", tmp_path / "run", None, None)
     assert (r.verdict, r.error) == ("error", "the case's faults never fired, so nothing was tested: "
                                              "pay_refund timeout"), r.failures
+
+
+def test_a_run_folder_of_an_earlier_run_is_refused_and_a_reused_workdir_gets_new_folders(tmp_path: Path) -> None:
+    """A second run in the folder of a first one ran nothing (the thread was finished in the old checkpoints, the
+    old ledger answered for it) and passed; a kill run there found no kill and failed. A run now refuses such a
+    folder (``error``), and a sweep into a ``workdir`` an earlier sweep filled (the ``crashpoint_sweep`` fixture
+    called twice in one test: ``tmp_path / "runs"`` both times) gives its runs new folders."""
+    target = _target(tmp_path, "pass")
+    first = run_one(target, target.cases[0], "sync", tmp_path / "run", None, None)
+    again = run_one(target, target.cases[0], "sync", tmp_path / "run", None, None)
+    assert first.verdict == "passed" and again.verdict == "error", (first.error, again.verdict)
+    assert "holds an earlier run (target.json, " in again.error
+    sweeps = [sweep(target, crash="none", workdir=tmp_path / "runs", workers=1) for _ in range(2)]
+    assert [[r.verdict for r in s.results] for s in sweeps] == [["passed"], ["passed"]]
+    assert len([p for p in (tmp_path / "runs").iterdir() if p.suffix != ".probe"]) == 2
