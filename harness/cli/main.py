@@ -371,7 +371,7 @@ def build_parser() -> argparse.ArgumentParser:
                                   "(TARGET.yaml: the team's own workflow code)")
     run.add_argument("--crash", choices=("sampled", "every", "none", "recovery"), default="sampled",
                      help="sampled (default): every, plus per case 2 kills during a recovery, 1 second live "
-                          "worker next to a held one, 1 recovery by 3 workers at once (README, 'Crash modes'); "
+                          "worker next to a held one, 1 recovery by 3 workers at once (README, 'CLI'); "
                           "every: kill at each crash point of the golden run; none: golden runs only; "
                           "recovery: every, plus a second kill at each crash point of each recovery")
     run.add_argument("--budget", type=int, default=None, metavar="N",

@@ -321,4 +321,5 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
 
     version = {"dbos": dbos.engine_version, "langgraph": langgraph.engine_version,
                "temporal": temporal.engine_version}[target.engine]()
-    return TargetSweep(target, results, points, time.monotonic() - began, version, crash)
+    ran = "every" if crash == "sampled" and crash_points else crash  # chosen points run once each: no sampled pairs
+    return TargetSweep(target, results, points, time.monotonic() - began, version, ran)
