@@ -156,6 +156,10 @@ class Target:
             if c.deploy and c.deploy not in known:
                 raise CaseError(f"case {c.name!r} deploys {c.deploy!r}, which {where} does not name",
                                 file=self.file, field=f"cases[{self.cases.index(c)}].deploy")
+            if c.deploy and self.engine != "temporal" and known[c.deploy] == self.entry:  # the same code again
+                raise CaseError(f"case {c.name!r} deploys {c.deploy!r}, whose entry {self.entry!r} is the target's own: "
+                                "the deploy would change no code (name the next version's entry)",
+                                file=self.file, field=f"versions.{c.deploy}")
             if c.recovery not in RECOVERY or (c.recovery != "explicit" and (c.workers < 2 or self.engine != "dbos")):
                 raise CaseError(f"case {c.name!r}: recovery must be one of {', '.join(RECOVERY)}, and other than "
                                 f"explicit only with workers >= 2 on a DBOS target (got {c.recovery!r}, workers "
