@@ -106,25 +106,26 @@ def test_target_yaml_round_trip_and_errors(tmp_path: Path) -> None:
     assert str(info.value).startswith(f"{bad}:6: field durability[0]")
 
 
-def test_a_deploy_whose_version_is_the_targets_own_entry_is_refused(tmp_path: Path) -> None:
-    """A deploy to the same code tests no deploy: before, the run 'passed' as a deploy the new code took on."""
+def _refusal(tmp_path: Path, text: str) -> tuple[Path, str]:
+    """``(file, message)`` of the ``CaseError`` a target file of ``text`` raises."""
     bad = tmp_path / "t.yaml"
-    bad.write_text("target: x\nengine: langgraph\nentry: a:b\ninputs:\n  - {thread: t, input: 1}\n"
-                   "versions:\n  v2: a:b\ncases:\n  - {name: d, deploy: v2}\n")
+    bad.write_text("target: x\nengine: langgraph\nentry: a:b\ninputs:\n  - {thread: t, input: 1}\n" + text)
     with pytest.raises(CaseError) as info:
         crashpoint.Target.from_file(bad)
-    assert str(info.value).startswith(f"{bad}:7: field versions.v2: case 'd' deploys 'v2', whose entry 'a:b' is the "
-                                      "target's own"), str(info.value)
+    return bad, str(info.value)
+
+
+def test_a_deploy_whose_version_is_the_targets_own_entry_is_refused(tmp_path: Path) -> None:
+    """A deploy to the same code tests no deploy: before, the run 'passed' as a deploy the new code took on."""
+    bad, message = _refusal(tmp_path, "versions:\n  v2: a:b\ncases:\n  - {name: d, deploy: v2}\n")
+    assert message.startswith(f"{bad}:7: field versions.v2: case 'd' deploys 'v2', whose entry 'a:b' is the "
+                              "target's own"), message
 
 
 def test_a_late_answer_needs_a_next_answer_of_its_node(tmp_path: Path) -> None:
-    bad = tmp_path / "t.yaml"
-    bad.write_text("target: x\nengine: langgraph\nentry: a:b\ninputs:\n  - {thread: t, input: 1}\ncases:\n"
-                   "  - name: c\n    human:\n      approve:\n        - {resume: 1, late: true}\n")
-    with pytest.raises(CaseError) as info:
-        crashpoint.Target.from_file(bad)
-    assert str(info.value).startswith(f"{bad}:10: field cases[0].human.approve[0].late: a late answer of approve "
-                                      "needs a next answer"), str(info.value)
+    bad, message = _refusal(tmp_path, "cases:\n  - name: c\n    human:\n      approve:\n        - {resume: 1, late: true}\n")
+    assert message.startswith(f"{bad}:10: field cases[0].human.approve[0].late: a late answer of approve "
+                              "needs a next answer"), message
     ok = crashpoint.Target.from_file(ROOT / "examples/langgraph_refund/target.yaml")
     assert ok.answers(ok.case("approval-late"))["approve"][0] == {"grants": True, "late": True,
                                                                  "resume": {"approved": True, "ask": 1}}
