@@ -176,12 +176,13 @@ def check_sweep_options(args: argparse.Namespace) -> None:
 def _cmd_validate(args: argparse.Namespace) -> int:
     from crashpoint.harness.load.loader import load_target
 
-    from crashpoint.harness.cli.target import is_target_file
+    from crashpoint.harness.cli.target import check_names, is_target_file
 
     if is_target_file(Path(args.path)):  # the team's own code (issue 12), not a pack
         from crashpoint.harness.targets.target import Target
 
         target = Target.from_file(args.path)
+        check_names(target, Path(args.path))
         print(f"ok: target {target.name}: {target.engine} entry {target.entry}, {len(target.inputs)} input(s), "
               f"{len(target.cases)} case(s) valid")
         return ExitCode.OK

@@ -13,6 +13,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from crashpoint.errors import UsageError
 
@@ -28,6 +29,59 @@ def is_target_file(path: Path) -> bool:
     except Exception:  # noqa: BLE001 - YAMLError, or ValueError & co. from SafeLoader (!!float nope): not a target;
         return False      # the pack loader then refuses the file with its line and field
     return isinstance(data, dict) and {"target", "engine", "entry"} <= set(data)
+
+
+_IMPORT_CHECK = """
+import json, sys
+from crashpoint.harness.targets.workerlib import load_object
+sys.path[:0] = json.loads(sys.argv[1])
+for field, spec in json.loads(sys.argv[2]):
+    try:
+        load_object(spec)
+    except BaseException as exc:
+        print(json.dumps([field, spec, f"{type(exc).__name__}: {exc}"]))
+        break
+"""
+
+
+def named_objects(target: Any) -> list[tuple[str, list[str | int], str]]:
+    """``(field, its path in the file, "module:attr")`` for each object the target file names: the entry, the
+    invariants, the effects, Temporal's workflows and activities."""
+    names: list[tuple[str, list[str | int], str]] = [("entry", ["entry"], target.entry)]
+    names += [(f"invariants[{i}]", ["invariants", i], s) for i, s in enumerate(target.invariants)]
+    names += [(f"effects[{i}]", ["effects", i], e["path"]) for i, e in enumerate(target.effects)]
+    for key in ("workflows", "activities"):
+        names += [(f"temporal.{key}[{i}]", ["temporal", key, i], s)
+                  for i, s in enumerate(target.temporal.get(key) or [])]
+    return [n for n in names if ":" in n[2]]
+
+
+def check_names(target: Any, path: Path, timeout_s: float = 120.0) -> None:
+    """Import, in a child interpreter (the team's import-time code stays out of this process), every object the
+    target file names, with its ``pythonpath``.
+
+    Raises:
+        CaseError: the first that names nothing, with the file, its line and field, and Python's error.
+    """
+    import subprocess
+
+    from crashpoint.errors import CaseError
+    from crashpoint.harness.load.loader import _load_mapping
+
+    names = named_objects(target)
+    try:
+        out = subprocess.run([sys.executable, "-c", _IMPORT_CHECK, json.dumps(target.pythonpath),
+                              json.dumps([[f, s] for f, _, s in names])],
+                             capture_output=True, text=True, timeout=timeout_s, cwd=Path(path).resolve().parent)
+    except subprocess.TimeoutExpired:
+        raise CaseError(f"importing the target's code took over {timeout_s:.0f} s", file=str(path)) from None
+    if not out.stdout.strip():
+        return
+    field, spec, error = json.loads(out.stdout.strip().splitlines()[-1])
+    _, locator = _load_mapping(Path(path), "target")
+    steps = next(p for f, p, _ in names if f == field)
+    raise CaseError(f"{spec!r} names nothing importable (pythonpath {target.pythonpath}): {error}"[:800],
+                    file=str(path), line=locator.line(steps), field=field)
 
 
 def add_target_options(run: argparse.ArgumentParser) -> None:
