@@ -41,7 +41,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -357,7 +357,7 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
         for _ in range(MAX_WORKERS_PER_RUN):
             seen = len(crashpoints.witness_events(run_dir))
             # the code this worker runs: a deployed version's entry (LangGraph, DBOS), warmed by its own zygote
-            code = replace(target, entry=target.versions[deployed]) if deployed and target.versions else target
+            code = target.running(deployed) if deployed and target.versions else target
             pids_before = len(_pids(run_dir))
             argv = ["--run-dir", str(run_dir), "--probe", PROBE_SPEC,
                     "--probe-arg", crashpoints.probe_arg(run_dir, crash_point, witness=True),

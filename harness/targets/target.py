@@ -222,6 +222,18 @@ class Target:
                    cases=cases or [TargetCase()], dbos=data.get("dbos", {}), temporal=data.get("temporal", {}),
                    versions=data.get("versions", {}), file=file)
 
+    def running(self, version: str) -> "Target":
+        """This target as its workers run it after a deploy of ``version`` (LangGraph, DBOS): ``entry`` is
+        ``versions[version]``, the rest as it is. Not validated again (the file was; a deployed entry is then one of
+        ``versions``, which validation refuses of a file's own entry).
+
+        Raises:
+            KeyError: no such version.
+        """
+        code = copy.copy(self)
+        object.__setattr__(code, "entry", self.versions[version])
+        return code
+
     def to_data(self) -> dict[str, Any]:
         """The YAML form (``pythonpath`` absolute); ``Target.from_data(t.to_data()) == t`` up to ``file``."""
         return {"target": self.name, "engine": self.engine, "entry": self.entry, "inputs": self.inputs,
