@@ -293,8 +293,8 @@ def judge_target(target: Any, case: Any, durability: str, run: Any, *, crash_poi
     :func:`crashpoint.harness.targets.sweep.run_one`). An engine release that lacks what the run needs
     raises :class:`~crashpoint.harness.targets.driver.TargetUnsupported` (an
     :class:`~crashpoint.errors.Unsupported`); what the run did not test is a kill not verified
-    (``run.kill_problems``, as a pack run's), then, on the golden run, the case's faults that never fired
-    (``run.faults_missed``) and no effect call at all, then ``run.not_tested`` (a duplicate whose processes never
+    (``run.kill_problems``, as a pack run's), then, on a golden run no rule failed, the case's faults that never
+    fired (``run.faults_missed``) and no effect call at all, then ``run.not_tested`` (a duplicate whose processes never
     overlapped), then an unreached ``crash_point``.
 
     Args:
@@ -318,7 +318,9 @@ def judge_target(target: Any, case: Any, durability: str, run: Any, *, crash_poi
     result.kills, result.workers, result.pids, result.notes = run.kills, run.workers, run.pids, run.notes
     result.failures, result.unknown = judge_rules(target, run, golden)
     result.kill_log = [dict(k) for k in run.kill_log]
-    golden_run = crash_point is None  # vacuity is judged on the golden run, as a pack's is
+    # vacuity is judged on a golden run that found nothing, as a pack's is: a finding made before a fault could fire
+    # (the workflow failed earlier) stands
+    golden_run = crash_point is None and not result.failures
     result.verdict, result.error = decide(None, [
         unverified(run),  # a kill that did not land, or a resume by no new process: nothing was tested
         ("the case's faults never fired, so nothing was tested: " + "; ".join(run.faults_missed)
