@@ -288,6 +288,12 @@ def _pid_executors(run_dir: Path) -> list[tuple[int, str]]:
     return [(int(r[0]), r[2]) for r in rows if len(r) > 2]
 
 
+def _log_tail(log: Path, lines: int = 8) -> list[str]:
+    """The last ``lines`` lines of a worker's log (``[]`` when it wrote none), for the message of a worker that died
+    or ended without its report."""
+    return log.read_text(errors="replace").strip().splitlines()[-lines:] if log.exists() else []
+
+
 def _pids(run_dir: Path) -> list[int]:
     path = run_dir / PIDS_FILE
     return [int(line.split()[0]) for line in path.read_text().splitlines()] if path.exists() else []
@@ -480,10 +486,10 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
                 raise TargetUnsupported(next((x for x in text.splitlines() if x.startswith("unsupported:")),
                                              "unsupported by this engine release"))
             if rc != 0:
-                tail = log.read_text(errors="replace").strip().splitlines()[-8:] if log.exists() else []
+                tail = _log_tail(log)
                 raise EngineCrashed(f"worker {out.workers} exited with {rc} (not a harness kill): " + " | ".join(tail))
             if not (run_dir / THREADS_FILE).exists():
-                tail = log.read_text(errors="replace").strip().splitlines()[-8:] if log.exists() else []
+                tail = _log_tail(log)
                 raise EngineCrashed(f"worker {out.workers} exited with 0 without writing its report ({THREADS_FILE}): "
                                     "its pass did not finish (the team's code ending the process, os._exit or "
                                     "sys.exit, does this)" + "".join(f" | {x}" for x in tail))
