@@ -13,7 +13,12 @@
 
 Outside a crashpoint run, :func:`effect` is a pass-through: the wrapper reads one module global and
 calls the function (measured in ``benchmarks/effect_overhead.py``). Importing this module imports
-nothing but the standard library's ``functools``: no harness, no pandas, no engine.
+nothing but the standard library's ``functools`` and ``os``: no harness, no pandas, no engine.
+
+In a process of a target run that is not a worker (a subprocess a team's node starts: its environment carries
+the run's marker ``CRASHPOINT_RUN_DIR``, the folder holds ``target.json``), no session is installed; a call
+there is appended to ``RUN_DIR/``:data:`OUTSIDE_FILE` and the function is called. The ledger never holds it
+and no crash point is armed around it, so the run's verdict is ``error`` naming the pid and the effect.
 
 Inside a run, a crashpoint worker installs a session (:func:`_install`); every call of an effect then
 goes to the run's ledger (effect name, idempotency key, a digest of the arguments, the calling
@@ -27,11 +32,52 @@ answer a repeated ``Idempotency-Key``: with the first result, the function not c
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-#: The running session (set in a crashpoint worker by :func:`_install`); ``None`` outside a run.
-_session: Any = None
+#: The environment variable naming the run folder of the process (``crashpoint.harness.run.launch.RUN_MARKER``).
+RUN_MARKER = "CRASHPOINT_RUN_DIR"
+#: File of a run folder: one JSON line ``{"pid", "ppid", "effect", "key"}`` per effect call made outside a worker.
+OUTSIDE_FILE = "outside-effects.log"
+
+
+class _Outside:
+    """The session of a process of a target run that is not a worker: each call is noted in ``RUN_DIR/``
+    :data:`OUTSIDE_FILE` (one ``O_APPEND`` write per line), then made."""
+
+    def __init__(self, run_dir: str) -> None:
+        self.path = os.path.join(run_dir, OUTSIDE_FILE)
+
+    def call(self, spec: "EffectSpec", fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        """Note the call (its key ``None`` when it cannot be read), then return ``fn(*args, **kwargs)``."""
+        try:
+            key = spec.key_of(fn, args, kwargs)
+        except Exception:  # noqa: BLE001 - the call is noted whatever its arguments
+            key = None
+        import json
+
+        line = json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "effect": spec.name, "key": key}) + "\n"
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
+        return fn(*args, **kwargs)
+
+
+def _outside_session() -> _Outside | None:
+    """The session of this process when it belongs to a target run (its marker names a folder with ``target.json``)
+    without being its worker; ``None`` otherwise (no run: the pass-through)."""
+    run_dir = os.environ.get(RUN_MARKER)
+    if run_dir and os.path.exists(os.path.join(run_dir, "target.json")):
+        return _Outside(run_dir)
+    return None
+
+
+#: The running session (set in a crashpoint worker by :func:`_install`); ``None`` outside a run; in a non-worker
+#: process of a target run (a node's subprocess), an :class:`_Outside`.
+_session: Any = _outside_session()
 #: Invariants registered with :func:`invariant`, by name, in registration order.
 _invariants: dict[str, Callable[["RunView"], Any]] = {}
 

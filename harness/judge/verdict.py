@@ -11,7 +11,8 @@ order:
    ``unsupported``; :class:`~crashpoint.errors.WorkerTimeout` (a worker hung): ``unknown``; any other
    exception (the engine or its adapter broke): ``error`` naming it;
 2. the run did not test what it claims: ``error`` with the first reason, in this order: the fault-free
-   run a ``like_fault_free`` case is compared with broke; a kill was not verified; the case's own faults
+   run a ``like_fault_free`` case is compared with broke; a kill was not verified; an effect was called in a
+   process that is not a worker (targets: a node's subprocess); the case's own faults
    never fired on its golden run; the golden run made no tool call; a duplicate whose processes never
    overlapped (targets); the targeted crash point was never reached;
 3. a rule found something: ``failed``;
@@ -293,7 +294,8 @@ def judge_target(target: Any, case: Any, durability: str, run: Any, *, crash_poi
     :func:`crashpoint.harness.targets.sweep.run_one`). An engine release that lacks what the run needs
     raises :class:`~crashpoint.harness.targets.driver.TargetUnsupported` (an
     :class:`~crashpoint.errors.Unsupported`); what the run did not test is a kill not verified
-    (``run.kill_problems``, as a pack run's), then, on a golden run no rule failed, the case's faults that never
+    (``run.kill_problems``, as a pack run's), then effects called outside a worker process (``run.outside``: a node's
+    subprocess; the ledger never saw them), then, on a golden run no rule failed, the case's faults that never
     fired (``run.faults_missed``) and no effect call at all, then ``run.not_tested`` (a duplicate whose processes never
     overlapped), then an unreached ``crash_point``.
 
@@ -323,6 +325,7 @@ def judge_target(target: Any, case: Any, durability: str, run: Any, *, crash_poi
     golden_run = crash_point is None and not result.failures
     result.verdict, result.error = decide(None, [
         unverified(run),  # a kill that did not land, or a resume by no new process: nothing was tested
+        "; ".join(run.outside),  # effects called where the ledger never saw them (a subprocess)
         ("the case's faults never fired, so nothing was tested: " + "; ".join(run.faults_missed)
          if golden_run and run.faults_missed else None),
         ("the golden run made no tool call: no effect of the target was called (mark the team's side effects with "

@@ -52,7 +52,7 @@ from crashpoint.harness.judge import kills as kills_judge
 from crashpoint.harness.run import crashpoints, forkserver
 from crashpoint.harness.run.delivery import PROBE_SPEC
 from crashpoint.harness.run.launch import RUN_MARKER, run_process
-from crashpoint.harness.targets.effects import ensure_schema, read_calls
+from crashpoint.harness.targets.effects import ensure_schema, outside_calls, read_calls
 from crashpoint.harness.targets.target import Target, TargetCase
 from crashpoint.harness.targets.workerlib import PIDS_FILE, RENDEZVOUS_MISSED_FILE, TARGET_FILE, THREADS_FILE, UNSUPPORTED_RC
 from crashpoint.harness.targets.workerlib import invoke_errors
@@ -113,6 +113,9 @@ class TargetOutcome:
         kill_log / kill_problems: the verified kills (``{"worker", "pid", "signal", "crash_point", "resumed_by"}``)
             and why a kill or a resume could not be verified, as a pack run's
             (:func:`crashpoint.harness.judge.kills.check_worker`): any problem makes the verdict ``error``.
+        outside: effect calls made in a process that is not a worker (a node's subprocess), one text per process
+            and effect (:func:`~crashpoint.harness.targets.effects.outside_calls`): the ledger does not hold them,
+            so the verdict is then ``error``.
     """
 
     case: str
@@ -137,6 +140,7 @@ class TargetOutcome:
     kill_log: list[dict[str, Any]] = field(default_factory=list)
     kill_problems: list[str] = field(default_factory=list)
     faults_missed: list[str] = field(default_factory=list)
+    outside: list[str] = field(default_factory=list)
 
 
 class _WarmServer(forkserver.ForkServer):
@@ -600,6 +604,7 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
         if server is not None:
             server.kill()  # SIGKILL of its group, the pid checked gone
         out.calls = read_calls(ledger)
+        out.outside = outside_calls(run_dir)
         out.faults_missed = missed_faults(ledger, case.faults)
         out.decisions = ledger.decisions()
         ledger.close()

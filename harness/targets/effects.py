@@ -30,7 +30,7 @@ import threading
 import time
 from typing import Any, Callable, Mapping, Sequence
 
-from crashpoint.api import EffectCall, EffectFault, EffectSpec, EffectTimeout, bound_arguments
+from crashpoint.api import OUTSIDE_FILE, EffectCall, EffectFault, EffectSpec, EffectTimeout, _Outside, bound_arguments
 from crashpoint.fakes.ledger import Ledger
 from crashpoint.harness.targets.workerlib import alive, held_lock, rendezvous
 from crashpoint.protocols import no_probe
@@ -115,6 +115,8 @@ class EffectSession:
             EffectFault / EffectTimeout: a scripted fault, or a repeated key whose first call failed fatally.
             whatever ``fn`` raises (recorded ``failed``).
         """
+        if os.getpid() != self.pid:  # a process the worker forked (the session came with the fork): not a worker
+            return _Outside(os.path.dirname(os.fspath(self.path))).call(spec, fn, args, kwargs)
         self._meet()
         key = spec.key_of(fn, args, kwargs)
         if key is None:
@@ -201,6 +203,31 @@ class EffectSession:
         conn.execute("INSERT INTO effect_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                      (seq, os.getpid(), thread, node, task, step, dig,
                       None if durable is None else int(bool(durable)), json.dumps(list(others)), value))
+
+
+def outside_calls(run_dir: str | os.PathLike[str]) -> list[str]:
+    """Why the run did not see some of its effects: one text per process and effect called outside a worker
+    (``RUN_DIR/``:data:`~crashpoint.api.OUTSIDE_FILE`, written by :class:`crashpoint.api._Outside`), ``[]`` when none
+    was. A torn last line (its process killed mid-write) is left out."""
+    path = os.path.join(os.fspath(run_dir), OUTSIDE_FILE)
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    seen: dict[tuple[int, str], list[Any]] = {}
+    for text in lines:
+        try:
+            row = json.loads(text)
+        except ValueError:
+            continue
+        keys = seen.setdefault((row["pid"], row["effect"]), [row["ppid"]])
+        if row["key"] not in keys[1:]:
+            keys.append(row["key"])
+    return [f"crashpoint.effect called in pid {pid}, not a worker process: {effect} (key "
+            f"{', '.join(str(k) for k in keys[1:])}; parent pid {keys[0]}) was made without the run's ledger or a crash "
+            "point around it, so this run did not judge it (call the effect in the worker process, e.g. in the node "
+            "itself, not in a subprocess it starts)" for (pid, effect), keys in seen.items()]
 
 
 def read_calls(ledger: Ledger) -> list[EffectCall]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -37,6 +38,30 @@ def test_outside_a_run_an_effect_is_the_function() -> None:
     assert charge(5, key="k") == {"charged": 5} and charge(5, key="k") == {"charged": 5}
     assert calls == [5, 5] and charge.__name__ == "charge"
     assert api.wrap(charge) is charge  # wrapping twice keeps one wrapper
+
+
+def test_a_process_of_a_target_run_that_is_not_its_worker_notes_each_call_and_makes_it(tmp_path: Path) -> None:
+    """A new interpreter whose environment names a target run's folder (a node's subprocess) appends each effect call
+    to ``outside-effects.log`` and calls the function; a marker naming a folder without ``target.json`` (not a
+    target run), like no marker, leaves the pass-through."""
+    from crashpoint.harness.targets.effects import outside_calls
+
+    code = ("import crashpoint; pay = crashpoint.effect('pay', key='k')(lambda order, k=None: order); "
+            "print(pay('1', k='p-1'))")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != api.RUN_MARKER}
+    for folder in (plain, None):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                             env=env | ({api.RUN_MARKER: str(folder)} if folder else {})).stdout
+        assert out.strip() == "1"
+    assert not (plain / api.OUTSIDE_FILE).exists()
+    (plain / "target.json").write_text("{}")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=env | {api.RUN_MARKER: str(plain)}).stdout
+    assert out.strip() == "1"
+    (text,) = outside_calls(plain)
+    assert text.startswith("crashpoint.effect called in pid ") and "not a worker process: pay (key p-1;" in text
 
 
 @pytest.fixture()

@@ -1,0 +1,82 @@
+"""An effect called in a process the harness did not start as a worker (a node's subprocess) is not in the run's
+ledger: crashpoint neither saw it nor could kill around it, so the run is an ``error`` naming the pid and the
+effect, never a pass."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from installed import needs
+
+pytestmark = needs("langgraph.checkpoint.sqlite")
+
+from crashpoint.harness.targets.sweep import run_one  # noqa: E402
+from crashpoint.harness.targets.target import Target  # noqa: E402
+
+EFFECTS = '''
+import crashpoint
+
+@crashpoint.effect("draft", key="k")
+def draft(order, k=None):
+    return {"drafted": order}
+
+@crashpoint.effect("pay", key="k")
+def pay(order, k=None):
+    return {"paid": order}
+'''
+
+GRAPH = '''
+import subprocess, sys
+from typing import TypedDict
+from langgraph.graph import END, START, StateGraph
+from sub_effects import draft
+
+CODE = {code!r}
+
+class S(TypedDict, total=False):
+    order: str
+    done: bool
+
+def issue(s):
+    draft(s["order"], k="d-" + s["order"])
+    if {spawn}:
+        subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, %r); import sub_effects; "
+                        "sub_effects.pay(%r, k='p-1')" % (CODE, s["order"])], check=True)
+    return {"done": True}
+
+builder = StateGraph(S)
+builder.add_node("issue", issue)
+builder.add_edge(START, "issue")
+builder.add_edge("issue", END)
+'''
+
+
+def _target(tmp_path: Path, spawn: bool) -> Target:
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "sub_effects.py").write_text(textwrap.dedent(EFFECTS))
+    (code / "sub_graph.py").write_text(textwrap.dedent(GRAPH).replace("{code!r}", repr(str(code)))
+                                       .replace("{spawn}", str(spawn)))
+    return Target.from_data({"target": "subproc", "engine": "langgraph", "entry": "sub_graph:builder",
+                             "pythonpath": [str(code)], "inputs": [{"thread": "o1", "input": {"order": "1"}}],
+                             "budget_s": 60})
+
+
+def test_an_effect_called_in_a_subprocess_of_a_node_makes_the_run_an_error(tmp_path: Path) -> None:
+    """Before, ``pay`` (called in the node's subprocess, where no effect session is installed) went through the
+    decorator's pass-through: the ledger held ``draft`` alone and the golden run passed."""
+    target = _target(tmp_path, spawn=True)
+    r = run_one(target, target.cases[0], "sync", tmp_path / "run", None, None)
+    assert r.verdict == "error", (r.verdict, r.failures, r.notes)
+    assert r.error.startswith("crashpoint.effect called in pid "), r.error
+    assert "not a worker process: pay (key p-1" in r.error, r.error
+    assert [c.effect for c in r.outcome.calls] == ["draft"]
+
+
+def test_the_same_node_without_the_subprocess_passes(tmp_path: Path) -> None:
+    """The control: the graph passes when the node makes no outside call."""
+    target = _target(tmp_path, spawn=False)
+    r = run_one(target, target.cases[0], "sync", tmp_path / "run", None, None)
+    assert r.verdict == "passed", (r.error, r.failures)
