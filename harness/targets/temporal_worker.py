@@ -53,7 +53,13 @@ Then the worker waits until every submitted workflow is at rest, from the server
 running with no pending activity, child workflow or workflow task and no timer due within ``settle_s``
 (``waiting``: each signal or update the target's humans answer is a wait, its id ``WF:NAME:N`` with N the
 signals of that name, or the updates of that name accepted, in the history so far), or its latest workflow task **failed** (``stuck``, quoting the failure
-Temporal wrote to the history; a nondeterminism error also names ``workflow.patched``). It writes
+Temporal wrote to the history; a nondeterminism error also names ``workflow.patched``). ``settle_s`` (default 30)
+is a quiet window, not a deadline: the worker gives up waiting (a workflow still busy is ``running``, which
+``target.ends_within_budget`` reports) only after ``settle_s`` seconds with no progress, progress being a new
+history event of a submitted workflow or of one of its pending child workflows (followed too, from their
+descriptions), a workflow task taken or given back, or a child started or closed; an activity attempt Temporal
+retries writes no event and is no progress (an activity retried forever is a finding after ``settle_s``). A slow
+machine slows every step and stretches the wait; the driver's ``budget_s`` stays the hard limit. It writes
 ``RUN_DIR/threads.json``: thread -> ``{"status": finished|waiting|stuck|running|no_checkpoint, "values",
 "error"?, "waiting"}``, shuts the worker down and leaves with ``os._exit`` (Temporal workers have been seen
 to crash at interpreter exit, after their work). With ``$CRASHPOINT_TEMPORAL_TIMING`` set, the worker's log
@@ -100,6 +106,8 @@ TASK_QUEUE = "crashpoint-target"
 #: first (each look asks the server for each workflow's description and history: looking every 50 ms was a third
 #: of a run's server CPU and of its workers'): :func:`follow` wakes it at each new event.
 POLL_S = 0.5
+#: Levels of pending child workflows whose progress counts while waiting for rest (children of children...).
+CHILD_DEPTH = 4
 ERROR_CHARS = 2000
 #: Worker options crashpoint sets unless the target's ``temporal.worker`` does (see the module docstring).
 WORKER_DEFAULTS = {"sticky_queue_schedule_to_start_timeout": timedelta(seconds=1),
@@ -266,14 +274,22 @@ def _failure_text(failure: Any) -> str:
     return ": ".join(parts)
 
 
-async def look(client: Client, thread: str, signals: list[str], settle_until: float) -> tuple[dict[str, Any], bool]:
-    """``(threads.json entry, at rest)`` of workflow ``thread`` from its description and history."""
+async def look(client: Client, thread: str, signals: list[str], settle_until: float,
+               children: list[str] | None = None) -> tuple[dict[str, Any], bool, tuple[Any, ...]]:
+    """``(threads.json entry, at rest, progress)`` of workflow ``thread`` from its description and history
+    (``settle_until``: a time.time(); a timer due by then is waited for, a later one is a wait).
+
+    ``progress`` changes whenever the workflow made progress: its history's length and its pending workflow task's
+    state, and, while it is busy, the same of each of its pending child workflows (their children too, from
+    their descriptions: no child history is fetched). An activity's attempt going up writes no history event
+    and changes nothing. The ids of those children are appended to ``children`` (to be followed).
+    """
     handle = client.get_workflow_handle(thread)
     try:
         desc = await handle.describe()
     except RPCError as exc:
         if "not found" in str(exc).lower():
-            return {"status": "no_checkpoint", "waiting": []}, True
+            return {"status": "no_checkpoint", "waiting": []}, True, ()
         raise
     history = (await handle.fetch_history()).events
     status = desc.status
@@ -282,7 +298,7 @@ async def look(client: Client, thread: str, signals: list[str], settle_until: fl
         last = history[-1].workflow_execution_completed_event_attributes
         result = await client.data_converter.decode(last.result.payloads) if last.result.payloads else [None]
         entry |= {"status": "finished", "values": {"result": json.loads(json.dumps(result[0], default=repr))}}
-        return entry, True
+        return entry, True, ()
     if status != WorkflowExecutionStatus.RUNNING:
         closing = history[-1]
         which = closing.WhichOneof("attributes")
@@ -290,7 +306,7 @@ async def look(client: Client, thread: str, signals: list[str], settle_until: fl
         text = _failure_text(failure) if failure is not None else ""
         entry |= {"status": "stuck", "values": {"closed": entry["temporal_status"]},
                   "error": f"Temporal closed the workflow {entry['temporal_status']}: {text}"[:ERROR_CHARS]}
-        return entry, True
+        return entry, True, ()
     failed = None
     task_open = False  # a workflow task scheduled or started and not closed (the history is read after describe)
     timers: dict[str, float] = {}
@@ -325,7 +341,7 @@ async def look(client: Client, thread: str, signals: list[str], settle_until: fl
         hint = f" ({PATCHED_HINT})" if "NON_DETERMINISTIC" in cause or "Nondeterminism" in text else ""
         entry |= {"status": "stuck", "values": {"workflow_task_failed": cause},
                   "error": f"Temporal workflow task failed ({cause}, event {failed.event_id}): {text}{hint}"[:ERROR_CHARS]}
-        return entry, True
+        return entry, True, ()
     raw = desc.raw_description
     busy = (bool(raw.pending_activities) or bool(raw.pending_children) or raw.HasField("pending_workflow_task")
             or task_open)
@@ -336,10 +352,36 @@ async def look(client: Client, thread: str, signals: list[str], settle_until: fl
                 + [f"child {c.workflow_id}" for c in raw.pending_children]
                 + (["a workflow task"] if raw.HasField("pending_workflow_task") or task_open else []) + [f"{len(due)} timer(s)"] * bool(due))
         entry["error"] = "Temporal still runs " + ", ".join(what) + " once this worker gave up waiting"
-        return entry, False
+        progress = (len(history), _task_state(raw), await _children_progress(client, raw, children))
+        return entry, False, progress
     entry["waiting"] = [{"node": name, "interrupt": f"{thread}:{name}:{counts.get(name, 0)}", "value": None}
                         for name in signals]
-    return entry, True
+    return entry, True, ()
+
+
+def _task_state(raw: Any) -> int | None:
+    """The state of a description's pending workflow task (scheduled, started), None without one."""
+    return raw.pending_workflow_task.state if raw.HasField("pending_workflow_task") else None
+
+
+async def _children_progress(client: Client, raw: Any, children: list[str] | None,
+                             depth: int = 0) -> tuple[Any, ...]:
+    """``((child id, history length, pending workflow task state, its children's progress), ...)`` of the pending
+    children of a workflow description ``raw``, each from its own description (``history_length``), down to
+    :data:`CHILD_DEPTH` levels; a child the server no longer describes is ``(id, None, None, ())``."""
+    out = []
+    for child in raw.pending_children:
+        if children is not None:
+            children.append(child.workflow_id)
+        try:
+            desc = await client.get_workflow_handle(child.workflow_id, run_id=child.run_id or None).describe()
+        except RPCError:
+            out.append((child.workflow_id, None, None, ()))
+            continue
+        inner = desc.raw_description
+        below = await _children_progress(client, inner, children, depth + 1) if depth + 1 < CHILD_DEPTH else ()
+        out.append((child.workflow_id, inner.workflow_execution_info.history_length, _task_state(inner), below))
+    return tuple(out)
 
 
 async def follow(client: Client, thread: str, changed: asyncio.Event) -> None:
@@ -486,29 +528,42 @@ async def _pass(args: argparse.Namespace, target: dict[str, Any], run_dir: Path)
         elif args.phase == "answer":
             await answer_all(client, json.loads((run_dir / ANSWERS_FILE).read_text()), update_names(workflows))
         settle_s = float(opts.get("settle_s", 30))
-        deadline = time.monotonic() + settle_s
         changed = asyncio.Event()
-        followers: list[asyncio.Task[None]] = []
+        followed: dict[str, asyncio.Task[None]] = {}
+        last: list[Any] | None = None
+        quiet_from = time.monotonic()
         while True:
             changed.clear()  # an event from now on wakes the wait below
             _mark("look")
             out: dict[str, Any] = {}
             rest = True
             horizon = time.time() + settle_s  # a timer firing within settle_s is waited for, a later one is a wait
+            progress: list[Any] = []
+            children: list[str] = []
             for thread in threads:
                 if thread not in done:
                     out[thread] = {"status": "not_submitted", "waiting": []}
                     continue
-                out[thread], one = await look(client, thread, signals, horizon)
+                out[thread], one, made = await look(client, thread, signals, horizon, children)
                 rest = rest and one
-            if rest or time.monotonic() > deadline:
+                progress.append(made)
+            if rest:
                 break
-            if not followers:
-                followers = [asyncio.create_task(follow(client, t, changed)) for t in threads if t in done]
+            if progress != last:  # a new event, a workflow task taken or given back, a child started or closed
+                last, quiet_from = progress, time.monotonic()
+            elif time.monotonic() - quiet_from > settle_s:
+                for entry in out.values():
+                    if entry["status"] == "running":
+                        entry["error"] += f" ({settle_s:g} s with no new history event of the run's workflows or children)"
+                break
+            for wid in [t for t in threads if t in done] + children:
+                if wid not in followed:
+                    followed[wid] = asyncio.create_task(follow(client, wid, changed))
             try:
                 await asyncio.wait_for(changed.wait(), POLL_S)
             except asyncio.TimeoutError:
                 pass
+        followers = list(followed.values())
         for task in followers:
             task.cancel()
         await asyncio.gather(*followers, return_exceptions=True)

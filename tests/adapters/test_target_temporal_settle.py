@@ -1,0 +1,115 @@
+"""A Temporal worker's wait for rest (``temporal.settle_s``) is a quiet window: it gives up only after ``settle_s``
+seconds in which no workflow of the run, nor any of their children, wrote a history event. A child that runs
+longer than ``settle_s`` but keeps making progress is waited for (a slow machine makes every step slower, not the
+run wrong); an activity Temporal retries forever (its attempts write no event) is still a finding."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from installed import needs
+
+pytestmark = needs("temporalio")
+
+from crashpoint.harness.targets.sweep import run_one  # noqa: E402
+from crashpoint.harness.targets.target import Target  # noqa: E402
+
+CODE = '''
+from datetime import timedelta
+
+from temporalio import activity, workflow
+
+import crashpoint
+
+
+@crashpoint.effect("record", key="key")
+def record(what: str, key: str | None = None) -> dict:
+    return {"recorded": what}
+
+
+@activity.defn
+def note(what: str) -> dict:
+    return record(what, key=f"{what}-{activity.info().workflow_id}")
+
+
+@activity.defn
+def always_fails(what: str) -> dict:
+    raise RuntimeError("the downstream is down")
+
+
+@workflow.defn
+class TickingChild:
+    """``ticks`` half-second timers, one after the other (the dev server fires each about 1 s after it started:
+    8 ticks are about 8 s, longer than the target's settle_s), each writing history events."""
+
+    @workflow.run
+    async def run(self, ticks: int) -> int:
+        for _ in range(ticks):
+            await workflow.sleep(0.5)
+        return ticks
+
+
+@workflow.defn
+class SlowChildParent:
+    @workflow.run
+    async def run(self, ticks: int) -> dict:
+        await workflow.execute_activity(note, "start", start_to_close_timeout=timedelta(seconds=10))
+        done = await workflow.execute_child_workflow(TickingChild.run, ticks, id=f"{workflow.info().workflow_id}-child")
+        return {"ticks": done}
+
+
+@workflow.defn
+class RetriedForever:
+    """An activity that always fails under Temporal's default retry policy (unbounded attempts)."""
+
+    @workflow.run
+    async def run(self, _: int) -> dict:
+        await workflow.execute_activity(note, "start", start_to_close_timeout=timedelta(seconds=10))
+        return await workflow.execute_activity(always_fails, "x", start_to_close_timeout=timedelta(seconds=10))
+'''
+
+
+def _binary_or_skip() -> None:
+    from crashpoint.harness.targets.temporal import temporal_binary
+
+    try:
+        temporal_binary()
+    except FileNotFoundError as exc:
+        pytest.skip(str(exc))
+
+
+def _target(tmp_path: Path, entry: str, settle_s: float) -> Target:
+    _binary_or_skip()
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "settle_flows.py").write_text(CODE)
+    return Target.from_data({
+        "target": "settle", "engine": "temporal", "entry": f"settle_flows:{entry}",
+        "pythonpath": [str(tmp_path / "code")],
+        "temporal": {"workflows": ["settle_flows:SlowChildParent", "settle_flows:TickingChild",
+                                   "settle_flows:RetriedForever"],
+                     "activities": ["settle_flows:note", "settle_flows:always_fails"], "settle_s": settle_s},
+        "inputs": [{"thread": "settle-1", "input": 8}], "budget_s": 60, "cases": [{"name": "plain"}]})
+
+
+def test_a_child_that_keeps_writing_events_is_waited_for_past_settle_s(tmp_path: Path) -> None:
+    """settle_s 3 s, the child ~8 s of 8 timers: each fired timer is progress, the run finishes. Before
+    the quiet window, the worker gave up 3 s after its wait began ("Temporal still runs child settle-1-child once
+    this worker gave up waiting": target.ends_within_budget)."""
+    target = _target(tmp_path, "SlowChildParent", 3)
+    result = run_one(target, target.case("plain"), "sync", tmp_path / "run", None, None, keep=True)
+    assert result.verdict == "passed", (result.error, [f.message for f in result.failures])
+    assert result.outcome.threads["settle-1"]["status"] == "finished"
+    assert result.outcome.threads["settle-1"]["values"]["result"] == {"ticks": 8}
+
+
+def test_an_activity_retried_forever_still_ends_as_a_finding_after_settle_s_of_quiet(tmp_path: Path) -> None:
+    """An attempt of a retried activity writes no history event: not progress. The worker gives up after settle_s
+    with no event and the run fails target.ends_within_budget, naming the activity and its attempt, well within
+    the driver's budget (60 s)."""
+    target = _target(tmp_path, "RetriedForever", 3)
+    result = run_one(target, target.case("plain"), "sync", tmp_path / "run", None, None, keep=True)
+    assert result.verdict == "failed", result.error
+    found = [f.message for f in result.failures if f.rule == "target.ends_within_budget"]
+    assert found and "activity always_fails (attempt" in found[0], [f.message for f in result.failures]
+    assert result.outcome.over_budget is None and result.wall_s < 40, result.wall_s
