@@ -11,8 +11,12 @@ which runs them, records a rule that raises, and lists them with the other rules
 * ``target.repeats_explained``: a call repeated (same thread, node, effect, key or digest) only as far
   as kills and faults explain it: each kill of a process that had made the call and had **not** moved
   on to a later step explains one repeat, each retryable failure or lost answer one more; with no
-  kill and no fault, no repeat at all. A repeat after the killed process had started a later step is
-  lost progress (the engine had not made the step durable before moving on).
+  kill and no fault, no repeat at all. A repeat in a later attempt of the same activity (same thread,
+  node and step; the call's ``task`` reads ``attempt N``, as a Temporal activity's does) than the call
+  before it explains one repeat too: the engine itself retried the activity after the earlier attempt
+  timed out or failed (Temporal's activities are at-least-once), in the same process or another. A
+  repeat after the killed process had started a later step is lost progress (the engine had not made the
+  step durable before moving on). A retry that applies an effect twice is ``target.effects_like_golden``'s.
 * ``target.single_live_process``: no step's effect called by two processes that were alive at once (each
   call records the run's other live workers).
 * ``target.ends_within_budget``: each thread ends finished or waiting for a human, within the budget;
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import sys
 from collections import Counter, defaultdict
 from typing import Any, Callable
@@ -42,6 +47,7 @@ from crashpoint.harness.targets.driver import LATE_BY, TargetOutcome
 from crashpoint.harness.targets.target import Target
 
 Rule = Callable[[Target, TargetOutcome, "TargetOutcome | None"], list[Failure]]
+_ATTEMPT = re.compile(r"attempt (\d+)")
 #: The target rules by id, in registration order (each is also in the project's rule registry).
 RULES: dict[str, Rule] = {}
 
@@ -103,7 +109,22 @@ def _moved_on(run: TargetOutcome, call: EffectCall) -> tuple[int, str] | None:
     return None
 
 
-@rule("target.repeats_explained", "a call repeats only as far as kills and faults explain; never after the process moved on")
+def attempt(call: EffectCall) -> int | None:
+    """The engine's attempt number of the activity that made ``call`` (its ``task`` reads ``attempt N``: Temporal),
+    else ``None``."""
+    match = _ATTEMPT.fullmatch(call.task or "")
+    return int(match.group(1)) if match else None
+
+
+def _retried(call: EffectCall, later: EffectCall) -> bool:
+    """``later`` ran in a later attempt of the activity that made ``call`` (same thread, node, step): the engine's
+    retry."""
+    first, then = attempt(call), attempt(later)
+    return (first is not None and then is not None and then > first and call.thread == later.thread
+            and call.node == later.node and call.step == later.step)
+
+
+@rule("target.repeats_explained", "a call repeats only as far as kills, faults and the engine's retries explain; never after the process moved on")
 def repeats_explained(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
     killed = {p["pid"] for p in run.pids if p["rc"] == -9 and p["pid"] is not None}
     groups: dict[tuple[Any, ...], list[EffectCall]] = defaultdict(list)
@@ -125,6 +146,8 @@ def repeats_explained(target: Target, run: TargetOutcome, golden: TargetOutcome 
                     allowed += 1
                 else:
                     lost_progress.append((call, later))
+            elif _retried(call, calls[i + 1]):
+                allowed += 1  # the engine ran the activity again after this attempt timed out or failed
         if lost_progress:
             call, (step, node) = lost_progress[0]
             found.append(Failure("target.repeats_explained",
@@ -133,7 +156,8 @@ def repeats_explained(target: Target, run: TargetOutcome, golden: TargetOutcome 
                                  f"{call.step} was not durable when the next step began; durability={run.durability})",
                                  [line(c) for c in calls[:4]]))
         elif len(calls) > allowed:
-            why = "no kill or fault explains any repeat" if allowed == 1 else f"kills and faults explain {allowed - 1}"
+            why = ("no kill, fault or engine retry explains any repeat" if allowed == 1
+                   else f"kills, faults and engine retries explain {allowed - 1}")
             found.append(Failure("target.repeats_explained",
                                  f"{calls[0].effect} called {len(calls)} times for one step of {calls[0].thread} "
                                  f"({calls[0].node}); {why}", [line(c) for c in calls[:4]]))
