@@ -24,6 +24,9 @@ which runs them, records a rule that raises, and lists them with the other rules
 * ``target.durable_before_effect``: no effect applied while the engine held no durable record of its thread.
 * ``target.approval_gate``: a gated effect is applied only while its approval's latest answer grants it; a
   ``late`` answer (delivered after the workflow moved on) is no answer: it grants nothing.
+* ``target.expected_end``: each thread the case's ``expect`` (else the target's) names ends in its status and with
+  its values (a subset: a mapping matches key by key, any other value by equality), on every run, the golden run
+  included: a golden run that is itself wrong fails here, where ``final_state_like_golden`` would take it for right.
 * ``target.final_state_like_golden``: each thread ends in the golden run's status and state values.
 * ``target.effects_like_golden``: each thread applies each effect as many times as in the golden run.
 * ``target.invariant:NAME``: the team's own checks (:func:`crashpoint.invariant`).
@@ -223,6 +226,34 @@ def approval_gate(target: Target, run: TargetOutcome, golden: TargetOutcome | No
             state = ("no answer yet" if not before else "its latest answer denied it") + late
             found.append(Failure("target.approval_gate", f"{call.effect} applied in {call.thread} while the approval "
                                  f"of {node} had {state}", [line(call)]))
+    return found
+
+
+def _mismatch(want: Any, got: Any, path: str) -> list[str]:
+    """Where ``got`` is not like ``want`` (``want``'s mappings a subset of ``got``'s, key by key; other values equal):
+    ``["values.result.status: expected 'denied', got 'refunded'"]``, ``[]`` when it matches."""
+    if isinstance(want, dict):
+        if not isinstance(got, dict):
+            return [f"{path}: expected a mapping, got {json.dumps(got, default=repr)[:160]}"]
+        return [m for k, v in want.items() for m in
+                (_mismatch(v, got[k], f"{path}.{k}") if k in got else [f"{path}.{k}: expected "
+                                                                       f"{json.dumps(v, default=repr)[:160]}, missing"])]
+    if want != got:
+        return [f"{path}: expected {json.dumps(want, default=repr)[:160]}, got {json.dumps(got, default=repr)[:160]}"]
+    return []
+
+
+@rule("target.expected_end", "each thread named in the case's expect ends in its status and with its values, golden run included")
+def expected_end(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
+    found = []
+    for thread, want in sorted(target.expected(target.case(run.case)).items()):
+        got = run.threads.get(thread, {"status": "missing"})
+        wrong = ([f"status: expected {want['status']}, got {got['status']}"] if "status" in want
+                 and got["status"] != want["status"] else [])
+        wrong += _mismatch(want["values"], got.get("values") or {}, "values") if "values" in want else []
+        if wrong:
+            found.append(Failure("target.expected_end", f"thread {thread} did not end as expected: {wrong[0]}"
+                                 + (f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else ""), wrong[:4]))
     return found
 
 

@@ -22,6 +22,7 @@ object, :class:`Target` (``crashpoint.Target``), for pytest::
       - {name: issue-times-out, faults: [{effect: issue_refund, outcome: timeout}]}
       - {name: approval-late, human: {approve: [{resume: {approved: true, ask: 1}, late: true},
                                                 {resume: {approved: false}, grants: false}]}}
+    expect: {order-1001: {status: finished}}   # thread -> the end every run must reach (rule target.expected_end)
 
 A ``late`` answer arrives after the workflow moved on (the approval's deadline passed, the human answered
 anyway): the node's next answer is delivered in its place, and the late one afterwards, to the thread as it
@@ -53,7 +54,9 @@ class TargetCase:
     ``deploy``: a version of the code (a name in ``temporal.versions``, or in ``versions``) that every worker runs once the
     run first comes to rest with a workflow still running (a code deploy while workflows wait); ``server_crash``:
     at that moment the engine's server is SIGKILLed and a new one started on the same database (Temporal);
-    ``recovery`` (DBOS, with ``workers`` >= 2): how the K workers recover the dead one's work, :data:`RECOVERY`."""
+    ``recovery`` (DBOS, with ``workers`` >= 2): how the K workers recover the dead one's work, :data:`RECOVERY`;
+    ``expect``: thread -> ``{"status"?, "values"?}``, the end every run of the case must reach (``None``: the target's
+    ``expect``; see :meth:`Target.expected`)."""
 
     name: str = "default"
     human: dict[str, list[dict[str, Any]]] | None = None
@@ -63,8 +66,11 @@ class TargetCase:
     deploy: str | None = None
     server_crash: bool = False
     recovery: str = "explicit"
+    expect: dict[str, dict[str, Any]] | None = None
 
 
+#: ``status`` values an ``expect`` may name: the ends of a thread that came to rest.
+EXPECT_STATUS = ("finished", "waiting")
 #: The registered fault kind (:mod:`crashpoint.harness.faults.kinds.workers`) a target case may name in its ``faults``
 #: (``{kind: workers, count: K}``), the same as ``workers: K``: one vocabulary for packs and targets.
 WORKERS_KIND = WorkersKind.name
@@ -119,6 +125,8 @@ class Target:
             ``settle_s``, ``versions`` (``NAME: {workflows, activities}``, the code a ``deploy`` case runs).
         versions: LangGraph and DBOS targets: ``NAME -> module:attr``, the entry point of another version of the
             code, which every worker runs after a ``deploy: NAME`` case's deploy.
+        expect: thread -> ``{"status"?: finished | waiting, "values"?: {...}}``, the end every case without an
+            ``expect`` of its own must reach (judged by ``target.expected_end`` on every run, the golden run included).
         file: the YAML it came from (``None`` when built in Python).
     """
 
@@ -138,6 +146,7 @@ class Target:
     dbos: dict[str, Any] = field(default_factory=dict)
     temporal: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
+    expect: dict[str, dict[str, Any]] = field(default_factory=dict)
     file: str | None = None
 
     def __post_init__(self) -> None:
@@ -175,6 +184,23 @@ class Target:
         threads = [i["thread"] for i in self.inputs]
         if not threads or len(set(threads)) != len(threads):
             raise CaseError(f"inputs need distinct threads, got {threads!r}", file=self.file, field="inputs")
+        expects = [("expect", self.expect)] + [(f"cases[{n}].expect", c.expect) for n, c in enumerate(self.cases)]
+        for where, expect in expects:
+            for thread, end in (expect or {}).items():
+                if thread not in threads:
+                    raise CaseError(f"expect names thread {thread!r}, which inputs do not start (threads: "
+                                    f"{', '.join(threads)})", file=self.file, field=f"{where}.{thread}")
+                odd = sorted(set(end) - {"status", "values"}) if isinstance(end, dict) else []
+                if not isinstance(end, dict) or not end or odd:
+                    raise CaseError(f"the expected end of {thread} takes status and values, got "
+                                    f"{', '.join(odd) if odd else repr(end)}", file=self.file,
+                                    field=f"{where}.{thread}" + (f".{odd[0]}" if odd else ""))
+                if "status" in end and end["status"] not in EXPECT_STATUS:
+                    raise CaseError(f"the expected status of {thread} must be one of {', '.join(EXPECT_STATUS)}, got "
+                                    f"{end['status']!r}", file=self.file, field=f"{where}.{thread}.status")
+                if "values" in end and not isinstance(end["values"], dict):
+                    raise CaseError(f"the expected values of {thread} must be a mapping (a subset of the final "
+                                    f"state), got {end['values']!r}", file=self.file, field=f"{where}.{thread}.values")
         humans = [("human", self.human)] + [(f"cases[{n}].human", c.human) for n, c in enumerate(self.cases)]
         for where, human in humans:
             for node, answers in (human or {}).items():
@@ -212,7 +238,8 @@ class Target:
         effects = [e if isinstance(e, dict) else {"path": e} for e in data.get("effects", [])]
         cases = [TargetCase(c["name"], c.get("human"), [f for f in c.get("faults", []) if f.get("kind") != WORKERS_KIND],
                             c.get("duplicate"), _workers(c, n, file), c.get("deploy"),
-                            bool(c.get("server_crash", False)), recovery=c.get("recovery", "explicit"))
+                            bool(c.get("server_crash", False)), recovery=c.get("recovery", "explicit"),
+                            expect=c.get("expect"))
                  for n, c in enumerate(data.get("cases", [{"name": "default"}]))]
         return cls(name=data["target"], entry=data["entry"], inputs=data["inputs"], engine=data.get("engine", "langgraph"),
                    human=data.get("human", {}), gates=data.get("gates", {}), effects=effects,
@@ -220,7 +247,7 @@ class Target:
                    saver=data.get("saver", "sqlite"), budget_s=float(data.get("budget_s", 60)),
                    pythonpath=[str((base / p).resolve()) for p in data.get("pythonpath", ["."])],
                    cases=cases or [TargetCase()], dbos=data.get("dbos", {}), temporal=data.get("temporal", {}),
-                   versions=data.get("versions", {}), file=file)
+                   versions=data.get("versions", {}), expect=data.get("expect", {}), file=file)
 
     def running(self, version: str) -> "Target":
         """This target as its workers run it after a deploy of ``version`` (LangGraph, DBOS): ``entry`` is
@@ -240,7 +267,7 @@ class Target:
                 "human": self.human, "gates": self.gates, "effects": self.effects, "invariants": self.invariants,
                 "durability": self.durability, "saver": self.saver, "budget_s": self.budget_s,
                 "pythonpath": self.pythonpath, "dbos": self.dbos, "temporal": self.temporal,
-                "versions": self.versions, "cases": [{k: v for k, v in asdict(c).items() if v is not None}
+                "versions": self.versions, "expect": self.expect, "cases": [{k: v for k, v in asdict(c).items() if v is not None}
                                                          for c in self.cases]}
 
     def case(self, name: str) -> TargetCase:
@@ -253,6 +280,11 @@ class Target:
             if c.name == name:
                 return c
         raise KeyError(f"target {self.name!r} has no case {name!r} (cases: {', '.join(c.name for c in self.cases)})")
+
+    def expected(self, case: TargetCase) -> dict[str, dict[str, Any]]:
+        """The end ``case`` must reach: thread -> ``{"status"?, "values"?}`` (its own ``expect``, else the target's;
+        ``{}``: none stated)."""
+        return case.expect if case.expect is not None else self.expect
 
     def answers(self, case: TargetCase) -> dict[str, list[dict[str, Any]]]:
         """The human answers of ``case`` (its own, else the target's), each with ``grants`` filled."""
