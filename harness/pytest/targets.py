@@ -44,7 +44,9 @@ class SweepReport:
 @pytest.fixture()
 def crashpoint_sweep(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[..., SweepReport]:
     """``crashpoint_sweep(target, **options) -> SweepReport``: ``target`` is a :class:`crashpoint.Target` or a
-    target file (relative to the test file's folder); options as :func:`crashpoint.harness.targets.sweep.sweep`."""
+    target file (relative to the test file's folder); options as :func:`crashpoint.harness.targets.sweep.sweep`,
+    except that ``crash`` defaults to ``sampled``, ``crashpoint run``'s default, so a test makes the runs the CLI
+    makes (``sweep``'s own default, ``every``, has no second kill during a recovery)."""
     from crashpoint.harness.pytest.plugin import chaos_enabled
 
     if not chaos_enabled(request.config):
@@ -58,6 +60,7 @@ def crashpoint_sweep(request: pytest.FixtureRequest, tmp_path: Path) -> Callable
             path = Path(target)
             target = Target.from_file(path if path.is_absolute() else Path(request.path).parent / path)
         options.setdefault("workdir", tmp_path / "runs")
+        options.setdefault("crash", "sampled")  # crashpoint run's default (harness/cli/main.py, --crash)
         return SweepReport(sweep(target, **options))
 
     return run

@@ -91,3 +91,38 @@ def test_judge_target_decides_in_the_documented_order(tmp_path: Path) -> None:
                            not_tested=["the duplicate start never overlapped"])
     result = judge_target(target, case, "sync", lonely)
     assert (result.verdict, result.error) == ("error", "the duplicate start never overlapped")
+
+
+def test_the_fixture_sweeps_with_the_clis_default_crash_selection(pytester: pytest.Pytester) -> None:
+    """``crashpoint_sweep(target)`` without ``crash`` makes the runs ``crashpoint run TARGET`` makes: before, it took
+    ``sweep``'s default (``every``: no second kill during a recovery) where the CLI's is ``sampled``."""
+    from crashpoint.harness.cli.main import build_parser
+
+    cli_default = build_parser().parse_args(["run", "t.yaml"]).crash
+    assert cli_default == "sampled"
+    out = pytester.path / "options.json"
+    pytester.makepyfile(test_default=f'''
+import json
+import crashpoint.harness.targets.sweep as sweep_module
+from crashpoint.harness.targets.target import Target
+
+class Done:
+    passed, results = True, []
+    def counts(self):
+        return {{}}
+
+def test_default(crashpoint_sweep, monkeypatch):
+    seen = {{}}
+    monkeypatch.setattr(sweep_module, "sweep", lambda target, **options: seen.update(options) or Done())
+    crashpoint_sweep(Target(name="t", entry="m:b", inputs=[{{"thread": "a", "input": 1}}]))
+    crashpoint_sweep(Target(name="t", entry="m:b", inputs=[{{"thread": "a", "input": 1}}]), crash="every")
+    with open({str(out)!r}, "w") as f:
+        json.dump(seen["crash"], f)
+    seen.clear()
+    crashpoint_sweep(Target(name="t", entry="m:b", inputs=[{{"thread": "a", "input": 1}}]))
+    with open({str(out)!r}, "a") as f:
+        f.write(" " + json.dumps(seen["crash"]))
+''')
+    run = pytester.runpytest_subprocess("--crashpoint-chaos", "-p", "no:ordeal", "-q")
+    run.assert_outcomes(passed=1)
+    assert out.read_text().split() == ['"every"', f'"{cli_default}"']
