@@ -56,8 +56,8 @@ signals of that name, or the updates of that name accepted, in the history so fa
 Temporal wrote to the history; a nondeterminism error also names ``workflow.patched``). ``settle_s`` (default 30)
 is a quiet window, not a deadline: the worker gives up waiting (a workflow still busy is ``running``, which
 ``target.ends_within_budget`` reports) only after ``settle_s`` seconds with no progress, progress being a new
-history event of a submitted workflow or of one of its pending child workflows (followed too, from their
-descriptions), a workflow task taken or given back, or a child started or closed; an activity attempt Temporal
+history event of a submitted workflow or of one of its pending child workflows (followed too, from the
+descriptions of their latest runs: a child may continue as new), a workflow task taken or given back, or a child started or closed; an activity attempt Temporal
 retries writes no event and is no progress (an activity retried forever is a finding after ``settle_s``). A slow
 machine slows every step and stretches the wait; the driver's ``budget_s`` stays the hard limit. It writes
 ``RUN_DIR/threads.json``: thread -> ``{"status": finished|waiting|stuck|running|no_checkpoint, "values",
@@ -352,7 +352,8 @@ async def look(client: Client, thread: str, signals: list[str], settle_until: fl
                 + [f"child {c.workflow_id}" for c in raw.pending_children]
                 + (["a workflow task"] if raw.HasField("pending_workflow_task") or task_open else []) + [f"{len(due)} timer(s)"] * bool(due))
         entry["error"] = "Temporal still runs " + ", ".join(what) + " once this worker gave up waiting"
-        progress = (len(history), _task_state(raw), await _children_progress(client, raw, children))
+        progress = (raw.workflow_execution_info.execution.run_id, len(history), _task_state(raw),
+                    await _children_progress(client, raw, children))
         return entry, False, progress
     entry["waiting"] = [{"node": name, "interrupt": f"{thread}:{name}:{counts.get(name, 0)}", "value": None}
                         for name in signals]
@@ -366,21 +367,24 @@ def _task_state(raw: Any) -> int | None:
 
 async def _children_progress(client: Client, raw: Any, children: list[str] | None,
                              depth: int = 0) -> tuple[Any, ...]:
-    """``((child id, history length, pending workflow task state, its children's progress), ...)`` of the pending
-    children of a workflow description ``raw``, each from its own description (``history_length``), down to
-    :data:`CHILD_DEPTH` levels; a child the server no longer describes is ``(id, None, None, ())``."""
+    """``((child id, run id, history length, pending workflow task state, its children's progress), ...)`` of the
+    pending children of a workflow description ``raw``, each from the description of its latest run
+    (``history_length``; a child that continued as new goes on in a new run, which the parent's pending child entry,
+    naming the first run, does not name), down to :data:`CHILD_DEPTH` levels; a child the server no longer describes
+    is ``(id, None, None, None, ())``."""
     out = []
     for child in raw.pending_children:
         if children is not None:
             children.append(child.workflow_id)
         try:
-            desc = await client.get_workflow_handle(child.workflow_id, run_id=child.run_id or None).describe()
+            desc = await client.get_workflow_handle(child.workflow_id).describe()
         except RPCError:
-            out.append((child.workflow_id, None, None, ()))
+            out.append((child.workflow_id, None, None, None, ()))
             continue
         inner = desc.raw_description
+        info = inner.workflow_execution_info
         below = await _children_progress(client, inner, children, depth + 1) if depth + 1 < CHILD_DEPTH else ()
-        out.append((child.workflow_id, inner.workflow_execution_info.history_length, _task_state(inner), below))
+        out.append((child.workflow_id, info.execution.run_id, info.history_length, _task_state(inner), below))
     return tuple(out)
 
 

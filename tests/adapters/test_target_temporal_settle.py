@@ -6,6 +6,7 @@ run wrong); an activity Temporal retries forever (its attempts write no event) i
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from installed import needs
@@ -17,6 +18,7 @@ from crashpoint.harness.targets.target import Target  # noqa: E402
 
 CODE = '''
 from datetime import timedelta
+from typing import Any
 
 from temporalio import activity, workflow
 
@@ -51,11 +53,27 @@ class TickingChild:
 
 
 @workflow.defn
-class SlowChildParent:
+class ContinuedChild:
+    """Two half-second timers (about 2 s on the dev server) per run, then ``left`` more runs (continue-as-new)."""
+
     @workflow.run
-    async def run(self, ticks: int) -> dict:
+    async def run(self, left: int) -> int:
+        await workflow.sleep(0.5)
+        await workflow.sleep(0.5)
+        if left > 0:
+            workflow.continue_as_new(left - 1)
+        return left
+
+
+@workflow.defn
+class SlowChildParent:
+    """Its child: ``TickingChild`` with an int input, else ``{"child": NAME, "n": N}``."""
+
+    @workflow.run
+    async def run(self, arg: Any) -> dict:
+        child, n = ("TickingChild", arg) if isinstance(arg, int) else (arg["child"], arg["n"])
         await workflow.execute_activity(note, "start", start_to_close_timeout=timedelta(seconds=10))
-        done = await workflow.execute_child_workflow(TickingChild.run, ticks, id=f"{workflow.info().workflow_id}-child")
+        done = await workflow.execute_child_workflow(child, n, id=f"{workflow.info().workflow_id}-child")
         return {"ticks": done}
 
 
@@ -79,7 +97,7 @@ def _binary_or_skip() -> None:
         pytest.skip(str(exc))
 
 
-def _target(tmp_path: Path, entry: str, settle_s: float) -> Target:
+def _target(tmp_path: Path, entry: str, settle_s: float, input: Any = 8) -> Target:
     _binary_or_skip()
     (tmp_path / "code").mkdir()
     (tmp_path / "code" / "settle_flows.py").write_text(CODE)
@@ -87,9 +105,9 @@ def _target(tmp_path: Path, entry: str, settle_s: float) -> Target:
         "target": "settle", "engine": "temporal", "entry": f"settle_flows:{entry}",
         "pythonpath": [str(tmp_path / "code")],
         "temporal": {"workflows": ["settle_flows:SlowChildParent", "settle_flows:TickingChild",
-                                   "settle_flows:RetriedForever"],
+                                   "settle_flows:RetriedForever", "settle_flows:ContinuedChild"],
                      "activities": ["settle_flows:note", "settle_flows:always_fails"], "settle_s": settle_s},
-        "inputs": [{"thread": "settle-1", "input": 8}], "budget_s": 60, "cases": [{"name": "plain"}]})
+        "inputs": [{"thread": "settle-1", "input": input}], "budget_s": 60, "cases": [{"name": "plain"}]})
 
 
 def test_a_child_that_keeps_writing_events_is_waited_for_past_settle_s(tmp_path: Path) -> None:
@@ -101,6 +119,17 @@ def test_a_child_that_keeps_writing_events_is_waited_for_past_settle_s(tmp_path:
     assert result.verdict == "passed", (result.error, [f.message for f in result.failures])
     assert result.outcome.threads["settle-1"]["status"] == "finished"
     assert result.outcome.threads["settle-1"]["values"]["result"] == {"ticks": 8}
+
+
+def test_a_child_that_continues_as_new_is_waited_for_in_its_new_runs(tmp_path: Path) -> None:
+    """settle_s 3 s, the child 4 runs of about 2 s each (continue-as-new): each run's events are progress. Before,
+    the child was described by the run its parent's pending child entry names (the first): from the first
+    continue-as-new on, no progress, and the worker gave up 3 s later ("Temporal still runs child settle-1-child
+    once this worker gave up waiting (3 s with no new history event ...)": target.ends_within_budget)."""
+    target = _target(tmp_path, "SlowChildParent", 3, input={"child": "ContinuedChild", "n": 3})
+    result = run_one(target, target.case("plain"), "sync", tmp_path / "run", None, None, keep=True)
+    assert result.verdict == "passed", (result.error, [f.message for f in result.failures])
+    assert result.outcome.threads["settle-1"]["values"]["result"] == {"ticks": 0}
 
 
 def test_an_activity_retried_forever_still_ends_as_a_finding_after_settle_s_of_quiet(tmp_path: Path) -> None:
