@@ -13,7 +13,10 @@ golden run's log is the list of crash points to sweep. When a target is reached 
 probe appends it to ``RUN_DIR/crash.fired`` and sends SIGKILL to its own process: no
 ``finally`` block, no atexit handler, no flush runs (the real thing, as in the project's
 offline probe of real engines). A schedule ``"A >> B"`` kills at ``A`` and then at ``B``,
-a point of the recovery from the first kill (crash during recovery).
+a point of the recovery from the first kill (crash during recovery). Once a probe decides to kill, the
+process's other threads stop at their next crash point, unlogged, until the SIGKILL lands: recording the kill
+takes syscalls that let them run, and a parallel branch (LangGraph's checkpoint write of the next step) must not
+pass and act on a point the recovery is meant to meet.
 
 The run folder is the engine's: an engine may rewrite any file in it. So a probe built with
 ``witness`` also keeps the harness's own record beside the run folder, in ``RUN_DIR.probe/``
@@ -31,6 +34,7 @@ import json
 import os
 import re
 import signal
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -189,18 +193,31 @@ class CrashProbe:
             self.fired = fired_points(self.run_dir)
         self.counts: Counter[str] = Counter(line.split("#", 1)[0] for line in seen)
         self.fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._lock = threading.Lock()  # one thread at a time counts, logs and decides a kill
+        self._dying = False  # a kill is decided: the SIGKILL is on its way (never set in simulated-crash mode)
 
     def __call__(self, name: str) -> None:
-        self.counts[name] += 1
-        ident = point_id(name, self.counts[name])
-        line = (ident + "\n").encode()
-        os.write(self.fd, line)
-        if self.wfd >= 0:
-            os.write(self.wfd, line)
-        if ident in self.holds and ident not in self.held:
-            self._hold(ident)
-        pending = self.targets[len(self.fired):]
-        if pending and ident == pending[0]:
+        with self._lock:
+            dying = self._dying
+            if not dying:
+                self.counts[name] += 1
+                ident = point_id(name, self.counts[name])
+                line = (ident + "\n").encode()
+                os.write(self.fd, line)
+                if self.wfd >= 0:
+                    os.write(self.wfd, line)
+                hold = ident in self.holds and ident not in self.held
+                pending = self.targets[len(self.fired):]
+                kill = bool(pending) and ident == pending[0]
+                self._dying = kill and not hold and not self.simulate
+        if dying:
+            threading.Event().wait()  # this thread stops here: another one is killing the process
+        if hold:
+            self._hold(ident)  # a hold comes before a kill at the same point
+            if kill and not self.simulate:
+                with self._lock:
+                    self._dying = True
+        if kill:
             self._record(ident)
             if self.simulate:
                 self.close()
