@@ -110,3 +110,24 @@ def test_a_server_started_ahead_is_fresh_and_handed_out_once(tmp_path: Path, mon
     second.kill()
     assert temporal_ahead.close_ahead() == len(left) == 1
     assert not any(alive(p) for s in left for p in s.pids) and not left[0].run_dir.exists()
+
+
+def test_a_lean_server_commits_without_fsync_and_collects_garbage_less_often(tmp_path: Path) -> None:
+    """LEAN_PRAGMAS and LEAN_ENV reach the server process itself (its command line and environment, read from /proc
+    once it listens); a server that is not lean gets neither. A pragma the server refuses makes it exit at start, so
+    the lean server listening is the check that the server takes it."""
+    _binary_or_skip()
+    from crashpoint.harness.targets.temporal import LEAN_ENV, LEAN_PRAGMAS, RunServer
+
+    for lean in (True, False):
+        folder = tmp_path / str(lean)
+        folder.mkdir()
+        with RunServer(folder, lean=lean) as server:
+            pid = server.pids[-1]
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            env = dict(x.split(b"=", 1) for x in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") if b"=" in x)
+            assert argv[1:4] == [b"server", b"start-dev", b"--headless"], argv  # the temporal binary, exec'd
+            for pragma in LEAN_PRAGMAS:
+                assert (pragma.encode() in argv) is lean, argv
+            for key, value in LEAN_ENV.items():
+                assert (env.get(key.encode()) == value.encode()) is lean, env.get(key.encode())
