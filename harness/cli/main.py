@@ -142,7 +142,7 @@ def add_parallel_options(parser: argparse.ArgumentParser, what: str = "parallel 
     ``--executor SPEC``; with ``progress``, also ``--progress/--no-progress``."""
     parser.add_argument("--workers", "--jobs", dest="workers", type=int, default=None, metavar="N",
                         help=f"{what}: size of the local pool (default: CPU count; for a target file: 2, a Temporal "
-                             "target 3 per CPU, see harness/targets/sweep.py default_workers); --jobs is an alias")
+                             "target 5 per CPU, see harness/targets/sweep.py default_workers); --jobs is an alias")
     parser.add_argument("--executor", default=None, metavar="processes|threads|dask://HOST:PORT",
                         help="where runs execute: a local process pool (default), a local thread pool, or the "
                              "Dask scheduler at HOST:PORT (pip install 'crashpoint[dask]')")

@@ -47,8 +47,10 @@ RECOVERY_KINDS = ("node:", "before_effect:", "after_effect:", "before_put:", "be
 
 #: Engine -> runs at once per CPU when a sweep is given no ``workers``: a Temporal run mostly waits (a kill costs
 #: the team's activity timeout or the workflow task timeout, 2 s each in the example, with no CPU used), so more runs
-#: than CPUs keep them busy. Other engines: :data:`DEFAULT_WORKERS`.
-WORKERS_PER_CPU = {"temporal": 3}
+#: than CPUs keep them busy. Other engines: :data:`DEFAULT_WORKERS`. 5 per CPU since 2026-12-02 (3 before): the
+#: example's cases ``approved`` and ``denied`` at 16 crash points took 22.6 s at 6 runs at once and 18.3 s at 12
+#: (a server per worker: 51.5 s and 57.3 s, CPU-bound), load 1 to 20 (benchmarks/temporal_sweep.py --points 16).
+WORKERS_PER_CPU = {"temporal": 5}
 DEFAULT_WORKERS = 2
 
 

@@ -279,11 +279,11 @@ def test_the_target_file_round_trips() -> None:
     assert os.path.isdir(target.pythonpath[0])
 
 
-def test_a_temporal_sweep_runs_three_runs_per_cpu_by_default() -> None:
+def test_a_temporal_sweep_runs_five_runs_per_cpu_by_default() -> None:
     """Temporal runs mostly wait on the server's timeouts: more runs than CPUs at once; other engines keep 2."""
     from types import SimpleNamespace
 
     from crashpoint.harness.targets.sweep import DEFAULT_WORKERS, default_workers
 
-    assert default_workers(Target.from_file(TARGET)) == 3 * (os.cpu_count() or 1)
+    assert default_workers(Target.from_file(TARGET)) == 5 * (os.cpu_count() or 1)
     assert default_workers(SimpleNamespace(engine="langgraph")) == DEFAULT_WORKERS == 2
