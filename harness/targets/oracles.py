@@ -25,7 +25,7 @@ which runs them, records a rule that raises, and lists them with the other rules
 * ``target.approval_gate``: a gated effect is applied only while its approval's latest answer grants it; a
   ``late`` answer (delivered after the workflow moved on) is no answer: it grants nothing.
 * ``target.expected_end``: each thread the case's ``expect`` (else the target's) names ends in its status and with
-  its values (a subset: a mapping matches key by key, any other value by equality), on every run, the golden run
+  its values (a subset: a mapping matches key by key, any other value by JSON equality: true is not 1), on every run, the golden run
   included: a golden run that is itself wrong fails here, where ``final_state_like_golden`` would take it for right.
 * ``target.final_state_like_golden``: each thread ends in the golden run's status and state values.
 * ``target.effects_like_golden``: each thread applies each effect as many times as in the golden run.
@@ -229,16 +229,29 @@ def approval_gate(target: Target, run: TargetOutcome, golden: TargetOutcome | No
     return found
 
 
+def _same(want: Any, got: Any) -> bool:
+    """``want == got`` as JSON values: a boolean equals only a boolean (Python's ``True == 1`` does not hold here),
+    lists and mappings element by element; an int and a float of one value are one number."""
+    if isinstance(want, bool) or isinstance(got, bool):
+        return isinstance(want, bool) and isinstance(got, bool) and want == got
+    if isinstance(want, (list, tuple)) and isinstance(got, (list, tuple)):
+        return len(want) == len(got) and all(_same(a, b) for a, b in zip(want, got))
+    if isinstance(want, dict) and isinstance(got, dict):
+        return want.keys() == got.keys() and all(_same(v, got[k]) for k, v in want.items())
+    return bool(want == got)
+
+
 def _mismatch(want: Any, got: Any, path: str) -> list[str]:
-    """Where ``got`` is not like ``want`` (``want``'s mappings a subset of ``got``'s, key by key; other values equal):
-    ``["values.result.status: expected 'denied', got 'refunded'"]``, ``[]`` when it matches."""
+    """Where ``got`` is not like ``want`` (``want``'s mappings a subset of ``got``'s, key by key; other values equal
+    as JSON values, :func:`_same`): ``["values.result.status: expected 'denied', got 'refunded'"]``, ``[]`` when it
+    matches."""
     if isinstance(want, dict):
         if not isinstance(got, dict):
             return [f"{path}: expected a mapping, got {json.dumps(got, default=repr)[:160]}"]
         return [m for k, v in want.items() for m in
                 (_mismatch(v, got[k], f"{path}.{k}") if k in got else [f"{path}.{k}: expected "
                                                                        f"{json.dumps(v, default=repr)[:160]}, missing"])]
-    if want != got:
+    if not _same(want, got):
         return [f"{path}: expected {json.dumps(want, default=repr)[:160]}, got {json.dumps(got, default=repr)[:160]}"]
     return []
 

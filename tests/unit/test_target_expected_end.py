@@ -48,6 +48,19 @@ def test_a_case_without_its_own_expect_takes_the_targets() -> None:
                         _run("default", "stuck", {}), None) == []  # nothing expected: nothing to judge
 
 
+def test_a_boolean_is_expected_as_a_boolean_not_as_1_or_0() -> None:
+    """Python's ``True == 1``: before, ``expect`` {approved: true} passed a thread whose approved was 1, and
+    {count: 1} one whose count was true (both seen passing on a LangGraph golden run)."""
+    target = Target(name="t", entry="m:b", inputs=[{"thread": "refund-1001", "input": 1}],
+                    expect={"refund-1001": {"values": {"result": {"approved": True, "count": 1, "tags": [False, 2.0]}}}})
+    found = expected_end(target, _run("default", "finished", {"approved": 1, "count": True, "tags": [0, 2]}), None)
+    assert [f.evidence for f in found] == [["values.result.approved: expected true, got 1",
+                                           "values.result.count: expected 1, got true",
+                                           "values.result.tags: expected [false, 2.0], got [0, 2]"]], found
+    assert expected_end(target, _run("default", "finished", {"approved": True, "count": 1.0, "tags": [False, 2]}),
+                        None) == []
+
+
 def test_the_expect_round_trips_through_the_yaml_form() -> None:
     again = Target.from_data(TARGET.to_data())
     assert again == TARGET and again.expected(again.case("denied")) == DENIED
