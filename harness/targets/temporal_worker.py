@@ -81,7 +81,7 @@ from typing import Any, Callable
 
 from temporalio import activity, workflow
 from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.enums.v1 import EventType, PendingWorkflowTaskState, WorkflowTaskFailedCause
+from temporalio.api.enums.v1 import EventType, PendingWorkflowTaskState, TimeoutType, WorkflowTaskFailedCause
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, ResetStickyTaskQueueRequest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDConflictPolicy
@@ -309,6 +309,7 @@ async def look(client: Client, thread: str, signals: list[str], settle_until: fl
         return entry, True, ()
     failed = None
     task_open = False  # a workflow task scheduled or started and not closed (the history is read after describe)
+    timed_out = None  # the latest workflow task that ran past its start-to-close timeout, none completed since
     timers: dict[str, float] = {}
     counts = {name: 0 for name in signals}
     for event in history:
@@ -317,10 +318,12 @@ async def look(client: Client, thread: str, signals: list[str], settle_until: fl
             task_open = True
         elif et == EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
             task_open = False
+            if event.workflow_task_timed_out_event_attributes.timeout_type == TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE:
+                timed_out = event  # the workflow code ran longer than the task timeout (a sticky queue's is no sign)
         if et == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
             failed, task_open = event, False
         elif et == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
-            failed, task_open = None, False
+            failed, task_open, timed_out = None, False, None
         elif et == EventType.EVENT_TYPE_TIMER_STARTED:
             attrs = event.timer_started_event_attributes
             timers[attrs.timer_id] = event.event_time.ToDatetime().timestamp() + attrs.start_to_fire_timeout.ToTimedelta().total_seconds()
@@ -350,7 +353,8 @@ async def look(client: Client, thread: str, signals: list[str], settle_until: fl
     if busy or due:
         what = ([f"activity {a.activity_type.name} (attempt {a.attempt})" for a in raw.pending_activities]
                 + [f"child {c.workflow_id}" for c in raw.pending_children]
-                + (["a workflow task"] if raw.HasField("pending_workflow_task") or task_open else []) + [f"{len(due)} timer(s)"] * bool(due))
+                + ([_task_text(raw, timed_out)] if raw.HasField("pending_workflow_task") or task_open else [])
+                + [f"{len(due)} timer(s)"] * bool(due))
         entry["error"] = "Temporal still runs " + ", ".join(what) + " once this worker gave up waiting"
         progress = (raw.workflow_execution_info.execution.run_id, len(history), _task_state(raw),
                     await _children_progress(client, raw, children))
@@ -358,6 +362,18 @@ async def look(client: Client, thread: str, signals: list[str], settle_until: fl
     entry["waiting"] = [{"node": name, "interrupt": f"{thread}:{name}:{counts.get(name, 0)}", "value": None}
                         for name in signals]
     return entry, True, ()
+
+
+def _task_text(raw: Any, timed_out: Any) -> str:
+    """``a workflow task (attempt N)`` of a description ``raw``; with ``timed_out`` (a WorkflowTaskTimedOut event,
+    start to close, no task completed since) also why it does not end: the workflow code ran past the task timeout
+    (Temporal writes the first such timeout, then retries the task without writing more)."""
+    attempt = raw.pending_workflow_task.attempt if raw.HasField("pending_workflow_task") else 0
+    text = "a workflow task" + (f" (attempt {attempt})" if attempt > 1 else "")
+    if timed_out is not None:
+        text += (f", which timed out (event {timed_out.event_id}, start to close: the worker took longer than "
+                 "temporal.task_timeout_s over it; workflow code that blocks, e.g. in time.sleep, does so)")
+    return text
 
 
 def _task_state(raw: Any) -> int | None:

@@ -17,6 +17,7 @@ from crashpoint.harness.targets.sweep import run_one  # noqa: E402
 from crashpoint.harness.targets.target import Target  # noqa: E402
 
 CODE = '''
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -78,6 +79,20 @@ class SlowChildParent:
 
 
 @workflow.defn
+class Blocking:
+    """Each workflow task blocks 1.5 s: longer than the task timeout of the test (1 s), less than the SDK's deadlock
+    detector (2 s). Temporal retries the task without writing each timeout to the history."""
+
+    @workflow.run
+    async def run(self, _: int) -> dict:
+        await workflow.execute_activity(note, "start", start_to_close_timeout=timedelta(seconds=10))
+        while True:
+            with workflow.unsafe.sandbox_unrestricted():
+                time.sleep(1.5)
+            await workflow.sleep(0.1)
+
+
+@workflow.defn
 class RetriedForever:
     """An activity that always fails under Temporal's default retry policy (unbounded attempts)."""
 
@@ -97,7 +112,7 @@ def _binary_or_skip() -> None:
         pytest.skip(str(exc))
 
 
-def _target(tmp_path: Path, entry: str, settle_s: float, input: Any = 8) -> Target:
+def _target(tmp_path: Path, entry: str, settle_s: float, input: Any = 8, **temporal: Any) -> Target:
     _binary_or_skip()
     (tmp_path / "code").mkdir()
     (tmp_path / "code" / "settle_flows.py").write_text(CODE)
@@ -105,8 +120,9 @@ def _target(tmp_path: Path, entry: str, settle_s: float, input: Any = 8) -> Targ
         "target": "settle", "engine": "temporal", "entry": f"settle_flows:{entry}",
         "pythonpath": [str(tmp_path / "code")],
         "temporal": {"workflows": ["settle_flows:SlowChildParent", "settle_flows:TickingChild",
-                                   "settle_flows:RetriedForever", "settle_flows:ContinuedChild"],
-                     "activities": ["settle_flows:note", "settle_flows:always_fails"], "settle_s": settle_s},
+                                   "settle_flows:RetriedForever", "settle_flows:ContinuedChild", "settle_flows:Blocking"],
+                     "activities": ["settle_flows:note", "settle_flows:always_fails"], "settle_s": settle_s,
+                     **temporal},
         "inputs": [{"thread": "settle-1", "input": input}], "budget_s": 60, "cases": [{"name": "plain"}]})
 
 
@@ -142,3 +158,15 @@ def test_an_activity_retried_forever_still_ends_as_a_finding_after_settle_s_of_q
     found = [f.message for f in result.failures if f.rule == "target.ends_within_budget"]
     assert found and "activity always_fails (attempt" in found[0], [f.message for f in result.failures]
     assert result.outcome.over_budget is None and result.wall_s < 40, result.wall_s
+
+
+def test_a_workflow_task_that_keeps_timing_out_is_a_finding_that_says_so(tmp_path: Path) -> None:
+    """Its retries write no event: the worker gives up after settle_s of quiet and the run fails
+    target.ends_within_budget, naming the timed-out task. Before, the message said "Temporal still runs a workflow
+    task" and no more."""
+    target = _target(tmp_path, "Blocking", 3, task_timeout_s=1)
+    result = run_one(target, target.case("plain"), "sync", tmp_path / "run", None, None, keep=True)
+    assert result.verdict == "failed", result.error
+    found = [f.message for f in result.failures if f.rule == "target.ends_within_budget"]
+    assert found and "a workflow task (attempt " in found[0] and "which timed out (event " in found[0], found
+    assert "temporal.task_timeout_s" in found[0] and result.outcome.over_budget is None, found
