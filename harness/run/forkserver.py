@@ -181,7 +181,7 @@ class ForkServer:
                 if time.monotonic() > deadline:
                     answered = True
                     self._abandon(pid)
-                    raise WorkerTimeout(f"worker did not exit within {timeout_s} s (killed with its process group)")
+                    raise WorkerTimeout(f"worker did not exit within {timeout_s:.1f} s (killed with its process group)")
         finally:
             if not answered:
                 self._abandon(pid)

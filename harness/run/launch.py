@@ -73,7 +73,7 @@ def run_process(argv: list[str], timeout_s: float, env: dict[str, str] | None = 
             proc.wait()
             reap(marker, proc.pid)
             if isinstance(exc, subprocess.TimeoutExpired):
-                raise WorkerTimeout(f"worker did not exit within {timeout_s} s (killed with its process group)") \
+                raise WorkerTimeout(f"worker did not exit within {timeout_s:.1f} s (killed with its process group)") \
                     from None
             raise
     return proc.returncode, reap(marker, proc.pid)
