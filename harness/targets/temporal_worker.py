@@ -58,7 +58,8 @@ is a quiet window, not a deadline: the worker gives up waiting (a workflow still
 ``target.ends_within_budget`` reports) only after ``settle_s`` seconds with no progress, progress being a new
 history event of a submitted workflow or of one of its pending child workflows (followed too, from the
 descriptions of their latest runs: a child may continue as new), a workflow task taken or given back, or a child started or closed; an activity attempt Temporal
-retries writes no event and is no progress (an activity retried forever is a finding after ``settle_s``). A slow
+retries writes no event and is no progress (an activity retried forever is a finding after ``settle_s``). An attempt
+started by a worker that is gone (killed) ends at its timeout: the quiet window counts from then. A slow
 machine slows every step and stretches the wait; the driver's ``budget_s`` stays the hard limit. It writes
 ``RUN_DIR/threads.json``: thread -> ``{"status": finished|waiting|stuck|running|no_checkpoint, "values",
 "error"?, "waiting"}``, shuts the worker down and leaves with ``os._exit`` (Temporal workers have been seen
@@ -81,7 +82,8 @@ from typing import Any, Callable
 
 from temporalio import activity, workflow
 from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.enums.v1 import EventType, PendingWorkflowTaskState, TimeoutType, WorkflowTaskFailedCause
+from temporalio.api.enums.v1 import (EventType, PendingActivityState, PendingWorkflowTaskState, TimeoutType,
+                                     WorkflowTaskFailedCause)
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, ResetStickyTaskQueueRequest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDConflictPolicy
@@ -275,14 +277,17 @@ def _failure_text(failure: Any) -> str:
 
 
 async def look(client: Client, thread: str, signals: list[str], settle_until: float,
-               children: list[str] | None = None) -> tuple[dict[str, Any], bool, tuple[Any, ...]]:
+               children: list[str] | None = None, ours: set[str] | None = None,
+               held: list[float] | None = None) -> tuple[dict[str, Any], bool, tuple[Any, ...]]:
     """``(threads.json entry, at rest, progress)`` of workflow ``thread`` from its description and history
     (``settle_until``: a time.time(); a timer due by then is waited for, a later one is a wait).
 
     ``progress`` changes whenever the workflow made progress: its history's length and its pending workflow task's
     state, and, while it is busy, the same of each of its pending child workflows (their children too, from
     their descriptions: no child history is fetched). An activity's attempt going up writes no history event
-    and changes nothing. The ids of those children are appended to ``children`` (to be followed).
+    and changes nothing. The ids of those children are appended to ``children`` (to be followed). An activity
+    attempt started by a worker whose identity is not in ``ours`` (a worker killed mid-activity) ends only when
+    Temporal times it out: that time (a time.time()) is appended to ``held`` (:func:`_attempt_timeout`).
     """
     handle = client.get_workflow_handle(thread)
     try:
@@ -310,6 +315,7 @@ async def look(client: Client, thread: str, signals: list[str], settle_until: fl
     failed = None
     task_open = False  # a workflow task scheduled or started and not closed (the history is read after describe)
     timed_out = None  # the latest workflow task that ran past its start-to-close timeout, none completed since
+    scheduled: dict[str, Any] = {}  # activity id -> its ActivityTaskScheduled attributes (the timeouts)
     timers: dict[str, float] = {}
     counts = {name: 0 for name in signals}
     for event in history:
@@ -324,6 +330,9 @@ async def look(client: Client, thread: str, signals: list[str], settle_until: fl
             failed, task_open = event, False
         elif et == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
             failed, task_open, timed_out = None, False, None
+        elif et == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            scheduled[event.activity_task_scheduled_event_attributes.activity_id] = \
+                event.activity_task_scheduled_event_attributes
         elif et == EventType.EVENT_TYPE_TIMER_STARTED:
             attrs = event.timer_started_event_attributes
             timers[attrs.timer_id] = event.event_time.ToDatetime().timestamp() + attrs.start_to_fire_timeout.ToTimedelta().total_seconds()
@@ -356,12 +365,30 @@ async def look(client: Client, thread: str, signals: list[str], settle_until: fl
                 + ([_task_text(raw, timed_out)] if raw.HasField("pending_workflow_task") or task_open else [])
                 + [f"{len(due)} timer(s)"] * bool(due))
         entry["error"] = "Temporal still runs " + ", ".join(what) + " once this worker gave up waiting"
+        if held is not None and ours is not None:
+            held += [t for a in raw.pending_activities if a.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
+                     and a.last_worker_identity not in ours and a.activity_id in scheduled
+                     and (t := _attempt_timeout(a, scheduled[a.activity_id])) is not None]
         progress = (raw.workflow_execution_info.execution.run_id, len(history), _task_state(raw),
                     await _children_progress(client, raw, children))
         return entry, False, progress
     entry["waiting"] = [{"node": name, "interrupt": f"{thread}:{name}:{counts.get(name, 0)}", "value": None}
                         for name in signals]
     return entry, True, ()
+
+
+def _attempt_timeout(pending: Any, attrs: Any) -> float | None:
+    """When Temporal times out the started attempt ``pending`` (a PendingActivityInfo) of the activity scheduled with
+    ``attrs`` (its ActivityTaskScheduled attributes): a time.time(), the earliest of its start-to-close and heartbeat
+    timeouts, ``None`` with neither."""
+    started = pending.last_started_time.ToDatetime().timestamp()
+    due = []
+    if attrs.start_to_close_timeout.ToTimedelta().total_seconds() > 0:
+        due.append(started + attrs.start_to_close_timeout.ToTimedelta().total_seconds())
+    if attrs.heartbeat_timeout.ToTimedelta().total_seconds() > 0:
+        beat = pending.last_heartbeat_time.ToDatetime().timestamp() if pending.HasField("last_heartbeat_time") else 0.0
+        due.append(max(started, beat) + attrs.heartbeat_timeout.ToTimedelta().total_seconds())
+    return min(due) if due else None
 
 
 def _task_text(raw: Any, timed_out: Any) -> str:
@@ -548,6 +575,7 @@ async def _pass(args: argparse.Namespace, target: dict[str, Any], run_dir: Path)
         elif args.phase == "answer":
             await answer_all(client, json.loads((run_dir / ANSWERS_FILE).read_text()), update_names(workflows))
         settle_s = float(opts.get("settle_s", 30))
+        ours = {client.identity, worker.config().get("identity")} - {None}  # this worker's activity attempts
         changed = asyncio.Event()
         followed: dict[str, asyncio.Task[None]] = {}
         last: list[Any] | None = None
@@ -560,17 +588,20 @@ async def _pass(args: argparse.Namespace, target: dict[str, Any], run_dir: Path)
             horizon = time.time() + settle_s  # a timer firing within settle_s is waited for, a later one is a wait
             progress: list[Any] = []
             children: list[str] = []
+            held: list[float] = []  # when Temporal times out an attempt a killed worker had started
             for thread in threads:
                 if thread not in done:
                     out[thread] = {"status": "not_submitted", "waiting": []}
                     continue
-                out[thread], one, made = await look(client, thread, signals, horizon, children)
+                out[thread], one, made = await look(client, thread, signals, horizon, children, ours, held)
                 rest = rest and one
                 progress.append(made)
             if rest:
                 break
             if progress != last:  # a new event, a workflow task taken or given back, a child started or closed
                 last, quiet_from = progress, time.monotonic()
+            if held:  # the attempt of a gone worker ends at its timeout, then Temporal retries it: quiet until then
+                quiet_from = max(quiet_from, time.monotonic() + max(held) - time.time())
             elif time.monotonic() - quiet_from > settle_s:
                 for entry in out.values():
                     if entry["status"] == "running":

@@ -170,3 +170,17 @@ def test_a_workflow_task_that_keeps_timing_out_is_a_finding_that_says_so(tmp_pat
     found = [f.message for f in result.failures if f.rule == "target.ends_within_budget"]
     assert found and "a workflow task (attempt " in found[0] and "which timed out (event " in found[0], found
     assert "temporal.task_timeout_s" in found[0] and result.outcome.over_budget is None, found
+
+
+def test_an_attempt_a_killed_worker_started_is_waited_for_until_temporal_times_it_out(tmp_path: Path) -> None:
+    """The worker is killed inside ``note`` (start_to_close_timeout 10 s); Temporal retries it only once that attempt
+    times out, writing no event meanwhile. Before, the recovering worker gave up settle_s (3 s) into that quiet and
+    correct code failed target.ends_within_budget ("Temporal still runs activity note (attempt 1) once this worker
+    gave up waiting") and final_state_like_golden; now the quiet window counts from the attempt's timeout."""
+    target = _target(tmp_path, "SlowChildParent", 3, input=1)
+    golden = run_one(target, target.case("plain"), "sync", tmp_path / "golden", None, None)
+    assert golden.verdict == "passed", (golden.error, [f.message for f in golden.failures])
+    result = run_one(target, target.case("plain"), "sync", tmp_path / "run", "after_effect:record", golden.outcome,
+                     keep=True)
+    assert result.verdict == "passed", (result.error, [f.message for f in result.failures])
+    assert result.outcome.threads["settle-1"]["values"]["result"] == {"ticks": 1}
