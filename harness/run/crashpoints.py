@@ -154,6 +154,12 @@ class SimulatedCrash(BaseException):
     """
 
 
+#: Seconds a thread stopped by another thread's kill waits for the SIGKILL to land before it goes on: a SIGKILL
+#: lands in milliseconds, and a probe that records a kill without dying (tests/variants/kills.py) must still let the
+#: worker run on and exit, so that the harness finds it alive (an ``error``), not hung.
+KILL_LANDS_S = 10.0
+
+
 class CrashProbe:
     """The worker-side probe.
 
@@ -195,28 +201,33 @@ class CrashProbe:
         self.fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._lock = threading.Lock()  # one thread at a time counts, logs and decides a kill
         self._dying = False  # a kill is decided: the SIGKILL is on its way (never set in simulated-crash mode)
+        self._killer = 0  # the thread that decided it
 
     def __call__(self, name: str) -> None:
-        with self._lock:
-            dying = self._dying
-            if not dying:
-                self.counts[name] += 1
-                ident = point_id(name, self.counts[name])
-                line = (ident + "\n").encode()
-                os.write(self.fd, line)
-                if self.wfd >= 0:
-                    os.write(self.wfd, line)
-                hold = ident in self.holds and ident not in self.held
-                pending = self.targets[len(self.fired):]
-                kill = bool(pending) and ident == pending[0]
-                self._dying = kill and not hold and not self.simulate
-        if dying:
-            threading.Event().wait()  # this thread stops here: another one is killing the process
+        me, waited = threading.get_ident(), False
+        while True:
+            with self._lock:
+                if self._dying and (self._killer == me or waited):
+                    self._dying = False  # the SIGKILL did not land (a probe that survives its own kill): go on
+                if not self._dying:
+                    self.counts[name] += 1
+                    ident = point_id(name, self.counts[name])
+                    line = (ident + "\n").encode()
+                    os.write(self.fd, line)
+                    if self.wfd >= 0:
+                        os.write(self.wfd, line)
+                    hold = ident in self.holds and ident not in self.held
+                    pending = self.targets[len(self.fired):]
+                    kill = bool(pending) and ident == pending[0]
+                    self._dying, self._killer = kill and not hold and not self.simulate, me
+                    break
+            time.sleep(KILL_LANDS_S)  # another thread is killing the process: this one stops here
+            waited = True
         if hold:
             self._hold(ident)  # a hold comes before a kill at the same point
             if kill and not self.simulate:
                 with self._lock:
-                    self._dying = True
+                    self._dying, self._killer = True, me
         if kill:
             self._record(ident)
             if self.simulate:
