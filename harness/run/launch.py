@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from crashpoint.api import RUN_MARKER  # noqa: F401  (the harness's name for it: launch.RUN_MARKER)
 from crashpoint.errors import WorkerTimeout
 from crashpoint.harness.run import forkserver, inprocess
 from crashpoint.harness.run.forkserver import forkable
@@ -31,9 +32,9 @@ from crashpoint.harness.run.forkserver import forkable
 Poll = Callable[[], None]
 
 
-#: Environment variable set for every worker of a run; its value is the run folder. Children
-#: inherit it, so the harness finds and kills whatever a worker left behind, even in a new session.
-RUN_MARKER = "CRASHPOINT_RUN_DIR"
+#: :data:`RUN_MARKER` (defined in :mod:`crashpoint.api`, whose effect decorator reads it) is set for every worker of
+#: a run; its value is the run folder. Children inherit it, so the harness finds and kills whatever a worker left
+#: behind, even in a new session.
 
 
 def run_process(argv: list[str], timeout_s: float, env: dict[str, str] | None = None,
