@@ -215,19 +215,19 @@ def outside_calls(run_dir: str | os.PathLike[str]) -> list[str]:
             lines = f.read().splitlines()
     except OSError:
         return []
-    seen: dict[tuple[int, str], list[Any]] = {}
+    seen: dict[tuple[int, str], tuple[int, list[Any]]] = {}  # (pid, effect) -> (its parent pid, its keys)
     for text in lines:
         try:
             row = json.loads(text)
         except ValueError:
             continue
-        keys = seen.setdefault((row["pid"], row["effect"]), [row["ppid"]])
-        if row["key"] not in keys[1:]:
+        _, keys = seen.setdefault((row["pid"], row["effect"]), (row["ppid"], []))
+        if row["key"] not in keys:
             keys.append(row["key"])
     return [f"crashpoint.effect called in pid {pid}, not a worker process: {effect} (key "
-            f"{', '.join(str(k) for k in keys[1:])}; parent pid {keys[0]}) was made without the run's ledger or a crash "
+            f"{', '.join(str(k) for k in keys)}; parent pid {ppid}) was made without the run's ledger or a crash "
             "point around it, so this run did not judge it (call the effect in the worker process, e.g. in the node "
-            "itself, not in a subprocess it starts)" for (pid, effect), keys in seen.items()]
+            "itself, not in a subprocess it starts)" for (pid, effect), (ppid, keys) in seen.items()]
 
 
 def read_calls(ledger: Ledger) -> list[EffectCall]:
