@@ -126,6 +126,10 @@ SLOW: dict[str, str] = {
         "a whole pytest session (pytester) runs crash items with real kills (26 s)",
     "tests/integration/test_pytest_plugin.py::test_chaos_option_clash_with_another_plugin_does_not_break_pytest":
         "a whole pytest session (pytester) runs crash items with real kills (25 s)",
+    "tests/integration/test_pytest_plugin.py::test_another_plugins_chaos_option_that_takes_a_value_is_not_read_and_the_summary_says_so":
+        "a whole pytest session (pytester) runs crash items with real kills (12 s at load 10, 2026-12-02)",
+    "tests/integration/test_pytest_plugin.py::test_a_skipped_target_sweep_is_counted_in_the_summary":
+        "a whole pytest session (pytester) runs crash items with real kills (5 s at load 10, 2026-12-02)",
     "tests/integration/test_pytest_plugin.py::test_a_failure_shows_the_oracle_trace_lines_and_a_repro_command":
         "a whole pytest session (pytester) runs crash items with real kills (25 s)",
     "tests/integration/test_pytest_plugin.py::test_a_failing_schedule_is_shrunk_written_and_given_a_one_line_repro":

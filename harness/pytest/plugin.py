@@ -10,8 +10,11 @@
 Other plugins (ordeal, agentchaos-core) register ``--chaos`` too, and pytest refuses to
 start when two plugins add one option. So this plugin always registers the unambiguous
 ``--crashpoint-*`` options, and adds the ``--chaos`` alias only after every plugin has
-registered its options, and only when no other plugin owns it (likewise ``--chaos-seed``);
-the pytest header advertises only the spellings that are ours here.
+registered its options, and only when no other plugin owns it (likewise ``--chaos-seed``).
+Where another plugin owns ``--chaos`` as a flag, the user's ``--chaos`` switches crashpoint's
+chaos on as well (read from that plugin's option), and a header line says so; the header
+advertises only the spellings that work here. A session that ran crashpoint's cases golden
+only, or skipped its target sweeps, says in the terminal summary that no crash run happened.
 
 crashpoint's items depend on no other plugin's markers or flags: another plugin may skip the
 items it believes are its own (ordeal skips every item with a ``chaos`` keyword, which an item
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from dataclasses import dataclass
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -36,6 +40,21 @@ CASE_SUFFIXES = (".yaml", ".yml", ".json")
 _STASH_PACKS = pytest.StashKey[dict]()
 _STASH_ALIAS = pytest.StashKey[str]()
 _STASH_SEED_ALIAS = pytest.StashKey[bool]()
+#: Golden-only case items run and target sweeps skipped, counted where the reports arrive.
+_STASH_GOLDEN_ONLY = pytest.StashKey[dict]()
+
+
+@dataclass(frozen=True)
+class ForeignChaos:
+    """Another plugin's ``--chaos``: its ``dest`` on ``config.option``, the option group it was added to
+    (``ordeal``), and whether it is a plain on/off flag (only then does crashpoint read it as its own)."""
+
+    dest: str
+    group: str
+    flag: bool
+
+
+_STASH_FOREIGN = pytest.StashKey[ForeignChaos]()
 #: Markers another plugin may put on items to skip them; never honoured on crashpoint's items.
 FOREIGN_SKIPS = ("skip", "skipif", "xfail")
 
@@ -59,17 +78,40 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "without URL: $CRASHPOINT_RESULTS_DB or .crashpoint/results.db)")
 
 
-def _option_owned(parser: pytest.Parser, name: str) -> bool:
+def _find_option(parser: pytest.Parser, name: str) -> tuple[Any, Any] | None:
+    """``(group, option)`` of the registered option spelled ``name``, or ``None``."""
     groups = [parser._anonymous, *parser._groups]  # pytest exposes no public lookup of registered names
-    return any(name in opt.names() for group in groups for opt in group.options)
+    for group in groups:
+        for opt in group.options:
+            if name in opt.names():
+                return group, opt
+    return None
+
+
+def _option_owned(parser: pytest.Parser, name: str) -> bool:
+    return _find_option(parser, name) is not None
+
+
+def _is_flag(opt: Any) -> bool:
+    """``True`` for an on/off option (argparse ``store_true``): pytest 9 wraps an argparse action, pytest 8 keeps
+    the keyword arguments."""
+    action = getattr(opt, "_action", None)
+    if action is not None:
+        return getattr(action, "nargs", None) == 0 and getattr(action, "const", None) is True
+    return getattr(opt, "_attrs", {}).get("action") == "store_true"
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
-    """Add the ``--chaos`` alias now that every installed plugin has added its options."""
+    """Add the ``--chaos`` alias now that every installed plugin has added its options; where another plugin
+    owns ``--chaos``, remember its option so that the user's ``--chaos`` switches crashpoint's chaos on too."""
     early_config.stash[_STASH_SEED_ALIAS] = False
-    if _option_owned(parser, "--chaos"):
+    found = _find_option(parser, "--chaos")
+    if found is not None:
+        group, opt = found
         early_config.stash[_STASH_ALIAS] = "taken"
+        early_config.stash[_STASH_FOREIGN] = ForeignChaos(dest=opt.dest, group=getattr(group, "name", "") or "?",
+                                                          flag=_is_flag(opt))
         return
     parser.getgroup("crashpoint").addoption("--chaos", action="store_true", default=False,
                                             dest="crashpoint_chaos_alias",
@@ -81,25 +123,47 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     early_config.stash[_STASH_ALIAS] = "ours"
 
 
+def _foreign_chaos(config: pytest.Config) -> ForeignChaos | None:
+    """The other plugin's ``--chaos`` when one owns it, else ``None``."""
+    return config.stash.get(_STASH_FOREIGN, None)
+
+
+def _chaos_through_foreign(config: pytest.Config) -> bool:
+    """``True`` when the user gave ``--chaos`` and another plugin owns it as a flag."""
+    foreign = _foreign_chaos(config)
+    return foreign is not None and foreign.flag and getattr(config.option, foreign.dest, None) is True
+
+
 def chaos_enabled(config: pytest.Config) -> bool:
-    """``True`` when ``--crashpoint-chaos`` or our ``--chaos`` alias was given."""
+    """``True`` when ``--crashpoint-chaos`` or ``--chaos`` was given: our alias, or another plugin's ``--chaos``
+    flag (ordeal's), which switches crashpoint's chaos on as well."""
     alias = getattr(config.option, "crashpoint_chaos_alias", False)
-    return bool(config.getoption("crashpoint_chaos") or alias)
+    return bool(config.getoption("crashpoint_chaos") or alias) or _chaos_through_foreign(config)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    """One header line: mode, and which chaos spelling works here."""
+    """The mode, and which chaos spelling works here; one more line when another plugin's ``--chaos`` turned
+    crashpoint's chaos on."""
     alias = config.stash.get(_STASH_ALIAS, "ours")
-    spelling = "--chaos or --crashpoint-chaos" if alias == "ours" else \
-        "--crashpoint-chaos (--chaos belongs to another plugin)"
+    foreign = _foreign_chaos(config)
+    if alias == "ours":
+        spelling = "--chaos or --crashpoint-chaos"
+    elif foreign is not None and foreign.flag:
+        spelling = f"--chaos (shared with plugin {foreign.group}) or --crashpoint-chaos"
+    else:
+        spelling = "--crashpoint-chaos (--chaos belongs to another plugin)"
     if chaos_enabled(config):
         from crashpoint.harness.pytest.schedules import resolve  # via sys.modules, like the items' own import
 
         seed = resolve(config)
         flag = "--chaos-seed" if config.stash.get(_STASH_SEED_ALIAS, False) else "--crashpoint-seed"
-        return ["crashpoint: chaos on: one item per (case, crash point), each a real SIGKILL and resume",
-                f"crashpoint: chaos seed {seed}, {config.getoption('crashpoint_schedules')} generated fault "
-                f"schedule(s) per case (same schedules: {flag} {seed} or {flag} last)"]
+        lines = ["crashpoint: chaos on: one item per (case, crash point), each a real SIGKILL and resume",
+                 f"crashpoint: chaos seed {seed}, {config.getoption('crashpoint_schedules')} generated fault "
+                 f"schedule(s) per case (same schedules: {flag} {seed} or {flag} last)"]
+        if not config.getoption("crashpoint_chaos") and _chaos_through_foreign(config):
+            lines.insert(0, f"crashpoint: --chaos is shared with plugin {foreign.group}: crashpoint honours it too "
+                            f"(both plugins' chaos runs; --crashpoint-chaos alone runs crashpoint's only)")
+        return lines
     return [f"crashpoint: golden runs only; enable chaos with {spelling}"]
 
 
@@ -107,6 +171,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """Set up the per-session pack cache; check ``--crashpoint-results-db`` and ``--chaos-seed`` before
     anything runs."""
     config.stash[_STASH_PACKS] = {}
+    config.stash[_STASH_GOLDEN_ONLY] = {"cases": 0, "sweeps": 0}
     config.pluginmanager.register(ReportSink(config), "crashpoint-report-sink")
     timeout = config.getoption("crashpoint_worker_timeout", None)
     if timeout is not None:
@@ -301,6 +366,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
             value = getattr(item, attr, None)
             if value is not None:
                 setattr(report, attr, value)
+        if isinstance(item, CaseItem) and item.crash_point is None and item.golden is None:
+            report.crashpoint_golden_only = True  # a case run without chaos: counted for the terminal summary
 
 
 class ReportSink:
@@ -312,7 +379,14 @@ class ReportSink:
         self.config = config
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """See the class docstring."""
+        """See the class docstring; also counts golden-only case runs and skipped target sweeps."""
+        from crashpoint.harness.pytest.targets import SWEEP_SKIP
+
+        counts = self.config.stash[_STASH_GOLDEN_ONLY]
+        if getattr(report, "crashpoint_golden_only", False):
+            counts["cases"] += 1
+        elif report.skipped and isinstance(report.longrepr, tuple) and SWEEP_SKIP in str(report.longrepr[-1]):
+            counts["sweeps"] += 1
         if getattr(report, "crashpoint_record", None) is None and \
                 getattr(report, "crashpoint_schedules", None) is None:
             return
@@ -330,6 +404,20 @@ def pytest_configure_node(node: Any) -> None:
         from crashpoint.harness.pytest.schedules import WORKERINPUT_SEED, resolve
 
         node.workerinput[WORKERINPUT_SEED] = resolve(node.config)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """Say that no crash run happened when crashpoint's cases ran golden only or its target sweeps were skipped
+    (never a silent golden-only run: another plugin may own ``--chaos``)."""
+    counts = config.stash.get(_STASH_GOLDEN_ONLY, None)
+    if not counts or not (counts["cases"] or counts["sweeps"]) or chaos_enabled(config):
+        return
+    ran = [f"{counts['cases']} case(s) ran their golden run only"] if counts["cases"] else []
+    if counts["sweeps"]:
+        ran.append(f"{counts['sweeps']} crashpoint_sweep test(s) skipped")
+    spelling = "--chaos or --crashpoint-chaos" if config.stash.get(_STASH_ALIAS, "ours") == "ours" or \
+        (_foreign_chaos(config) is not None and _foreign_chaos(config).flag) else "--crashpoint-chaos"
+    terminalreporter.write_line(f"crashpoint: no crash run happened ({', '.join(ran)}); crash runs need {spelling}")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

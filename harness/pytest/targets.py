@@ -17,6 +17,9 @@ from typing import Any, Callable
 
 import pytest
 
+#: The reason a ``crashpoint_sweep`` test is skipped without chaos (the plugin's terminal summary counts these).
+SWEEP_SKIP = "crashpoint sweeps run under --chaos (or --crashpoint-chaos)"
+
 
 class SweepReport:
     """A sweep's result with a ``summary`` made for an assertion message (each failing run, its rules and repro,
@@ -50,7 +53,7 @@ def crashpoint_sweep(request: pytest.FixtureRequest, tmp_path: Path) -> Callable
     from crashpoint.harness.pytest.plugin import chaos_enabled
 
     if not chaos_enabled(request.config):
-        pytest.skip("crashpoint sweeps run under --chaos (or --crashpoint-chaos)")
+        pytest.skip(SWEEP_SKIP)
 
     def run(target: Any, **options: Any) -> SweepReport:
         from crashpoint.harness.targets.sweep import sweep

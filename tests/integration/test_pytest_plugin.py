@@ -18,7 +18,7 @@ SEED = "approval_timeout_after_refund_draft.json"
 @pytest.fixture(autouse=True)
 def _no_other_chaos_plugin(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     """These tests exercise crashpoint's own ``--chaos`` alias: keep another installed owner of ``--chaos``
-    (ordeal, which CI installs for tests/integration/test_pytest_foreign.py) out of the sessions they start."""
+    (ordeal, in a venv made before the test extra dropped it) out of the sessions they start."""
     monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:ordeal")
 
 
@@ -50,18 +50,57 @@ def test_chaos_makes_one_item_per_crash_point_with_readable_ids(pytester: pytest
 
 def test_chaos_option_clash_with_another_plugin_does_not_break_pytest(pytester: pytest.Pytester,
                                                                       project: Path) -> None:
+    """Another plugin's ``--chaos`` flag switches crashpoint's chaos on too, and one header line says so (before,
+    ``--chaos`` there ran crashpoint's golden runs only, silently: 1 passed)."""
     pytester.makepyfile(otherchaos="""
         def pytest_addoption(parser):
-            parser.addoption("--chaos", action="store_true", help="another plugin's --chaos")
+            parser.getgroup("otherchaos").addoption("--chaos", action="store_true", help="another plugin's --chaos")
     """)
     pytester.syspathinsert()
     result = pytester.runpytest("-p", "otherchaos", str(project / "cases" / SEED), "--crashpoint-chaos",
                                 "--crashpoint-schedules", "0")
     result.assert_outcomes(passed=14)
     result.stdout.fnmatch_lines(["*crashpoint: chaos on*"])
-    result = pytester.runpytest("-p", "otherchaos", str(project / "cases" / SEED), "--chaos")
-    result.assert_outcomes(passed=1)  # their --chaos, not ours: golden run only
-    result.stdout.fnmatch_lines(["*--chaos belongs to another plugin*"])
+    assert "shared with plugin" not in result.stdout.str()  # --crashpoint-chaos alone: no borrowed --chaos
+    result = pytester.runpytest("-p", "otherchaos", str(project / "cases" / SEED), "--chaos",
+                                "--crashpoint-schedules", "0")
+    result.assert_outcomes(passed=14)  # the golden run + 13 crash points, as with our own --chaos
+    result.stdout.fnmatch_lines(["crashpoint: --chaos is shared with plugin otherchaos: crashpoint honours it too*",
+                                 "crashpoint: chaos on*"])
+    golden = pytester.runpytest("-p", "otherchaos", str(project / "cases" / SEED))
+    golden.assert_outcomes(passed=1)
+    golden.stdout.fnmatch_lines(["*crashpoint: golden runs only; enable chaos with --chaos (shared with plugin "
+                                 "otherchaos) or --crashpoint-chaos*",
+                                 "crashpoint: no crash run happened (1 case(s) ran their golden run only)*"])
+
+
+def test_another_plugins_chaos_option_that_takes_a_value_is_not_read_and_the_summary_says_so(
+        pytester: pytest.Pytester, project: Path) -> None:
+    """A ``--chaos LEVEL`` of another plugin is not an on/off switch crashpoint can read: its cases run golden only,
+    and the terminal summary says no crash run happened (never a silent golden-only run)."""
+    pytester.makepyfile(levelchaos="""
+        def pytest_addoption(parser):
+            parser.addoption("--chaos", default=None, metavar="LEVEL", help="another plugin's --chaos LEVEL")
+    """)
+    pytester.syspathinsert()
+    result = pytester.runpytest("-p", "levelchaos", str(project / "cases" / SEED), "--chaos", "high")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*crashpoint: golden runs only; enable chaos with --crashpoint-chaos (--chaos "
+                                 "belongs to another plugin)*",
+                                 "crashpoint: no crash run happened (1 case(s) ran their golden run only); crash "
+                                 "runs need --crashpoint-chaos"])
+
+
+def test_a_skipped_target_sweep_is_counted_in_the_summary(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_sweep="""
+        def test_sweeps(crashpoint_sweep):
+            raise AssertionError("not reached: the fixture skips without chaos")
+    """)
+    result = pytester.runpytest("-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["crashpoint: no crash run happened (1 crashpoint_sweep test(s) skipped); crash runs "
+                                 "need --chaos or --crashpoint-chaos",
+                                 "*crashpoint sweeps run under --chaos*"])
 
 
 def test_a_failure_shows_the_oracle_trace_lines_and_a_repro_command(pytester: pytest.Pytester,

@@ -21,7 +21,7 @@ CASES = ("approval_timeout_after_refund_draft.json", "cancel_while_waiting_compe
 @pytest.fixture(autouse=True)
 def _no_other_chaos_plugin(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     """These tests exercise crashpoint's own ``--chaos`` alias: keep another installed owner of ``--chaos``
-    (ordeal, which CI installs for tests/integration/test_pytest_foreign.py) out of the sessions they start."""
+    (ordeal, in a venv made before the test extra dropped it) out of the sessions they start."""
     monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:ordeal")
 
 
