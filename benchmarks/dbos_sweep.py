@@ -23,9 +23,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from crashpoint.harness.targets.driver import prewarm
-from crashpoint.harness.targets.sweep import sweep
-from crashpoint.harness.targets.target import Target
+from crashpoint.harness.run.target_driver import prewarm
+from crashpoint.harness.run.target_sweep import sweep
+from crashpoint.harness.load.target import Target
 
 TARGET = Path(__file__).resolve().parents[1] / "examples/dbos_refund/target.yaml"
 

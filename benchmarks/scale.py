@@ -7,7 +7,7 @@ Usage::
 Prints, for this machine (each timed figure is the median of ``--repeat`` runs, default 3):
 
 - ``cycles kill``: real-kill crash/resume cycles per second on the refund workflow. A cycle
-  (:meth:`crashpoint.harness.run.driver.Driver.cycle`) restores the golden run's durable state at the
+  (:meth:`crashpoint.harness.run.pack_driver.Driver.cycle`) restores the golden run's durable state at the
   start of the crash point's worker segment, forks a worker from a warm parent, which runs until the
   probe SIGKILLs it at the crash point, then forks new workers that resume from the files until the
   workflow is quiescent. Every crash point of every refund case, ``--workers`` processes at once.
@@ -48,7 +48,7 @@ from crashpoint.engine.engine import Engine
 from crashpoint.engine.definition import WorkflowDefinition
 from crashpoint.fakes.world import build as build_world
 from crashpoint.harness.adapters import ReferenceAdapter
-from crashpoint.harness.run.driver import Driver
+from crashpoint.harness.run.pack_driver import Driver
 from crashpoint.harness.load.loader import load_target
 from crashpoint.harness.run.sweep import sweep
 from crashpoint.scenarios import builtin_pack
@@ -82,7 +82,7 @@ def _cycle_batch(mode: str, pack_dir: str, jobs: list[tuple[str, str]], goldens:
 
 
 def _warm(_: int) -> int:
-    from crashpoint.harness.run import forkserver
+    from crashpoint.harness.process import forkserver
 
     forkserver.for_this_thread()
     return os.getpid()

@@ -16,9 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from crashpoint.harness.run import crashpoints
+from crashpoint.harness.process import crashpoints
 from crashpoint.harness.adapters import ReferenceAdapter
-from crashpoint.harness.run.driver import Driver
+from crashpoint.harness.run.pack_driver import Driver
 from crashpoint.harness.load.loader import load_target
 from crashpoint.scenarios import builtin_pack
 from crashpoint.harness.run.sweep import sweep
@@ -35,7 +35,7 @@ def main() -> None:
         adapter = ReferenceAdapter()
         Driver(adapter, pack).run(cases[0], run_dir)
         from crashpoint.harness.adapters.protocol import RunContext
-        argv = adapter.worker_command(RunContext(run_dir), "crashpoint.harness.run.crashpoints:probe",
+        argv = adapter.worker_command(RunContext(run_dir), "crashpoint.harness.process.crashpoints:probe",
                                       crashpoints.probe_arg(run_dir, None))
         samples = []
         for _ in range(args.repeat):

@@ -17,8 +17,8 @@ import argparse
 import time
 from pathlib import Path
 
-from crashpoint.harness.targets.sweep import sweep
-from crashpoint.harness.targets.target import Target
+from crashpoint.harness.run.target_sweep import sweep
+from crashpoint.harness.load.target import Target
 
 TARGET = Path(__file__).resolve().parents[1] / "examples/langgraph_refund/target.yaml"
 

@@ -33,9 +33,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from crashpoint.harness.targets.driver import run_target
-from crashpoint.harness.targets.sweep import default_workers, sweep
-from crashpoint.harness.targets.target import Target
+from crashpoint.harness.run.target_driver import run_target
+from crashpoint.harness.run.target_sweep import default_workers, sweep
+from crashpoint.harness.load.target import Target
 
 TARGET = Path(__file__).resolve().parents[1] / "examples/temporal_refund/target.yaml"
 #: Way -> (warm, server mode).

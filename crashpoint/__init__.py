@@ -22,7 +22,7 @@ __all__ = ["CaseError", "CrashpointError", "EffectFault", "EffectTimeout", "RunV
 
 def __getattr__(name: str):  # Target loads PyYAML and jsonschema: only when asked for
     if name == "Target":
-        from crashpoint.harness.targets.target import Target
+        from crashpoint.harness.load.target import Target
 
         return Target
     raise AttributeError(f"module 'crashpoint' has no attribute {name!r}")

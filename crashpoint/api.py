@@ -36,7 +36,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-#: The environment variable naming the run folder of the process (set by ``crashpoint.harness.run.launch`` for every
+#: The environment variable naming the run folder of the process (set by ``crashpoint.harness.process.launch`` for every
 #: worker of a run, inherited by its children).
 RUN_MARKER = "CRASHPOINT_RUN_DIR"
 #: File of a run folder: one JSON line ``{"pid", "ppid", "effect", "key"}`` per effect call made outside a worker.

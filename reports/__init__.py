@@ -1,4 +1,4 @@
-"""Reports. They read result data only: the document of :mod:`crashpoint.harness.judge.results`, or runs
+"""Reports. They read result data only: the document of :mod:`crashpoint.harness.judge.document`, or runs
 stored in the results store.
 
 * :mod:`.store`: the results store (SQLAlchemy Core; SQLite or PostgreSQL).

@@ -123,7 +123,7 @@ def _group(g: dict[str, Any], with_timeline: bool) -> dict[str, Any]:
 
 def render(stored: dict[str, Any]) -> str:
     """The HTML document (``str``) of a stored run (``{"run": {...}, "results": [...]}``, as
-    :meth:`crashpoint.reports.store.ResultStore.load_run` returns it)."""
+    :meth:`crashpoint.reports.results_store.ResultStore.load_run` returns it)."""
     from markupsafe import Markup
 
     run, results = stored["run"], stored["results"]

@@ -1,6 +1,6 @@
 """Counts and metrics of a stored run, computed from its result data alone.
 
-A *stored run* is what :meth:`crashpoint.reports.store.ResultStore.load_run` returns and every
+A *stored run* is what :meth:`crashpoint.reports.results_store.ResultStore.load_run` returns and every
 renderer takes: ``{"run": {run columns}, "results": [result dicts]}``.
 """
 

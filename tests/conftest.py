@@ -25,8 +25,8 @@ import sqlite3  # noqa: E402,F401
 import crashpoint.engine.engine  # noqa: E402,F401
 import crashpoint.fakes.world  # noqa: E402,F401
 import crashpoint.harness.adapters.reference  # noqa: E402,F401
-import crashpoint.harness.run.driver  # noqa: E402,F401
-import crashpoint.reports.store  # noqa: E402,F401
+import crashpoint.harness.run.pack_driver  # noqa: E402,F401
+import crashpoint.reports.results_store  # noqa: E402,F401
 
 TESTS_DIR = str(Path(__file__).resolve().parent)
 

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from crashpoint.harness.cli.main import main
-from crashpoint.reports.store import ResultStore
+from crashpoint.reports.results_store import ResultStore
 
 SEED = Path(__file__).resolve().parent.parent / "scenarios" / "refunds" / "cases" / "approval_timeout_after_refund_draft.json"
 BROKEN = "variants.engines:EffectBeforeCheckpointNoKey"

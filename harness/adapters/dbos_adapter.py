@@ -1,12 +1,12 @@
 """The DBOS adapter (``pip install 'crashpoint[dbos]'``): DBOS Transact embedded, SQLite system database.
 
 ``crashpoint certify --adapter crashpoint.harness.adapters.dbos_adapter:DBOSAdapter``. The worker is
-:mod:`crashpoint.harness.adapters.dbos_worker`; the harness side only touches ``adapter.db``.
+:mod:`crashpoint.harness.adapters.dbos_adapter_worker`; the harness side only touches ``adapter.db``.
 """
 
 from __future__ import annotations
 
-from crashpoint.harness.adapters.langgraph_adapter import _versions
+from crashpoint.versions import installed_versions as _versions
 from crashpoint.harness.adapters.runtime import InterpretedAdapter
 
 
@@ -14,7 +14,7 @@ class DBOSAdapter(InterpretedAdapter):
     """DBOS Transact: one DBOS workflow per run, steps for tool calls, ``recv`` for approvals."""
 
     name = "dbos"
-    worker_module = "crashpoint.harness.adapters.dbos_worker"
+    worker_module = "crashpoint.harness.adapters.dbos_adapter_worker"
 
     def version(self) -> str:
         """``dbos X``."""

@@ -2,24 +2,13 @@
 
 ``crashpoint certify --adapter crashpoint.harness.adapters.langgraph_adapter:LangGraphSync`` (or
 ``LangGraphAsync``, LangGraph's default mode). The worker is
-:mod:`crashpoint.harness.adapters.langgraph_worker`; the harness side only touches ``adapter.db``.
+:mod:`crashpoint.harness.adapters.langgraph_adapter_worker`; the harness side only touches ``adapter.db``.
 """
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
+from crashpoint.versions import installed_versions as _versions
 from crashpoint.harness.adapters.runtime import InterpretedAdapter
-
-
-def _versions(*packages: str) -> str:
-    found = []
-    for package in packages:
-        try:
-            found.append(f"{package} {version(package)}")
-        except PackageNotFoundError:
-            found.append(f"{package} (not installed)")
-    return ", ".join(found)
 
 
 class LangGraphAdapter(InterpretedAdapter):
@@ -32,7 +21,7 @@ class LangGraphAdapter(InterpretedAdapter):
         ValueError: an unknown durability mode.
     """
 
-    worker_module = "crashpoint.harness.adapters.langgraph_worker"
+    worker_module = "crashpoint.harness.adapters.langgraph_adapter_worker"
 
     def __init__(self, durability: str = "sync") -> None:
         if durability not in ("sync", "async", "exit"):

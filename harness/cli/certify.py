@@ -15,9 +15,9 @@ from pathlib import Path
 
 def _cmd_certify(args: argparse.Namespace) -> int:
     from crashpoint.errors import UsageError
-    from crashpoint.harness.judge.certify import certify, markdown, write
+    from crashpoint.harness.run.certification import certify, markdown, write
     from crashpoint.harness.cli.main import check_sweep_options, progress_for, resolve_path
-    from crashpoint.harness.cli.paths import output_folder
+    from crashpoint.paths import output_folder
     from crashpoint.harness.run.executors import describe, make_executor
 
     spec = args.adapter or args.engine

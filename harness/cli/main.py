@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from crashpoint.errors import CaseError, CrashpointError, EngineCrashed, UsageError, WorkerTimeout, printable
-from crashpoint.harness.cli.paths import output_file, output_folder
+from crashpoint.paths import output_file, output_folder
 from crashpoint.harness.run.modes import CRASH_MODES
 
 
@@ -130,7 +130,7 @@ def engine_under_test(engine: str | None, adapter: str | None, call_timeout_s: f
                          "class for the reference adapter; an adapter brings its own engine)")
     spec = adapter or (None if engine else recorded)
     if spec:
-        from crashpoint.harness.judge.certify import load_adapter
+        from crashpoint.harness.run.certification import load_adapter
 
         return load_adapter(spec, call_timeout_s=call_timeout_s)
     return _adapter(engine)
@@ -142,7 +142,7 @@ def add_parallel_options(parser: argparse.ArgumentParser, what: str = "parallel 
     ``--executor SPEC``; with ``progress``, also ``--progress/--no-progress``."""
     parser.add_argument("--workers", "--jobs", dest="workers", type=int, default=None, metavar="N",
                         help=f"{what}: size of the local pool (default: CPU count; for a target file: 2, a Temporal "
-                             "target 5 per CPU, see harness/targets/sweep.py default_workers); --jobs is an alias")
+                             "target 5 per CPU, see harness/run/target_sweep.py default_workers); --jobs is an alias")
     parser.add_argument("--executor", default=None, metavar="processes|threads|dask://HOST:PORT",
                         help="where runs execute: a local process pool (default), a local thread pool, or the "
                              "Dask scheduler at HOST:PORT (pip install 'crashpoint[dask]')")
@@ -160,7 +160,7 @@ def check_sweep_options(args: argparse.Namespace) -> None:
         UsageError: ``--workers`` below 1, an executor that is not ``processes``, ``threads`` or
             ``dask://HOST:PORT``, a timeout that is not a finite number of seconds in (0, a week], or a
             ``--workdir`` that exists and is not an empty folder, or where no file can be created
-            (:func:`~crashpoint.harness.cli.paths.output_folder`).
+            (:func:`~crashpoint.paths.output_folder`).
     """
     from crashpoint.harness.run.executors import check_spec
 
@@ -176,10 +176,10 @@ def check_sweep_options(args: argparse.Namespace) -> None:
 def _cmd_validate(args: argparse.Namespace) -> int:
     from crashpoint.harness.load.loader import load_target
 
-    from crashpoint.harness.cli.target import check_names, is_target_file
+    from crashpoint.harness.cli.target_run import check_names, is_target_file
 
     if is_target_file(Path(args.path)):  # the team's own code (issue 12), not a pack
-        from crashpoint.harness.targets.target import Target
+        from crashpoint.harness.load.target import Target
 
         target = Target.from_file(args.path)
         check_names(target, Path(args.path))
@@ -203,7 +203,7 @@ def progress_for(args: argparse.Namespace):
 def _cmd_run(args: argparse.Namespace) -> int:
     from crashpoint.harness.run.executors import describe, make_executor
     from crashpoint.harness.load.loader import load_target
-    from crashpoint.harness.cli.target import is_target_file, run_target_command
+    from crashpoint.harness.cli.target_run import is_target_file, run_target_command
 
     if is_target_file(Path(args.path)):  # the team's own code (issue 12), not a pack
         return run_target_command(args, Path(args.path))
@@ -227,10 +227,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _sweep_and_report(args: argparse.Namespace, pack, cases, adapter, executor, where: str) -> int:
     from crashpoint.harness.cli import report as cli_report
-    from crashpoint.harness.judge.results import sweep_data
+    from crashpoint.harness.judge.document import sweep_data
     from crashpoint.harness.judge.verdict import Invocation, repro_command
     from crashpoint.harness.run.sweep import sweep
-    from crashpoint.reports import json_report, text
+    from crashpoint.reports import json_report
+    from crashpoint.reports import terminal as text
     from crashpoint.reports.summary import visible
     from crashpoint.text import clip
 
@@ -405,7 +406,7 @@ def build_parser() -> argparse.ArgumentParser:
     from crashpoint.harness.cli import report as cli_report
 
     cli_report.add_run_options(run)
-    from crashpoint.harness.cli.target import add_target_options
+    from crashpoint.harness.cli.target_run import add_target_options
 
     add_target_options(run)
     run.set_defaults(func=_cmd_run)
@@ -435,7 +436,7 @@ def build_parser() -> argparse.ArgumentParser:
     from crashpoint.harness.cli import search as cli_search
 
     cli_search.add_search_parser(sub)
-    from crashpoint.harness.cli import tools as cli_tools
+    from crashpoint.harness.cli import list_tools as cli_tools
 
     cli_tools.add_tools_parser(sub)
     return parser

@@ -23,6 +23,7 @@ from typing import Any, Callable, Sequence
 
 from crashpoint.errors import UsageError
 from crashpoint.harness.run.modes import crash_label
+from crashpoint.harness.run.store_recorder import SweepRecorder
 
 FORMATS = ("json", "junit", "markdown", "html")
 WEEKLY_FORMATS = ("markdown", "json", "html")
@@ -33,61 +34,6 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--results-db", nargs="?", const="", default=None, metavar="URL",
                      help="append this run to a results store as it goes (SQLite path or database URL; "
                           "without URL: $CRASHPOINT_RESULTS_DB or .crashpoint/results.db)")
-
-
-class SweepRecorder:
-    """Records a CLI sweep: one stored result per finished run, the run marked complete at the end.
-
-    Args:
-        url: the ``--results-db`` value (``""``: the default store).
-        pack, cases, adapter: the sweep's pack, cases and engine adapter.
-        crash: the stored crash setting (:func:`~crashpoint.harness.run.driver.crash_label`); ``engine_spec``,
-            ``crash_mode`` and ``adapter_spec``: the ``--engine``, ``--crash-mode`` and ``--adapter``
-            values (for the reproduce commands of results that carry none).
-            ``only``: the ``--crash-point`` ids (part of the recorded selection, see
-            :func:`crashpoint.harness.run.resume.selection`).
-
-    Raises:
-        UsageError: no store there, or a malformed URL. StoreError: the store cannot be read (both named
-            in the message).
-    """
-
-    def __init__(self, url: str, pack: Any, cases: list[Any], adapter: Any, crash: str,
-                 engine_spec: str | None, crash_mode: str = "kill", adapter_spec: str | None = None,
-                 only: Sequence[str] = ()) -> None:
-        from crashpoint.harness.adapters.protocol import adapter_class
-        from crashpoint.harness.judge.record import Recorder
-
-        self.cases = {c.case_id: c for c in cases}
-        self.engine_spec = engine_spec
-        self.adapter_spec = adapter_spec
-        self.crash_mode = crash_mode
-        info = {"engine": adapter.name, "engine_version": adapter.version(), "adapter": adapter_class(adapter),
-                "pack": pack.name, "pack_version": pack.version, "crash": crash, "seed": None, "source": "cli"}
-        from crashpoint.harness.run.resume import selection
-
-        self.recorder = Recorder(url or None, info, selection=selection(pack, cases, adapter, crash.split("+")[0], only,
-                                                                        crash_mode))
-
-    @property
-    def where(self) -> str:
-        """The store's file or URL (password hidden)."""
-        return self.recorder.store.where
-
-    def on_result(self, result: Any) -> None:
-        """Store one :class:`~crashpoint.harness.run.sweep.RunResult` (called as each run finishes)."""
-        from crashpoint.harness.judge.record import stored_result
-        from crashpoint.harness.judge.verdict import Invocation, repro_command
-
-        case = self.cases.get(result.case_id)
-        repro = result.reproduce or (repro_command(case.path, result.crash_point,
-                                                   Invocation(self.engine_spec, self.adapter_spec, self.crash_mode))
-                                     if case is not None and result.verdict != "passed" else None)
-        self.recorder.add(stored_result(result, tuple(case.tags) if case is not None else (), repro))
-
-    def finish(self, document: dict[str, Any]) -> None:
-        """Mark the run complete and keep the document's summary and coverage."""
-        self.recorder.finish(document)
 
 
 def start_recording(args: argparse.Namespace, pack: Any, cases: list[Any], adapter: Any) -> SweepRecorder | None:
@@ -116,7 +62,7 @@ def add_report_parser(sub: Any, handler: Callable[[argparse.Namespace], int] | N
 
 def _check_out(out: Path | None) -> None:
     if out is not None:
-        from crashpoint.harness.cli.paths import output_file
+        from crashpoint.paths import output_file
 
         output_file(out, "--out")
 
@@ -149,7 +95,7 @@ def render_stored(stored: dict[str, Any], fmt: str) -> str:
 def _list_runs(db: str | None) -> int:
     from tabulate import tabulate
 
-    from crashpoint.reports.store import ResultStore
+    from crashpoint.reports.results_store import ResultStore
 
     store = ResultStore(db, create=False)
     try:
@@ -168,7 +114,7 @@ def _list_runs(db: str | None) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """``crashpoint report``: see the module docstring. Returns an exit code (0, 1; 2 via UsageError, 3 via StoreError)."""
-    from crashpoint.reports.store import ResultStore
+    from crashpoint.reports.results_store import ResultStore
 
     _check_out(args.out)
     if args.list:

@@ -5,7 +5,7 @@
                            [--worker-timeout S] [--workdir DIR]
 
 For each case of PATH, hypothesis generates up to ``--schedules`` fault schedules (see
-:mod:`crashpoint.harness.faults.generate`), runs each with real worker processes, and shrinks the
+:mod:`crashpoint.harness.run.schedule_search`), runs each with real worker processes, and shrinks the
 first failing one. Each shrunk failure is written under ``--out`` as a pack folder holding
 one case that reproduces it on its own, and the command prints the line that runs it. The
 seed is printed in the summary and kept in ``.crashpoint/last-seed``, so ``--seed last``
@@ -60,11 +60,11 @@ def add_search_parser(sub: argparse._SubParsersAction) -> None:
 def cmd_search(args: argparse.Namespace) -> int:
     """Run the search; exit 0 when nothing failed, 1 when a failure was found, 2 on bad input."""
     from crashpoint.harness.cli.main import ExitCode, check_sweep_options, engine_under_test, resolve_path
-    from crashpoint.harness.cli.paths import output_file, output_folder
+    from crashpoint.paths import output_file, output_folder
     from crashpoint.harness.run.executors import make_executor
-    from crashpoint.harness.faults.generate import resolve_seed, search, summary_lines, write_repro
+    from crashpoint.harness.run.schedule_search import resolve_seed, search, summary_lines, write_repro
     from crashpoint.harness.load.loader import load_target
-    from crashpoint.harness.faults.schedule import KINDS
+    from crashpoint.harness.load.schedule import KINDS
 
     pack, cases = load_target(resolve_path(args.path))
     adapter = engine_under_test(args.engine, args.adapter, args.worker_timeout)

@@ -18,8 +18,8 @@ from crashpoint.harness.faults import kinds as fault_kinds
 from crashpoint.harness.faults.kinds.duplicate import event_cells as delivery_cells
 from crashpoint.harness.faults.kinds.kill import point_cells
 from crashpoint.harness.faults.kinds.tool import event_cells as tool_event_cells
-from crashpoint.harness.run.crashpoints import schedule
-from crashpoint.harness.run.driver import RunOutcome
+from crashpoint.harness.process.crashpoints import schedule
+from crashpoint.harness.model.outcomes import RunOutcome
 
 #: Columns of the matrix, in order: each registered fault kind's (:mod:`crashpoint.harness.faults.kinds`).
 KINDS = fault_kinds.columns()

@@ -1,6 +1,6 @@
 """Invariants read from the world's record and the harness's own log, never from the engine's claims.
 
-Each function reads one finished run and returns its findings (:class:`~crashpoint.harness.judge.oracles.Failure`);
+Each function reads one finished run and returns its findings (:class:`~crashpoint.harness.judge.pack_rules.Failure`);
 :data:`RULES` names them with their rule ids. What they read:
 
 * the **ledger** (``out.calls``): every call that reached a tool, with its idempotency key, outcome and
@@ -36,10 +36,10 @@ import dataclasses
 from collections import defaultdict
 from typing import Any, Callable
 
-from crashpoint.harness.judge.oracles import Failure, call_line, trace_line
-from crashpoint.harness.judge.rules import RuleContext, rule
+from crashpoint.harness.judge.pack_rules import Failure, call_line, trace_line
+from crashpoint.harness.model.rules import RuleContext, rule
 from crashpoint.harness.load.loader import APPROVAL_TOOL, Case, Pack
-from crashpoint.harness.run.driver import RunOutcome
+from crashpoint.harness.model.outcomes import RunOutcome
 
 
 def kill_line(entry: dict[str, Any]) -> str:
@@ -232,7 +232,7 @@ DESCRIPTIONS = {
 
 
 def _register(rule_id: str, func: Callable[[Case, Pack, RunOutcome], list[Failure]]) -> None:
-    """Register ``func`` as rule ``rule_id`` of :mod:`crashpoint.harness.judge.rules` (one signature:
+    """Register ``func`` as rule ``rule_id`` of :mod:`crashpoint.harness.model.rules` (one signature:
     ``rule(ctx)``)."""
     def check_rule(ctx: RuleContext) -> list[Failure]:
         return func(ctx.case, ctx.pack, ctx.outcome)

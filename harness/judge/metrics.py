@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable
 
-from crashpoint.harness.judge.oracles import DUPLICATE_RULES
-from crashpoint.harness.run.crashpoints import parse
+from crashpoint.harness.judge.pack_rules import DUPLICATE_RULES
+from crashpoint.harness.process.crashpoints import parse
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from crashpoint.harness.judge.verdict import RunResult
+    from crashpoint.harness.model.results import RunResult
 
 
 def _row(r: "RunResult") -> dict[str, Any]:

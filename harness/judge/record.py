@@ -1,4 +1,4 @@
-"""Recording runs into the results store (:mod:`crashpoint.reports.store`) as they finish.
+"""Recording runs into the results store (:mod:`crashpoint.reports.results_store`) as they finish.
 
 The harness turns each live :class:`~crashpoint.harness.run.sweep.RunResult` into plain result data
 here, so the reports never see a live object. A stored result is the result document's result dict
@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from crashpoint.harness.judge.metrics import run_row
-from crashpoint.harness.judge.oracles import DUPLICATE_RULES, trace_line
+from crashpoint.harness.judge.pack_rules import DUPLICATE_RULES, trace_line
 from crashpoint.text import bounded
 
 if TYPE_CHECKING:
-    from crashpoint.harness.judge.verdict import RunResult
+    from crashpoint.harness.model.results import RunResult
 
 #: Most trace events kept in a stored timeline (the refund pack's longest run has about 60).
 TIMELINE_MAX = 400
@@ -116,8 +116,8 @@ class Recorder:
     """Appends one run to a results store as its results arrive.
 
     Args:
-        url: the store's database URL (see :func:`crashpoint.reports.store.normalize_url`).
-        info: run info, the keys of :data:`crashpoint.reports.store.RUN_FIELDS`; ``host`` and
+        url: the store's database URL (see :func:`crashpoint.reports.results_store.normalize_url`).
+        info: run info, the keys of :data:`crashpoint.reports.results_store.RUN_FIELDS`; ``host`` and
             ``git_commit`` are filled in when missing.
         started_at: the run's start (UTC; default now).
         selection: what the run was asked to do (:func:`crashpoint.harness.run.resume.selection`), kept so
@@ -126,12 +126,12 @@ class Recorder:
     This process is the run's writer until :meth:`finish` or :meth:`abandon` (a lock in the store).
 
     Raises:
-        UsageError, StoreError: the store cannot be opened (see :class:`~crashpoint.reports.store.ResultStore`).
+        UsageError, StoreError: the store cannot be opened (see :class:`~crashpoint.reports.results_store.ResultStore`).
     """
 
     def __init__(self, url: str | None, info: dict[str, Any], started_at: datetime | None = None,
                  selection: dict[str, Any] | None = None) -> None:
-        from crashpoint.reports.store import ResultStore, host_name
+        from crashpoint.reports.results_store import ResultStore, host_name
 
         self.store = ResultStore(url)
         info = dict(info)
@@ -148,7 +148,7 @@ class Recorder:
         Raises:
             UsageError, StoreError: the store cannot be opened, or another live process is writing the run.
         """
-        from crashpoint.reports.store import ResultStore
+        from crashpoint.reports.results_store import ResultStore
 
         self = cls.__new__(cls)
         self.store, self.run_id, self.count = ResultStore(url), run_id, 0

@@ -31,16 +31,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
+from crashpoint.harness.model.results import VERDICTS, RunResult
 from crashpoint.errors import Unsupported, WorkerTimeout
-from crashpoint.harness.judge.kills import unverified
+from crashpoint.harness.process.kills import unverified
 from crashpoint.harness.judge.invariants import point_at_cause
-from crashpoint.harness.judge.rules import Finding, Judgement, Rule, RuleContext, evaluate
+from crashpoint.harness.model.rules import Finding, Judgement, Rule, RuleContext, evaluate
 
 if TYPE_CHECKING:
     from crashpoint.harness.load.loader import Case, Pack
-    from crashpoint.harness.run.driver import RunOutcome
+    from crashpoint.harness.model.outcomes import RunOutcome
 
-VERDICTS = ("passed", "failed", "error", "unknown", "unsupported")
 
 
 @dataclass(frozen=True)
@@ -77,75 +77,6 @@ def repro_command(case_path: Path | str, crash_point: str | None, how: Invocatio
     return shlex.join(words)
 
 
-@dataclass
-class RunResult:
-    """The verdict on one run: the one result record every front end and report uses.
-
-    Attributes:
-        case_id: the case. ``crash_point``: the crash point id, or ``None`` for the golden run.
-        verdict: ``passed`` | ``failed`` | ``error`` (the harness or the engine broke, or nothing was
-            tested) | ``unknown`` (a worker neither finished nor crashed in time, or a rule could not
-            decide; never counts as passed) | ``unsupported`` (the case needs a feature the adapter
-            declares its engine lacks, named in ``error``: not run, never counts as passed; see
-            :func:`unsupported`).
-        failures: rule findings (empty when passed), each with its rule id.
-        error: the error text for ``error``/``unknown``.
-        vacuity: faults scheduled that never fired, work that never happened (see
-            :mod:`crashpoint.harness.judge.coverage`).
-        outcome: the run's outcome (``None`` when the run could not produce one).
-        wall_s: wall seconds of the run (and its judging).
-        rules_unknown: ids of the rules that raised instead of judging.
-        reproduce: the command that re-runs it (:func:`repro_command`; runs that did not pass).
-        measures: the per-run metric inputs (:func:`crashpoint.harness.judge.record.measures`), kept
-            so that restored results count in metrics as they did when they ran.
-    """
-
-    case_id: str
-    crash_point: str | None
-    verdict: str
-    failures: list[Finding] = field(default_factory=list)
-    error: str | None = None
-    outcome: "RunOutcome | None" = None
-    wall_s: float = 0.0
-    vacuity: list[str] = field(default_factory=list)
-    rules_unknown: list[str] = field(default_factory=list)
-    reproduce: str | None = None
-    measures: dict[str, Any] | None = None
-
-    @property
-    def rules(self) -> list[str]:
-        """The rule ids of the findings, each once, in order."""
-        return list(dict.fromkeys(f.rule for f in self.failures))
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form (see README, "The JSON report"); ``reproduce`` only when set; every string bounded
-        by :func:`crashpoint.text.bounded` (an engine's 20 MB stop reason is kept as its first
-        :data:`crashpoint.text.MAX_TEXT` characters)."""
-        from crashpoint.text import bounded
-
-        out = self.outcome
-        data = {
-            "case_id": self.case_id,
-            "crash_point": self.crash_point or "none",
-            "verdict": self.verdict,
-            "failures": [f.to_dict() for f in self.failures],
-            "error": self.error,
-            "final_status": out.status if out else None,
-            "stop_reason": out.stop_reason if out else None,
-            "crash_fired": out.crash_fired if out else False,
-            "workers": out.workers if out else 0,
-            "kills": out.kills if out else 0,
-            "kill_log": [dict(k) for k in out.kill_log] if out else [],
-            "kill_problems": list(out.kill_problems) if out else [],
-            "notes": out.notes if out else [],
-            "vacuity": list(self.vacuity),
-            "wall_s": round(self.wall_s, 3),
-        }
-        if self.rules_unknown:
-            data["rules_unknown"] = list(self.rules_unknown)
-        if self.reproduce:
-            data["reproduce"] = self.reproduce
-        return bounded(data)
 
 
 def unsupported(adapter: Any, case: "Case", pack: "Pack", crash_point: str | None = None) -> RunResult | None:
@@ -186,7 +117,7 @@ def judge(case: "Case", pack: "Pack", run: "RunOutcome | BaseException", *, cras
 
     Args:
         case, pack: the case as run (faults applied) and its pack.
-        run: the run's :class:`~crashpoint.harness.run.driver.RunOutcome`, or the exception it raised.
+        run: the run's :class:`~crashpoint.harness.run.pack_driver.RunOutcome`, or the exception it raised.
         crash_point: the crash point the harness targeted (``None``: a golden run, or a schedule whose
             kills are the case's own faults).
         golden: the case's golden run (``None`` for the golden run itself); a crashed run must end like it.
@@ -291,8 +222,8 @@ def judge_target(target: Any, case: Any, durability: str, run: Any, *, crash_poi
     """The result record of one run of a target (the team's own code), decided by :func:`decide` as
     :func:`judge` decides a pack's run. ``crashpoint run TARGET.yaml``, ``pytest --chaos`` (the
     ``crashpoint_sweep`` fixture) and the benchmarks all reach a target run's verdict here (through
-    :func:`crashpoint.harness.targets.sweep.run_one`). An engine release that lacks what the run needs
-    raises :class:`~crashpoint.harness.targets.driver.TargetUnsupported` (an
+    :func:`crashpoint.harness.run.target_sweep.run_one`). An engine release that lacks what the run needs
+    raises :class:`~crashpoint.harness.run.target_driver.TargetUnsupported` (an
     :class:`~crashpoint.errors.Unsupported`); what the run did not test is a kill not verified
     (``run.kill_problems``, as a pack run's), then effects called outside a worker process (``run.outside``: a node's
     subprocess; the ledger never saw them), then, on a golden run no rule failed, the case's faults that never
@@ -300,18 +231,18 @@ def judge_target(target: Any, case: Any, durability: str, run: Any, *, crash_poi
     overlapped), then an unreached ``crash_point``.
 
     Args:
-        target, case, durability: what ran (:class:`~crashpoint.harness.targets.target.Target`, its
+        target, case, durability: what ran (:class:`~crashpoint.harness.load.target.Target`, its
             ``TargetCase``, the durability mode).
-        run: the :class:`~crashpoint.harness.targets.driver.TargetOutcome`, or the exception the run raised.
+        run: the :class:`~crashpoint.harness.run.target_driver.TargetOutcome`, or the exception the run raised.
         crash_point: the targeted crash point (``None``: the golden run). ``golden``: the golden run's outcome.
         reached: every kill of ``crash_point`` fired. ``repeat``: which try of the crash point. ``wall_s``: seconds.
 
     Returns:
-        A :class:`~crashpoint.harness.targets.sweep.TargetRunResult` (findings kept whatever the verdict;
+        A :class:`~crashpoint.harness.run.target_sweep.TargetRunResult` (findings kept whatever the verdict;
         ``unknown`` names the rules and invariants that raised).
     """
-    from crashpoint.harness.targets.oracles import judge as judge_rules
-    from crashpoint.harness.targets.sweep import TargetRunResult
+    from crashpoint.harness.judge.target_rules import judge as judge_rules
+    from crashpoint.harness.model.results import TargetRunResult
 
     result = TargetRunResult(case.name, durability, crash_point, repeat, "error", wall_s=wall_s)
     if isinstance(run, BaseException):

@@ -64,7 +64,7 @@ from jsonschema.exceptions import ValidationError, best_match, relevance
 
 from crashpoint.errors import CaseError
 from crashpoint.harness.faults import kinds as fault_kinds
-from crashpoint.harness.load import world as pack_world
+from crashpoint.harness.load import pack_world
 from crashpoint.scenarios import SCHEMA_DIR
 
 __all__ = [
@@ -635,7 +635,7 @@ def load_pack(pack_dir: str | Path) -> Pack:
             ``compensation`` on a task without ``side_effect``; a
             ``$result.TASK.x`` arg naming no earlier task; a task calling a tool no world
             provides (built in, or the pack's ``world.tools``); a ``world`` section that does not
-            load (see :func:`crashpoint.harness.load.world.load_world`).
+            load (see :func:`crashpoint.harness.load.pack_world.load_world`).
     """
     root = Path(pack_dir)
     file = root / "pack.yaml"

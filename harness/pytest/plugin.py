@@ -183,7 +183,7 @@ def pytest_configure(config: pytest.Config) -> None:
         except UsageError as exc:  # 1e10 overflowed time_t in every run
             raise pytest.UsageError(f"crashpoint: {str(exc).replace('--worker-timeout', '--crashpoint-worker-timeout')}")
     if config.getoption("crashpoint_results_db", None) is not None:
-        from crashpoint.harness.pytest import results as pytest_results
+        from crashpoint.harness.pytest import recording as pytest_results
 
         pytest_results.check_store(config)
     if chaos_enabled(config) and config.getoption("crashpoint_schedules") > 0:
@@ -261,7 +261,7 @@ def _adapter(config: pytest.Config):
 
 
 def _run(config: pytest.Config, case, pack, crash_point, golden=None):
-    from crashpoint.harness.run.driver import Driver
+    from crashpoint.harness.run.pack_driver import Driver
 
     root = Path(tempfile.mkdtemp(prefix="crashpoint-pytest-"))
     try:
@@ -305,7 +305,7 @@ class CaseItem(pytest.Item):
         self.case, self.pack, self.crash_point, self.golden = case, pack, crash_point, golden
 
     def runtest(self) -> None:
-        from crashpoint.harness.judge.oracles import trace_line
+        from crashpoint.harness.judge.pack_rules import trace_line
         from crashpoint.harness.judge.verdict import Invocation, judge
         from crashpoint.text import clip
 
@@ -356,7 +356,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     is made), then the row and the schedules drawn go on the report itself (``crashpoint_record``,
     ``crashpoint_schedules``: plain data, which pytest-xdist carries from a worker to the controller)."""
     if isinstance(item, CaseItem) and call.when == "call":
-        from crashpoint.harness.pytest import results as pytest_results
+        from crashpoint.harness.pytest import recording as pytest_results
 
         pytest_results.after_call(item, call)
     outcome = yield
@@ -390,7 +390,8 @@ class ReportSink:
         if getattr(report, "crashpoint_record", None) is None and \
                 getattr(report, "crashpoint_schedules", None) is None:
             return
-        from crashpoint.harness.pytest import results as pytest_results, schedules as pytest_schedules
+        from crashpoint.harness.pytest import schedules as pytest_schedules
+        from crashpoint.harness.pytest import recording as pytest_results
 
         pytest_results.record_report(self.config, report)
         pytest_schedules.cache_report(self.config, report)
@@ -423,7 +424,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Mark the stored run complete (``--crashpoint-results-db``) when the session ran every item it
     collected; an interrupted one (Ctrl-C, ``-x``, ``--maxfail``, an internal error) stays incomplete."""
-    from crashpoint.harness.pytest import results as pytest_results
+    from crashpoint.harness.pytest import recording as pytest_results
 
     ran_all = exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) and \
         not session.shouldstop and not session.shouldfail

@@ -43,7 +43,7 @@ def resolve(config: pytest.Config) -> int:
         return int(given)
     raw = config.getoption("crashpoint_seed", None) or getattr(config.option, "crashpoint_seed_alias", None)
     from crashpoint.errors import UsageError
-    from crashpoint.harness.faults.generate import choose_seed
+    from crashpoint.harness.run.schedule_search import choose_seed
 
     cache = getattr(config, "cache", None)
     previous = cache.get(CACHE_SEED, None) if cache is not None and raw == "last" else None
@@ -84,7 +84,7 @@ class ScheduleItem(pytest.Item):
     def runtest(self) -> None:
         from crashpoint.harness.adapters.reference import ReferenceAdapter
         from crashpoint.harness.cli.search import repro_line
-        from crashpoint.harness.faults.generate import case_seed, search_case, summary_lines, write_repro
+        from crashpoint.harness.run.schedule_search import case_seed, search_case, summary_lines, write_repro
 
         engine = self.config.getoption("crashpoint_engine")
         adapter = ReferenceAdapter(engine=engine) if engine else ReferenceAdapter()

@@ -47,7 +47,7 @@ class SweepReport:
 @pytest.fixture()
 def crashpoint_sweep(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[..., SweepReport]:
     """``crashpoint_sweep(target, **options) -> SweepReport``: ``target`` is a :class:`crashpoint.Target` or a
-    target file (relative to the test file's folder); options as :func:`crashpoint.harness.targets.sweep.sweep`,
+    target file (relative to the test file's folder); options as :func:`crashpoint.harness.run.target_sweep.sweep`,
     except that ``crash`` defaults to ``sampled``, ``crashpoint run``'s default, so a test makes the runs the CLI
     makes (``sweep``'s own default, ``every``, has no second kill during a recovery)."""
     from crashpoint.harness.pytest.plugin import chaos_enabled
@@ -56,8 +56,8 @@ def crashpoint_sweep(request: pytest.FixtureRequest, tmp_path: Path) -> Callable
         pytest.skip(SWEEP_SKIP)
 
     def run(target: Any, **options: Any) -> SweepReport:
-        from crashpoint.harness.targets.sweep import sweep
-        from crashpoint.harness.targets.target import Target
+        from crashpoint.harness.run.target_sweep import sweep
+        from crashpoint.harness.load.target import Target
 
         if not isinstance(target, Target):
             path = Path(target)

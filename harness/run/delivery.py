@@ -3,10 +3,10 @@
 A run alternates **deliveries** (the start request, human decisions, cancellations, clock moves,
 deploys; each one a record of ``RunOutcome.deliveries_log``, the shape a trace file keeps) with
 **worker segments** (worker processes started until one exits cleanly, a new one after each harness
-kill). The driver (:mod:`crashpoint.harness.run.driver`) turns a case's events into delivery records
+kill). The driver (:mod:`crashpoint.harness.run.pack_driver`) turns a case's events into delivery records
 and sends them with :func:`send`; the replay (:mod:`crashpoint.harness.traces.replay`) sends the
 records a trace file kept. Both run their workers with :func:`run_segment`, started by the launcher
-of their crash mode (:mod:`crashpoint.harness.run.launch`).
+of their crash mode (:mod:`crashpoint.harness.process.launch`).
 """
 
 from __future__ import annotations
@@ -19,17 +19,18 @@ from crashpoint.errors import EngineCrashed
 from crashpoint.fakes.clock import VirtualClock
 from crashpoint.fakes.ledger import Ledger
 from crashpoint.harness.adapters.protocol import EngineAdapter, RunContext
-from crashpoint.harness.judge import kills as kills_judge
-from crashpoint.harness.run import crashpoints, forkserver
-from crashpoint.harness.run.launch import RUN_MARKER, Launcher
+from crashpoint.harness.process import kills as kills_judge
+from crashpoint.harness.process import crashpoints
+from crashpoint.harness.process import forkserver
+from crashpoint.harness.process.launch import RUN_MARKER, Launcher
 
-PROBE_SPEC = "crashpoint.harness.run.crashpoints:probe"
+PROBE_SPEC = "crashpoint.harness.process.crashpoints:probe"
 #: Worker processes started for one segment before the harness gives up on a crash loop, count.
 MAX_WORKERS_PER_RUN = 40
 
 
 class Log(Protocol):
-    """What a segment writes to (a :class:`~crashpoint.harness.run.driver.RunOutcome` is one)."""
+    """What a segment writes to (a :class:`~crashpoint.harness.run.pack_driver.RunOutcome` is one)."""
 
     workers: int
     kills: int
@@ -87,9 +88,9 @@ def send(adapter: EngineAdapter, ctx: RunContext, ledger: Ledger, clock: Virtual
 def worker_argv(adapter: EngineAdapter, ctx: RunContext, log: Log, crash_point: str | None, held: Sequence[str] = (),
                 simulate: bool = False, witness: bool = True) -> tuple[list[str], dict[str, str], Path]:
     """The command, environment and log file (``RUN_DIR/worker-NNN.log``) of the run's next worker,
-    counted in ``log.workers``; its environment carries :data:`~crashpoint.harness.run.launch.RUN_MARKER`
-    and :data:`~crashpoint.harness.run.forkserver.ISOLATED_ENV`. ``witness``: its probe keeps the harness's
-    record beside the run folder (:func:`~crashpoint.harness.run.crashpoints.witness_dir`)."""
+    counted in ``log.workers``; its environment carries :data:`~crashpoint.harness.process.launch.RUN_MARKER`
+    and :data:`~crashpoint.harness.process.forkserver.ISOLATED_ENV`. ``witness``: its probe keeps the harness's
+    record beside the run folder (:func:`~crashpoint.harness.process.crashpoints.witness_dir`)."""
     argv = adapter.worker_command(ctx, PROBE_SPEC, crashpoints.probe_arg(ctx.run_dir, crash_point, list(held),
                                                                          simulate=simulate, witness=witness))
     log.workers += 1
@@ -105,7 +106,7 @@ def run_segment(adapter: EngineAdapter, ctx: RunContext, launch: Launcher, log: 
 
     Each worker gets the probe argument for ``crash_point`` (an id or ``A >> B``; ``None``: nothing is
     killed) and the points it is ``held`` at (``poll`` serves them while it runs). Each finished worker is
-    judged by :func:`crashpoint.harness.judge.kills.check_worker` from its pid, exit status and the probe's
+    judged by :func:`crashpoint.harness.process.kills.check_worker` from its pid, exit status and the probe's
     witness events (``witness``; without it no kill can be verified, so any SIGKILL is a crash): a verified
     kill goes to ``log.kill_log`` and is logged as a ``kill`` delivery record (``crash_point``, ``worker``,
     and the ledger's last ``gseq`` when ``ledger`` is given); what cannot be verified goes to

@@ -87,7 +87,7 @@ def _init_pool_process(parent: int) -> None:
     outlives a SIGKILLed caller forever, blocked on its call queue), killing what its runs started and
     removing the sweep's temporary folder first (:func:`crashpoint.harness.run.sweep.abandon`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from crashpoint.harness.run.forkserver import become_subreaper
+    from crashpoint.harness.process.forkserver import become_subreaper
 
     become_subreaper()  # one run at a time here: what its harness-side code leaves is this process's to kill
 
@@ -174,10 +174,10 @@ def make_executor(spec: str | None = None, workers: int | None = None, *,
 def _close_threads(threads: ThreadPoolExecutor) -> None:
     """Wait for the running calls, cancel the queued ones; when called while a Ctrl-C (or SIGTERM's exit)
     propagates, this process's zygotes are killed again and again while it waits (their workers die with them:
-    :func:`~crashpoint.harness.run.launch.reaping`), so that a run waiting for a hung worker ends at once rather
+    :func:`~crashpoint.harness.process.launch.reaping`), so that a run waiting for a hung worker ends at once rather
     than after ``--worker-timeout``."""
     if isinstance(sys.exc_info()[1], (KeyboardInterrupt, SystemExit)):
-        from crashpoint.harness.run.launch import reaping
+        from crashpoint.harness.process.launch import reaping
 
         with reaping(None):
             threads.shutdown(wait=True, cancel_futures=True)

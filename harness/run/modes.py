@@ -3,7 +3,7 @@ line can offer ``--crash-mode`` without importing the driver (``crashpoint --ver
 
 from __future__ import annotations
 
-#: How a crash happens and how workers start; see :class:`crashpoint.harness.run.driver.Driver`.
+#: How a crash happens and how workers start; see :class:`crashpoint.harness.run.pack_driver.Driver`.
 CRASH_MODES = ("kill", "kill-cold", "inprocess")
 
 

@@ -1,7 +1,7 @@
 """``crashpoint run --resume``: finish an interrupted, recorded sweep without repeating finished runs.
 
 A recorded sweep (``--results-db``) commits each result the moment its run finishes and stamps the
-run complete at the end (:mod:`crashpoint.reports.store`), so a crashpoint process killed at any
+run complete at the end (:mod:`crashpoint.reports.results_store`), so a crashpoint process killed at any
 point (even by SIGKILL) leaves every finished result in the store and the run ``complete = false``.
 ``--resume`` then:
 
@@ -33,8 +33,8 @@ from typing import Any, Sequence
 from crashpoint.errors import UsageError
 from crashpoint.harness.run.modes import crash_label
 from crashpoint.harness.load.loader import Case, Pack
-from crashpoint.harness.judge.rules import Finding
-from crashpoint.harness.run.sweep import RunResult, SweepResult
+from crashpoint.harness.model.rules import Finding
+from crashpoint.harness.model.results import RunResult, SweepResult
 
 #: Crash modes ``--resume`` supports.
 RESUMABLE = ("sampled", "every", "none")
@@ -176,7 +176,7 @@ def _case_done(case: Case, crash: str, only: Sequence[str], recorded: dict[Pair,
 def plan(url: str | None, pack: Pack, cases: Sequence[Case], adapter: Any, crash: str,
          only: Sequence[str] = (), crash_mode: str = "kill") -> ResumePlan:
     """Read the store at ``url`` and plan the rest of the latest matching incomplete run: same pack,
-    engine, ``--crash`` and ``--crash-mode`` (stored together, see :func:`~crashpoint.harness.run.driver.crash_label`).
+    engine, ``--crash`` and ``--crash-mode`` (stored together, see :func:`~crashpoint.harness.run.pack_driver.crash_label`).
 
     Raises:
         UsageError: ``crash`` is not in :data:`RESUMABLE`, or no store there. StoreError: the store cannot be read.
@@ -184,7 +184,7 @@ def plan(url: str | None, pack: Pack, cases: Sequence[Case], adapter: Any, crash
     if crash not in RESUMABLE:
         raise UsageError(f"--resume works with --crash sampled, every or none, not {crash!r} (recovery pairs come from "
                          "the single kills' outcomes, which the store does not keep)")
-    from crashpoint.reports.store import ResultStore
+    from crashpoint.reports.results_store import ResultStore
 
     store = ResultStore(url or None)
     wanted = selection(pack, cases, adapter, crash, only, crash_mode)
@@ -235,13 +235,13 @@ def merge(result: SweepResult, resume: ResumePlan, cases: Sequence[Case]) -> Swe
 
 def reopen(url: str | None, run_id: str, pack: Pack, cases: Sequence[Case], adapter: Any, crash: str,
            engine_spec: str | None, crash_mode: str = "kill", adapter_spec: str | None = None) -> Any:
-    """A :class:`~crashpoint.harness.cli.report.SweepRecorder` appending to ``run_id``, as its writer
+    """A :class:`~crashpoint.harness.run.store_recorder.SweepRecorder` appending to ``run_id``, as its writer
     (``engine_spec``, ``crash_mode``, ``adapter_spec``: for reproduce commands).
 
     Raises:
         UsageError: the store cannot be opened, or another live process is writing the run.
     """
-    from crashpoint.harness.cli.report import SweepRecorder
+    from crashpoint.harness.run.store_recorder import SweepRecorder
     from crashpoint.harness.judge.record import Recorder
 
     recorder = SweepRecorder.__new__(SweepRecorder)

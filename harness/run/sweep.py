@@ -19,12 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Collection, Mapping, Sequence
 
+from crashpoint.harness.model.results import SweepResult
 from crashpoint.harness.adapters.protocol import EngineAdapter
 from crashpoint.harness.judge.verdict import VERDICTS, Invocation, RunResult, judge, needs_fault_free, unsupported
-from crashpoint.harness.judge import kills
+from crashpoint.harness.process import kills
 from crashpoint.harness.load.loader import Case, Pack
-from crashpoint.harness.run import crashpoints
-from crashpoint.harness.run.driver import Driver, RunOutcome, reap_under
+from crashpoint.harness.process import crashpoints
+from crashpoint.harness.run.pack_driver import Driver, RunOutcome, reap_under
 from crashpoint.harness.run.executors import result_of, wait_first
 
 CRASH_MODES = ("sampled", "every", "none", "recovery")
@@ -80,19 +81,6 @@ def sampled_points(points: Sequence[str]) -> dict[str, list[str]]:
 __all__ = ["sweep", "fault_free", "RunResult", "SweepResult", "CRASH_MODES", "VERDICTS"]
 
 
-@dataclass
-class SweepResult:
-    """All runs of a sweep plus what is needed to report them."""
-
-    pack: Pack
-    engine: str
-    engine_version: str
-    crash: str
-    results: list[RunResult]
-    crash_points: dict[str, list[str]]
-    wall_s: float
-    cases: list[Case] = field(default_factory=list)
-    crash_mode: str = "kill"
 
 
 def fault_free(case: Case) -> Case:
@@ -134,7 +122,7 @@ def abandon() -> None:
     import subprocess
     import sys
 
-    from crashpoint.harness.run import forkserver
+    from crashpoint.harness.process import forkserver
 
     forkserver.kill_zygotes()
     roots = sorted({str(d.parent.parent) for d in _RUN_DIRS})
@@ -148,7 +136,7 @@ def abandon() -> None:
 def _clean_after(pid: int, roots: list[str], wait_s: float = 30.0) -> None:
     """The cleaner of :func:`abandon`: wait (at most ``wait_s``) until process ``pid`` is gone, then kill what
     carries the runs' markers and remove each temporary sweep folder of ``roots``."""
-    from crashpoint.harness.run.driver import reap_under
+    from crashpoint.harness.run.pack_driver import reap_under
 
     deadline = time.monotonic() + wait_s
     while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
@@ -169,7 +157,7 @@ def _pair_stored(skip: Collection[tuple[str, str | None]], case_id: str, point: 
 
 def _needs_crash_points(golden: RunResult) -> RunResult:
     """A golden run that passed no crash point, in a crash sweep: ``error``, never ``passed`` (its case
-    has no crash run, so a sweep of it would test nothing; see :func:`crashpoint.harness.judge.kills.no_crash_points`)."""
+    has no crash run, so a sweep of it would test nothing; see :func:`crashpoint.harness.process.kills.no_crash_points`)."""
     why = kills.no_crash_points(golden.outcome)
     if why is None or golden.verdict != "passed":
         return golden
@@ -242,7 +230,7 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
             points, its crash runs (with ``recovery``, as each case's single kills are done, its
             double kills). The number of ``on_result`` calls never exceeds the last value given.
         crash_mode: how workers start and crash (``kill``, ``kill-cold``, ``inprocess``): see
-            :class:`crashpoint.harness.run.driver.Driver`.
+            :class:`crashpoint.harness.run.pack_driver.Driver`.
         skip: ``(case_id, crash_point)`` pairs already done (``crash_point`` ``None``: the golden run),
             for ``crashpoint run --resume``: they are neither run nor returned, except that a skipped
             golden run still runs when the case has other runs to do, as their reference (reported only

@@ -141,7 +141,7 @@ def make_incident(trace_path: str | Path, out: str | Path | None = None, *, allo
     target = Path(out) if out is not None else Path(f"{case_id}.yaml")
     if target.exists() or target.is_symlink():
         raise UsageError(f"{target}: already exists; not overwritten (give another --out FILE)")
-    from crashpoint.harness.cli.paths import output_file
+    from crashpoint.paths import output_file
 
     output_file(target, "--out")  # a new file in a folder where one can be made, else exit 2 now
     data = incident_case(trace, trace_path.name, digest, str(target))

@@ -390,8 +390,8 @@ def _drive(adapter: EngineAdapter, ctx: RunContext, trace: Mapping[str, Any], wi
     crashed, or ``""``."""
     from crashpoint.errors import EngineCrashed
     from crashpoint.harness.run.delivery import run_segment
-    from crashpoint.harness.run.driver import RunOutcome
-    from crashpoint.harness.run.launch import ColdLauncher
+    from crashpoint.harness.model.outcomes import RunOutcome
+    from crashpoint.harness.process.launch import ColdLauncher
 
     adapter.prepare(ctx, {trace["workflow"]["workflow"]: trace["workflow"]})
     ledger = Ledger(ctx.run_dir / LEDGER_FILE)

@@ -33,7 +33,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from crashpoint import __version__
 from crashpoint.errors import CaseError
-from crashpoint.harness.run.driver import RunOutcome
+from crashpoint.harness.model.outcomes import RunOutcome
 from crashpoint.harness.load.loader import MAX_DEPTH, Case, Locator, Pack, validate
 from crashpoint.reports.json_report import render, write_atomic
 
@@ -59,13 +59,13 @@ def trace_data(outcome: RunOutcome, case: Case, pack: Pack, engine: Any, *, verd
     """The trace document of one run (see the module docstring).
 
     Args:
-        outcome: the run's :class:`~crashpoint.harness.run.driver.RunOutcome`.
+        outcome: the run's :class:`~crashpoint.harness.run.pack_driver.RunOutcome`.
         case, pack: what was run.
         engine: the adapter (``name``, ``version()``, ``engine``, its ``MODULE:CLASS``, when it has
             one, and ``adapter_spec``, the ``--adapter MODULE:ATTR`` it was loaded from, when it was) or a
             mapping ``{"name", "version", "spec", "adapter"?}``.
         verdict, failures, error: the run's verdict and oracle findings, when judged
-            (:class:`~crashpoint.harness.judge.oracles.Failure` objects or their dicts).
+            (:class:`~crashpoint.harness.judge.pack_rules.Failure` objects or their dicts).
     """
     if isinstance(engine, Mapping):
         eng = {"name": str(engine["name"]), "version": str(engine["version"]), "spec": engine.get("spec"),
@@ -114,7 +114,7 @@ def call_durations(events: Iterable[Mapping[str, Any]], calls: Sequence[Mapping[
     needs it (a slow call can run a phase out of time).
     """
     from crashpoint.harness.faults.kinds import injection
-    from crashpoint.harness.run.driver import tool_script
+    from crashpoint.harness.run.pack_driver import tool_script
 
     scripts: dict[str, list[float | None]] = {}
     for entry in tool_script(list(events), injection(faults).tool_faults):
@@ -163,7 +163,7 @@ def save_traces(folder: str | Path, results: Sequence[Any], cases: Sequence[Case
         UsageError: a trace's name in ``folder`` is taken by a FIFO, device, socket or folder (never
             written through or replaced; ``crashpoint run`` refuses such a folder before it sweeps).
     """
-    from crashpoint.harness.cli.paths import check_written
+    from crashpoint.paths import check_written
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,7 @@ from crashpoint.scenarios import builtin_pack  # noqa: E402
 from verdicts import unverified_kills  # noqa: E402
 
 try:
-    from crashpoint.harness.adapters.temporal_worker import temporal_binary
+    from crashpoint.harness.adapters.temporal_adapter_worker import temporal_binary
 
     temporal_binary()
 except (ImportError, FileNotFoundError):  # pragma: no cover - the [temporal] extra is not installed

@@ -1,4 +1,4 @@
-"""What makes a DBOS worker start fast (:mod:`crashpoint.harness.targets.dbos_warm`) changes nothing DBOS sees: a
+"""What makes a DBOS worker start fast (:mod:`crashpoint.harness.engines.dbos_warm`) changes nothing DBOS sees: a
 seeded system database has the schema DBOS's own migrations make, the unsynced one is only the run's file, and
 the queue manager's check interval is the worker's."""
 
@@ -15,14 +15,15 @@ from installed import needs
 
 pytestmark = needs("dbos")
 
-from crashpoint.harness.targets import dbos_warm, dbos_worker  # noqa: E402
+from crashpoint.harness.engines import dbos_worker  # noqa: E402
+from crashpoint.harness.engines import dbos_warm
 
 #: Launches DBOS on ARGV[1] after the given dbos_warm calls, prints what DBOS's engine and queue manager use.
 LAUNCH = """
 import json, os, sys
 from pathlib import Path
 import sqlalchemy as sa
-from crashpoint.harness.targets import dbos_warm
+from crashpoint.harness.engines import dbos_warm
 db, other, patch = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3] == "yes"
 if patch:
     dbos_warm.seed_schema(db)
@@ -78,8 +79,8 @@ def test_seeding_never_replaces_a_database_that_exists(tmp_path: Path) -> None:
 def test_a_snapshot_of_the_system_database_changes_with_every_row_rest_is_judged_from(tmp_path: Path) -> None:
     """The worker's settle loop asks DBOS's API again only when :meth:`SystemReads.snapshot` (and the ``recv``
     marks) changed: every write DBOS makes that rest depends on must change it, and nothing else may."""
-    from crashpoint.harness.targets import dbos_worker
-    from crashpoint.harness.targets.dbos_reads import SystemReads
+    from crashpoint.harness.engines import dbos_worker
+    from crashpoint.harness.engines.dbos_reads import SystemReads
 
     db = tmp_path / "dbos.sqlite"
     assert SystemReads(sqlite_file=tmp_path / "empty.sqlite").snapshot() is None  # no tables yet: unknown
@@ -108,7 +109,7 @@ def test_a_snapshot_of_the_system_database_changes_with_every_row_rest_is_judged
 def test_a_consumed_message_is_not_waiting(tmp_path: Path) -> None:
     """dbos (2.20.0 to 3.4.0) marks a message ``consumed`` when ``recv`` takes it, keeping the row: a workflow that waits
     again on the same topic (a re-ask) is blocked with no message waiting, not kept from rest by the old one."""
-    from crashpoint.harness.targets.dbos_reads import SystemReads
+    from crashpoint.harness.engines.dbos_reads import SystemReads
 
     db = tmp_path / "dbos.sqlite"
     assert dbos_warm.seed_schema(db)
@@ -130,7 +131,7 @@ def test_a_recv_that_took_its_message_is_not_blocked_while_its_wrapper_returns(t
     on (the next step, an effect) while the worker's ``waiting/`` mark is still there. Read as blocked, the answer
     worker took the workflow for at rest and exited inside the next step, and a new worker ran its effect again
     (``target.repeats_explained``, 2 of 212 runs of the example at 19:24 and 19:29 on 2026-12-01)."""
-    from crashpoint.harness.targets.dbos_reads import SystemReads
+    from crashpoint.harness.engines.dbos_reads import SystemReads
 
     db = tmp_path / "dbos.sqlite"
     assert dbos_warm.seed_schema(db)
@@ -152,7 +153,7 @@ def test_a_recv_that_takes_its_message_between_two_reads_is_not_blocked(tmp_path
     exited inside ``issue_refund`` (CI at b489126: ``test_a_broken_issue_step_is_caught_3_of_3[refund_without_key]``,
     an empty ``crash.fired``, the step run again by the next worker). A failed read of the message is never
     blocked either (it was: no message seen)."""
-    from crashpoint.harness.targets.dbos_reads import SystemReads
+    from crashpoint.harness.engines.dbos_reads import SystemReads
 
     db = tmp_path / "dbos.sqlite"
     assert dbos_warm.seed_schema(db)

@@ -9,10 +9,10 @@ from installed import needs
 
 pytestmark = needs("dbos")
 
-from crashpoint.harness.targets.driver import run_target  # noqa: E402
-from crashpoint.harness.targets.effects import alive  # noqa: E402
-from crashpoint.harness.targets.oracles import judge  # noqa: E402
-from crashpoint.harness.targets.target import Target  # noqa: E402
+from crashpoint.harness.run.target_driver import run_target  # noqa: E402
+from crashpoint.harness.engines.effects import alive  # noqa: E402
+from crashpoint.harness.judge.target_rules import judge  # noqa: E402
+from crashpoint.harness.load.target import Target  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGET = ROOT / "examples/dbos_refund/target.yaml"
@@ -59,7 +59,7 @@ def test_a_verified_kill_is_recovered_by_dbos_launch_in_a_new_process(target: Ta
 
 
 def test_an_async_durability_is_unsupported_on_dbos(target: Target, tmp_path: Path) -> None:
-    from crashpoint.harness.targets.driver import TargetUnsupported
+    from crashpoint.harness.run.target_driver import TargetUnsupported
 
     with pytest.raises(TargetUnsupported, match="DBOS records each step"):
         run_target(target, target.case("approved"), "async", tmp_path)

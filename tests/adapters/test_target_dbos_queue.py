@@ -11,8 +11,8 @@ from installed import needs
 
 pytestmark = needs("dbos")
 
-from crashpoint.harness.targets.sweep import run_one  # noqa: E402
-from crashpoint.harness.targets.target import Target  # noqa: E402
+from crashpoint.harness.run.target_sweep import run_one  # noqa: E402
+from crashpoint.harness.load.target import Target  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 ORDERS = [{"order_id": f"200{n}", "amount_cents": 100 * n} for n in range(1, 4)]

@@ -10,9 +10,9 @@ from installed import needs
 
 pytestmark = needs("dbos")
 
-from crashpoint.harness.targets.effects import alive  # noqa: E402
-from crashpoint.harness.targets.sweep import run_one  # noqa: E402
-from crashpoint.harness.targets.target import Target  # noqa: E402
+from crashpoint.harness.engines.effects import alive  # noqa: E402
+from crashpoint.harness.run.target_sweep import run_one  # noqa: E402
+from crashpoint.harness.load.target import Target  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGET = ROOT / "examples/dbos_refund/target.yaml"
@@ -91,7 +91,7 @@ def test_a_recovery_that_runs_the_workflow_directly_is_caught_running_it_in_two_
 def test_a_kill_during_the_two_worker_recovery_is_swept_and_recovered(tmp_path: Path) -> None:
     """crash="recovery" on a workers case: a second kill at the first step, step result and effect of the K-worker
     recovery (whichever worker passes it dies), recovered again by K new workers."""
-    from crashpoint.harness.targets.sweep import sweep
+    from crashpoint.harness.run.target_sweep import sweep
 
     target = _target()
     result = sweep(target, crash="recovery", crash_points=["after_effect:draft_refund"], workers=2,
@@ -144,7 +144,7 @@ def test_a_restarted_worker_races_an_operators_explicit_recovery_of_its_executor
 def test_a_recovery_that_runs_the_workflow_directly_is_caught_when_a_restart_races_an_operator(tmp_path: Path) -> None:
     """direct_recovery.py (as dbos 2.2x for workflows started directly): the restarted worker's launch-time recovery
     and the operator's explicit recovery both run the workflow; target.one_live_execution, in each of 2 repeats."""
-    from crashpoint.harness.targets.sweep import sweep
+    from crashpoint.harness.run.target_sweep import sweep
 
     target = _mixed("direct_recovery:refund_workflow")
     result = sweep(target, crash_points=["after_effect:draft_refund"], repeat=2, workers=1, workdir=tmp_path / "runs")

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from crashpoint.errors import CaseError
-from crashpoint.harness.targets.sweep import run_one
-from crashpoint.harness.targets.target import Target
+from crashpoint.harness.run.target_sweep import run_one
+from crashpoint.harness.load.target import Target
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

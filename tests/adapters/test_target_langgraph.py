@@ -9,11 +9,11 @@ from installed import needs
 
 pytestmark = needs("langgraph.checkpoint.sqlite")
 
-from crashpoint.harness.targets.driver import run_target  # noqa: E402
-from crashpoint.harness.targets.effects import alive  # noqa: E402
-from crashpoint.harness.targets.oracles import judge  # noqa: E402
-from crashpoint.harness.targets.sweep import run_one, sweep  # noqa: E402
-from crashpoint.harness.targets.target import Target  # noqa: E402
+from crashpoint.harness.run.target_driver import run_target  # noqa: E402
+from crashpoint.harness.engines.effects import alive  # noqa: E402
+from crashpoint.harness.judge.target_rules import judge  # noqa: E402
+from crashpoint.harness.run.target_sweep import run_one, sweep  # noqa: E402
+from crashpoint.harness.load.target import Target  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGET = ROOT / "examples/langgraph_refund/target.yaml"
@@ -89,7 +89,7 @@ def test_a_thread_with_no_checkpoint_after_a_kill_is_reported_and_resubmitted_ex
 
 
 def test_a_mode_the_installed_langgraph_lacks_is_unsupported() -> None:
-    from crashpoint.harness.targets import langgraph_worker
+    from crashpoint.harness.engines import langgraph_worker
 
     assert langgraph_worker.durability_options(type("G", (), {"invoke": lambda self, x, c, checkpoint_during=True: 0})(),
                                                "sync") is None
@@ -103,7 +103,7 @@ _SETUP_RACE = """
 import os, sqlite3, sys, tempfile, time, traceback
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-from crashpoint.harness.targets.langgraph_worker import build
+from crashpoint.harness.engines.langgraph_worker import build
 import langgraph_refund.graph  # imported once here, so that each child builds at once
 target = {"saver": "sqlite", "entry": "langgraph_refund.graph:builder"}
 raised = 0
@@ -154,8 +154,8 @@ def test_a_sweep_in_a_relative_workdir_marks_and_reaps_by_the_resolved_folder(ta
     import os
     import subprocess
 
-    from crashpoint.harness.run.launch import RUN_MARKER
-    from crashpoint.harness.targets import driver
+    from crashpoint.harness.process.launch import RUN_MARKER
+    from crashpoint.harness.run import target_driver as driver
 
     monkeypatch.chdir(tmp_path)
     markers: list[str] = []
@@ -184,8 +184,8 @@ def test_a_sweep_in_a_relative_workdir_marks_and_reaps_by_the_resolved_folder(ta
 _ZYGOTE_COUNT = """
 import dataclasses, json, os, sys, time
 from pathlib import Path
-from crashpoint.harness.targets.sweep import run_one, sweep
-from crashpoint.harness.targets.target import Target
+from crashpoint.harness.run.target_sweep import run_one, sweep
+from crashpoint.harness.load.target import Target
 
 def zygotes():
     me, found = os.getpid(), 0
@@ -197,7 +197,7 @@ def zygotes():
         for pid in kids:
             try:
                 state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
-                found += state != "Z" and b"crashpoint.harness.run.forkserver" in open(f"/proc/{pid}/cmdline", "rb").read()
+                found += state != "Z" and b"crashpoint.harness.process.forkserver" in open(f"/proc/{pid}/cmdline", "rb").read()
             except OSError:
                 continue
     return found
@@ -230,7 +230,7 @@ def test_zygotes_do_not_pile_up_in_a_long_process(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from crashpoint.harness.targets.driver import MAX_WARM_PER_THREAD
+    from crashpoint.harness.run.target_driver import MAX_WARM_PER_THREAD
 
     done = subprocess.run([sys.executable, "-c", _ZYGOTE_COUNT, str(TARGET), str(tmp_path), str(MAX_WARM_PER_THREAD)],
                           capture_output=True, text=True, timeout=600)
@@ -243,8 +243,8 @@ def test_a_targets_zygote_is_one_of_the_zygotes_ctrl_c_kills(target: Target) -> 
     a target's warm zygote was not among them, so a hung target worker held the command until its budget."""
     import signal
 
-    from crashpoint.harness.run import forkserver
-    from crashpoint.harness.targets import driver
+    from crashpoint.harness.process import forkserver
+    from crashpoint.harness.run import target_driver as driver
 
     server = driver.warm_server(target)
     try:

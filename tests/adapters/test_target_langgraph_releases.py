@@ -12,8 +12,8 @@ import yaml
 
 pytestmark = needs("langgraph.checkpoint.sqlite")
 
-from crashpoint.harness.targets.sweep import run_one  # noqa: E402
-from crashpoint.harness.targets.target import Target  # noqa: E402
+from crashpoint.harness.run.target_sweep import run_one  # noqa: E402
+from crashpoint.harness.load.target import Target  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples/langgraph_refund"
 PINS = yaml.safe_load((EXAMPLE / "known_findings.yaml").read_text())

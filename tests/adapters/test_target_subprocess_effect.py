@@ -12,8 +12,8 @@ from installed import needs
 
 pytestmark = needs("langgraph.checkpoint.sqlite")
 
-from crashpoint.harness.targets.sweep import run_one  # noqa: E402
-from crashpoint.harness.targets.target import Target  # noqa: E402
+from crashpoint.harness.run.target_sweep import run_one  # noqa: E402
+from crashpoint.harness.load.target import Target  # noqa: E402
 
 EFFECTS = '''
 import crashpoint

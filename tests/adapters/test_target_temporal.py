@@ -14,10 +14,10 @@ from installed import needs
 pytestmark = needs("temporalio")
 
 from crashpoint.errors import CaseError  # noqa: E402
-from crashpoint.harness.targets.driver import TargetUnsupported, run_target  # noqa: E402
-from crashpoint.harness.targets.effects import alive  # noqa: E402
-from crashpoint.harness.targets.oracles import judge  # noqa: E402
-from crashpoint.harness.targets.target import Target  # noqa: E402
+from crashpoint.harness.run.target_driver import TargetUnsupported, run_target  # noqa: E402
+from crashpoint.harness.engines.effects import alive  # noqa: E402
+from crashpoint.harness.judge.target_rules import judge  # noqa: E402
+from crashpoint.harness.load.target import Target  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples/temporal_refund"
@@ -25,7 +25,7 @@ TARGET = EXAMPLE / "target.yaml"
 
 
 def _binary_or_skip() -> None:
-    from crashpoint.harness.targets.temporal import temporal_binary
+    from crashpoint.harness.engines.temporal import temporal_binary
 
     try:
         temporal_binary()
@@ -86,7 +86,7 @@ def test_a_run_has_a_namespace_of_its_own_on_a_shared_server_killed_once_idle(ta
     """The default: a namespace (never handed out twice) on a shared server that outlives the run; two runs at once
     on it do not see each other's workflows (each drafts its own refund); the server dies (verified) once no run
     uses it."""
-    from crashpoint.harness.targets.temporal import close_idle
+    from crashpoint.harness.engines.temporal import close_idle
 
     [first] = [d for d in golden.deliveries if d["kind"] == "server"]
     assert first["shared"] and first["namespace"] != "default"
@@ -115,7 +115,7 @@ def test_a_shared_server_hands_each_namespace_out_once_and_dies_when_spent(tmp_p
     """Three namespaces a server: the fourth lease goes to the next server (started ahead); the first dies (its pid
     checked gone) once its last lease is given back, the second lives on while it has namespaces left."""
     _binary_or_skip()
-    from crashpoint.harness.targets import temporal
+    from crashpoint.harness.engines import temporal
 
     temporal.close_idle()
     monkeypatch.setattr(temporal, "NAMESPACES_PER_SERVER", 3)
@@ -150,7 +150,7 @@ def test_a_runs_server_starts_on_a_fresh_database_copied_from_the_template(own_g
     database held the run's workflows, the template still holds none."""
     import sqlite3
 
-    from crashpoint.harness.targets.temporal import template_db
+    from crashpoint.harness.engines.temporal import template_db
 
     made = template_db()
     assert made is not None and made.parent != own_golden.run_dir
@@ -224,7 +224,7 @@ class _AmnesicServer:
     """A server that forgets its database when it crashes (what the fault must catch)."""
 
     def __init__(self, run_dir: Path) -> None:
-        from crashpoint.harness.targets.temporal import RunServer
+        from crashpoint.harness.engines.temporal import RunServer
 
         self.inner = RunServer(run_dir)
 
@@ -240,7 +240,7 @@ class _AmnesicServer:
 @pytest.mark.slow
 def test_a_server_that_loses_its_database_in_a_crash_is_caught(target: Target, golden, tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    from crashpoint.harness.targets import driver
+    from crashpoint.harness.run import target_driver as driver
 
     monkeypatch.setitem(driver.OWN_SERVERS, "temporal", _AmnesicServer)  # the server-crash case's own server
     out = run_target(target, target.case("server-crash"), "sync", tmp_path)
@@ -283,7 +283,7 @@ def test_a_temporal_sweep_runs_five_runs_per_cpu_by_default() -> None:
     """Temporal runs mostly wait on the server's timeouts: more runs than CPUs at once; other engines keep 2."""
     from types import SimpleNamespace
 
-    from crashpoint.harness.targets.sweep import DEFAULT_WORKERS, default_workers
+    from crashpoint.harness.run.target_sweep import DEFAULT_WORKERS, default_workers
 
     assert default_workers(Target.from_file(TARGET)) == 5 * (os.cpu_count() or 1)
     assert default_workers(SimpleNamespace(engine="langgraph")) == DEFAULT_WORKERS == 2

@@ -13,7 +13,7 @@ from installed import needs
 
 pytestmark = needs("temporalio")
 
-from crashpoint.harness.targets.effects import alive  # noqa: E402
+from crashpoint.harness.engines.effects import alive  # noqa: E402
 
 SCANNER_QUEUE = "temporal-sys-tq-scanner-taskqueue-0"
 #: A system worker the lean config keeps: once it polls, the server's worker service has started its workers.
@@ -21,7 +21,7 @@ KEPT_QUEUE = "temporal-sys-processor-parent-close-policy"
 
 
 def _binary_or_skip() -> None:
-    from crashpoint.harness.targets.temporal import temporal_binary
+    from crashpoint.harness.engines.temporal import temporal_binary
 
     try:
         temporal_binary()
@@ -34,7 +34,7 @@ async def _pollers(address: str, queue: str) -> int:
     from temporalio.api.taskqueue.v1 import TaskQueue
     from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 
-    from crashpoint.harness.targets.temporal_worker import connect
+    from crashpoint.harness.engines.temporal_worker import connect
 
     client = await connect(address, namespace="temporal-system")
     resp = await client.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
@@ -45,7 +45,7 @@ async def _pollers(address: str, queue: str) -> int:
 
 def _scanner_pollers(tmp_path: Path, lean: bool) -> int:
     """Pollers of the task queue scanner's queue once the kept system worker polls (within 60 s)."""
-    from crashpoint.harness.targets.temporal import RunServer
+    from crashpoint.harness.engines.temporal import RunServer
 
     tmp_path.mkdir()
     with RunServer(tmp_path, lean=lean) as server:
@@ -78,7 +78,7 @@ def test_a_server_started_ahead_is_fresh_and_handed_out_once(tmp_path: Path, mon
     killed with its run (pid checked gone), its database then in the run folder; the pool's leftovers are killed by
     close_ahead."""
     _binary_or_skip()
-    from crashpoint.harness.targets import temporal_ahead
+    from crashpoint.harness.engines import temporal_ahead
 
     temporal_ahead.close_ahead()
     monkeypatch.setattr(temporal_ahead, "AHEAD", 1)
@@ -88,7 +88,7 @@ def test_a_server_started_ahead_is_fresh_and_handed_out_once(tmp_path: Path, mon
         [waiting] = temporal_ahead._pool
     started_ahead = waiting.result()  # started while the first run ran
     (tmp_path / "a").mkdir()
-    from crashpoint.harness.targets.temporal_worker import connect
+    from crashpoint.harness.engines.temporal_worker import connect
 
     async def submit(address: str) -> None:
         client = await connect(address)
@@ -117,7 +117,7 @@ def test_a_lean_server_commits_without_fsync_and_collects_garbage_less_often(tmp
     once it listens); a server that is not lean gets neither. A pragma the server refuses makes it exit at start, so
     the lean server listening is the check that the server takes it."""
     _binary_or_skip()
-    from crashpoint.harness.targets.temporal import LEAN_ENV, LEAN_PRAGMAS, RunServer
+    from crashpoint.harness.engines.temporal import LEAN_ENV, LEAN_PRAGMAS, RunServer
 
     for lean in (True, False):
         folder = tmp_path / str(lean)

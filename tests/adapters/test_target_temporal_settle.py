@@ -13,8 +13,8 @@ from installed import needs
 
 pytestmark = needs("temporalio")
 
-from crashpoint.harness.targets.sweep import run_one  # noqa: E402
-from crashpoint.harness.targets.target import Target  # noqa: E402
+from crashpoint.harness.run.target_sweep import run_one  # noqa: E402
+from crashpoint.harness.load.target import Target  # noqa: E402
 
 CODE = '''
 import time
@@ -104,7 +104,7 @@ class RetriedForever:
 
 
 def _binary_or_skip() -> None:
-    from crashpoint.harness.targets.temporal import temporal_binary
+    from crashpoint.harness.engines.temporal import temporal_binary
 
     try:
         temporal_binary()

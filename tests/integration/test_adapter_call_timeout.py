@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from crashpoint.harness.judge.certify import load_adapter
+from crashpoint.harness.run.certification import load_adapter
 from crashpoint.harness.load.loader import load_target
 from crashpoint.harness.run.sweep import sweep
 from crashpoint.scenarios import builtin_pack

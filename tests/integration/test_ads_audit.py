@@ -28,7 +28,7 @@ from crashpoint.fakes.tools import Toolbox
 from crashpoint.harness.adapters.reference import ReferenceAdapter
 from crashpoint.harness.cli.main import ExitCode, main
 from crashpoint.harness.load.loader import Case, Pack, load_pack, load_target
-from crashpoint.harness.judge.oracles import agent_verdicts
+from crashpoint.harness.judge.pack_rules import agent_verdicts
 from crashpoint.harness.run.sweep import RunResult, sweep
 from crashpoint.protocols import ToolError
 from crashpoint.scenarios import builtin_pack

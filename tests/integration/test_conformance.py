@@ -11,7 +11,7 @@ import pytest
 from crashpoint.engine.states import is_legal
 from crashpoint.errors import UsageError
 from crashpoint.harness.adapters.interpreter import Commit, Receive, Step, interpret
-from crashpoint.harness.judge.certify import CLAIMS, certify, load_adapter, markdown, write
+from crashpoint.harness.run.certification import CLAIMS, certify, load_adapter, markdown, write
 from crashpoint.harness.cli.main import main
 from crashpoint.harness.load.loader import load_target
 from crashpoint.scenarios import builtin_pack

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from crashpoint.harness.adapters import ReferenceAdapter
-from crashpoint.harness.run.driver import Driver
+from crashpoint.harness.run.pack_driver import Driver
 from crashpoint.harness.load.loader import load_target
 from crashpoint.harness.run.sweep import sweep
 from crashpoint.scenarios import PACKS_DIR, builtin_pack

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from crashpoint.harness.adapters.reference import ReferenceAdapter
-from crashpoint.harness.judge.certify import load_adapter
+from crashpoint.harness.run.certification import load_adapter
 from crashpoint.harness.cli.main import ExitCode, build_parser, main
-from crashpoint.harness.run.driver import Driver
+from crashpoint.harness.run.pack_driver import Driver
 from crashpoint.harness.run.executors import dask_address, make_executor
 from crashpoint.harness.load.loader import load_target
 from crashpoint.harness.run.progress import SweepProgress

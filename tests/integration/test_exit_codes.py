@@ -11,7 +11,7 @@ from crashpoint.errors import CaseError, EngineCrashed, StoreError, UsageError, 
 from crashpoint.fakes.ledger import Ledger
 from crashpoint.harness.cli import main as cli
 from crashpoint.harness.cli.main import ExitCode, exit_code_of, main
-from crashpoint.reports.store import ResultStore
+from crashpoint.reports.results_store import ResultStore
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = ROOT / "scenarios" / "refunds" / "cases" / "approval_timeout_after_refund_draft.json"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from crashpoint.harness.run.forkserver import ForkServer
-from crashpoint.harness.run.launch import run_process
+from crashpoint.harness.process.forkserver import ForkServer
+from crashpoint.harness.process.launch import run_process
 
 
 class Boom(Exception):
@@ -64,7 +64,7 @@ def test_kill_zygotes_kills_its_zygotes_and_spares_a_pid_that_is_no_longer_one()
     import signal
     import subprocess
 
-    from crashpoint.harness.run import forkserver
+    from crashpoint.harness.process import forkserver
 
     server = ForkServer()
     other = subprocess.Popen(["sh", "-c", "sleep 60 & echo $!; wait"], stdout=subprocess.PIPE, text=True,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from crashpoint.harness.cli.main import main
-from crashpoint.harness.judge.certify import markdown as certificate_markdown
+from crashpoint.harness.run.certification import markdown as certificate_markdown
 from crashpoint.scenarios import builtin_pack
 from crashpoint.text import MAX_TEXT
 

@@ -341,7 +341,7 @@ def test_generated_trace_files(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- results store files
 
 def _valid_store(path: Path) -> bytes:
-    from crashpoint.reports.store import ResultStore
+    from crashpoint.reports.results_store import ResultStore
 
     store = ResultStore(path)
     run = store.begin_run({"engine": "reference", "pack": "refunds", "crash": "every"})

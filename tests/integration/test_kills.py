@@ -13,13 +13,13 @@ import os
 import pytest
 
 from crashpoint.harness.adapters.reference import ReferenceAdapter
-from crashpoint.harness.judge.certify import certify
-from crashpoint.harness.judge.kills import NOT_LANDED, check_worker
+from crashpoint.harness.run.certification import certify
+from crashpoint.harness.process.kills import NOT_LANDED, check_worker
 from crashpoint.harness.judge.metrics import aggregate
 from crashpoint.harness.judge.record import stored_result
-from crashpoint.harness.judge.results import sweep_data
+from crashpoint.harness.judge.document import sweep_data
 from crashpoint.harness.load.loader import load_target
-from crashpoint.harness.run.crashpoints import ProbeEvent
+from crashpoint.harness.process.crashpoints import ProbeEvent
 from crashpoint.harness.run.sweep import sweep
 from crashpoint.scenarios import builtin_pack
 from variants import kills as variants
@@ -116,7 +116,7 @@ def test_check_worker_judges_each_way_a_kill_can_fail_to_land():
 
 
 def test_a_narrowed_certificate_says_so(tmp_path):
-    from crashpoint.harness.judge.certify import markdown
+    from crashpoint.harness.run.certification import markdown
 
     case = builtin_pack("conformance") / "cases" / "cancel_while_waiting.yaml"
     cert = certify("crashpoint.harness.adapters.reference:ReferenceAdapter", case, only=["after_checkpoint:drafted"],

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 from crashpoint.harness.adapters.reference import ReferenceAdapter
-from crashpoint.harness.faults.generate import trial
-from crashpoint.harness.judge.certify import certify
+from crashpoint.harness.run.schedule_search import trial
+from crashpoint.harness.run.certification import certify
 from crashpoint.harness.load.loader import load_target
-from crashpoint.harness.run.driver import Driver
-from crashpoint.reports.store import ResultStore
+from crashpoint.harness.run.pack_driver import Driver
+from crashpoint.reports.results_store import ResultStore
 
 pytest_plugins = ("pytester",)
 

@@ -18,7 +18,7 @@ from crashpoint.fakes.tools import BUILTIN_TOOLS
 from crashpoint.harness.adapters.reference import ReferenceAdapter
 from crashpoint.harness.cli.main import ExitCode, main
 from crashpoint.harness.load.loader import load_target
-from crashpoint.harness.run.driver import Driver
+from crashpoint.harness.run.pack_driver import Driver
 
 pytest_plugins = ("pytester",)
 

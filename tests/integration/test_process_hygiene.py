@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from crashpoint.harness.adapters.reference import ReferenceAdapter
-from crashpoint.harness.run.driver import RUN_MARKER
+from crashpoint.harness.run.pack_driver import RUN_MARKER
 from crashpoint.harness.load.loader import load_target
 from crashpoint.harness.run.sweep import sweep
 
@@ -217,7 +217,7 @@ def test_an_interrupted_sweeps_reap_also_finds_processes_by_the_files_they_hold(
     # a0dcd2c waited for "marked" workers before removing an interrupted sweep's folder, but a forked worker
     # shows no marker (its /proc environ is its zygote's): one still dying after its zygote could write into
     # the folder while it was removed (rmtree, errors ignored, left it behind)
-    from crashpoint.harness.run.launch import reap_under
+    from crashpoint.harness.process.launch import reap_under
 
     (tmp_path / "run").mkdir()
     with open(tmp_path / "run" / "worker-001.log", "wb") as log:

@@ -14,7 +14,7 @@ from crashpoint.engine import Engine, WorkflowDefinition
 from crashpoint.fakes.clock import VirtualClock
 from crashpoint.fakes.data import refund_input
 from crashpoint.fakes.ledger import Ledger
-from crashpoint.harness.run import crashpoints
+from crashpoint.harness.process import crashpoints
 
 WORKFLOW = Path(__file__).resolve().parents[2] / "scenarios" / "refunds" / "workflows" / "refund.yaml"
 N = 8
@@ -42,7 +42,7 @@ def _prepare(run_dir: Path) -> None:
 def _two_workers(run_dir: Path, engine: str) -> list[int]:
     argv = [sys.executable, "-m", "crashpoint.engine.worker", "--db", str(run_dir / "engine.db"),
             "--world", "variants.worlds:slow", "--world-arg", str(run_dir), "--engine", engine,
-            "--probe", "crashpoint.harness.run.crashpoints:probe", "--probe-arg", crashpoints.probe_arg(run_dir, None)]
+            "--probe", "crashpoint.harness.process.crashpoints:probe", "--probe-arg", crashpoints.probe_arg(run_dir, None)]
     procs = [subprocess.Popen(argv + ["--worker-id", f"w{i}"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
              for i in range(2)]
     return [p.wait(timeout=120) for p in procs]
@@ -80,7 +80,7 @@ def test_a_killed_worker_leaves_no_lease_behind(tmp_path: Path, first: str) -> N
     _prepare(run_dir)
     argv = [sys.executable, "-m", "crashpoint.engine.worker", "--db", str(run_dir / "engine.db"),
             "--world", "crashpoint.fakes.world:build", "--world-arg", str(run_dir),
-            "--probe", "crashpoint.harness.run.crashpoints:probe", "--probe-arg", crashpoints.probe_arg(run_dir, first)]
+            "--probe", "crashpoint.harness.process.crashpoints:probe", "--probe-arg", crashpoints.probe_arg(run_dir, first)]
     assert subprocess.run(argv, stdout=subprocess.DEVNULL).returncode == -9
     assert subprocess.run(argv, stdout=subprocess.DEVNULL).returncode == 0
     engine = Engine(run_dir / "engine.db", _NoTools(), VirtualClock(run_dir / "ledger.db"))
@@ -92,7 +92,7 @@ def test_crash_during_recovery_sweep_kills_twice_and_passes(tmp_path: Path) -> N
     """``--crash recovery``: each run is killed at A, then at B while the new worker recovers."""
     from crashpoint.harness.adapters.reference import ReferenceAdapter
     from crashpoint.harness.load.loader import load_target
-    from crashpoint.harness.judge.results import sweep_data
+    from crashpoint.harness.judge.document import sweep_data
     from crashpoint.harness.run.sweep import sweep
 
     pack, cases = load_target(WORKFLOW.parents[1] / "cases" / "refund_denied_compensates_draft.yaml")
@@ -110,7 +110,7 @@ def test_sampled_sweep_covers_each_crash_point_once_however_many_runs_kill_there
     """``--crash sampled`` kills at some points more than once (a recovery pair, a recovery by 3
     workers); coverage counts distinct points, so a full sweep is 100%, never more (it printed 107.7%)."""
     from crashpoint.harness.adapters.reference import ReferenceAdapter
-    from crashpoint.harness.judge.results import sweep_data
+    from crashpoint.harness.judge.document import sweep_data
     from crashpoint.harness.load.loader import load_target
     from crashpoint.harness.run.sweep import sweep
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from crashpoint.harness.cli.main import main
-from crashpoint.reports.store import ResultStore
+from crashpoint.reports.results_store import ResultStore
 from crashpoint.scenarios import builtin_pack
 
 REFUNDS = builtin_pack("refunds")
@@ -48,7 +48,8 @@ def test_twelve_failures_of_one_bug_are_one_group_everywhere() -> None:
     """Before: 12 expanded timelines in HTML, 12 separate blocks in the terminal, 36 <failure> elements."""
     import xml.etree.ElementTree as ET
 
-    from crashpoint.reports import html, junit, text
+    from crashpoint.reports import html, junit
+    from crashpoint.reports import terminal as text
 
     stored = _stored(lambda i: "passed" if i == 0 else "failed")
     term = text.failures({"results": stored["results"]})

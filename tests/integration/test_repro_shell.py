@@ -12,7 +12,7 @@ from pathlib import Path
 
 from crashpoint.harness.cli.main import main, repro_command
 from crashpoint.harness.cli.search import repro_line
-from crashpoint.harness.judge.certify import repro
+from crashpoint.harness.run.certification import repro
 from crashpoint.scenarios import builtin_pack
 
 TESTS = Path(__file__).resolve().parents[1] if (Path(__file__).parents[1] / "variants").is_dir() \
@@ -36,7 +36,7 @@ def test_every_repro_line_survives_a_shell_with_hostile_names(tmp_path: Path, mo
     case = tmp_path / "x$(touch P).yaml"
     from types import SimpleNamespace
 
-    from crashpoint.harness.targets.sweep import TargetRunResult
+    from crashpoint.harness.run.target_sweep import TargetRunResult
 
     target_run = TargetRunResult(case="c;touch W", durability="sync", crash_point=HOSTILE_POINT, repeat=0,
                                  verdict="failed")

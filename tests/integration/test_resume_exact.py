@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from crashpoint.harness.cli.main import main
-from crashpoint.reports.store import ResultStore, _started, host_name
+from crashpoint.reports.results_store import ResultStore, _started, host_name
 
 ROOT = Path(__file__).resolve().parents[2]
 CASE = ROOT / "scenarios" / "refunds" / "cases" / "draft_fatal_failure.yaml"  # 6 crash points: 7 runs

@@ -17,7 +17,7 @@ from typing import Callable
 
 import pytest
 
-from crashpoint.harness.run.driver import RUN_MARKER
+from crashpoint.harness.run.pack_driver import RUN_MARKER
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "scenarios"
@@ -165,7 +165,7 @@ def test_resume_with_nothing_to_resume_starts_a_new_run(tmp_path: Path, crash: s
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     from crashpoint.harness.cli.main import main
     from crashpoint.harness.run.resume import find_incomplete
-    from crashpoint.reports.store import ResultStore
+    from crashpoint.reports.results_store import ResultStore
 
     db = tmp_path / "r.db"
     store = ResultStore(db)

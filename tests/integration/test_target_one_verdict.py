@@ -17,8 +17,8 @@ pytestmark = needs("langgraph.checkpoint.sqlite")
 
 from crashpoint.api import EffectCall  # noqa: E402
 from crashpoint.harness.judge.verdict import judge_target  # noqa: E402
-from crashpoint.harness.targets.driver import TargetOutcome, TargetUnsupported  # noqa: E402
-from crashpoint.harness.targets.target import Target, TargetCase  # noqa: E402
+from crashpoint.harness.run.target_driver import TargetOutcome, TargetUnsupported  # noqa: E402
+from crashpoint.harness.load.target import Target, TargetCase  # noqa: E402
 
 pytest_plugins = ("pytester",)
 
@@ -103,8 +103,8 @@ def test_the_fixture_sweeps_with_the_clis_default_crash_selection(pytester: pyte
     out = pytester.path / "options.json"
     pytester.makepyfile(test_default=f'''
 import json
-import crashpoint.harness.targets.sweep as sweep_module
-from crashpoint.harness.targets.target import Target
+import crashpoint.harness.run.target_sweep as sweep_module
+from crashpoint.harness.load.target import Target
 
 class Done:
     passed, results = True, []

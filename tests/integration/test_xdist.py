@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from crashpoint.reports.store import ResultStore
+from crashpoint.reports.results_store import ResultStore
 
 pytest_plugins = ("pytester",)
 

@@ -9,8 +9,8 @@ from installed import needs
 
 pytestmark = needs("dbos")
 
-from crashpoint.harness.targets.sweep import run_one  # noqa: E402
-from crashpoint.harness.targets.target import Target  # noqa: E402
+from crashpoint.harness.run.target_sweep import run_one  # noqa: E402
+from crashpoint.harness.load.target import Target  # noqa: E402
 
 TARGET = Path(__file__).resolve().parents[2] / "examples/dbos_refund/target.yaml"
 

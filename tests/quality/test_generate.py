@@ -17,10 +17,10 @@ import yaml
 
 from crashpoint.errors import CaseError
 from crashpoint.harness.adapters.reference import ReferenceAdapter
-from crashpoint.harness.run.driver import Driver, tool_script
-from crashpoint.harness.faults.generate import SearchResult, resolve_seed, search, search_case, write_repro
+from crashpoint.harness.run.pack_driver import Driver, tool_script
+from crashpoint.harness.run.schedule_search import SearchResult, resolve_seed, search, search_case, write_repro
 from crashpoint.harness.load.loader import load_case, load_target
-from crashpoint.harness.faults.schedule import apply, case_data, is_masked
+from crashpoint.harness.load.schedule import apply, case_data, is_masked
 from crashpoint.harness.run.sweep import sweep
 from crashpoint.scenarios import builtin_pack
 
@@ -176,7 +176,7 @@ def test_a_generated_kill_keeps_the_cases_own_held_cancel(refunds, tmp_path: Pat
     # issue 17: `pytest --chaos --chaos-seed 12345 scenarios/refunds` failed the cancel_* cases' [schedules]
     # on the reference engine: apply() dropped the case's own `faults`, so a generated kill at
     # before_checkpoint:workflow_started ran without the case's hold-cancel and never got cancelled
-    from crashpoint.harness.faults.generate import trial
+    from crashpoint.harness.run.schedule_search import trial
 
     pack, cases = refunds
     case = next(c for c in cases if c.case_id == "cancel_while_drafting_compensates_draft")
@@ -199,7 +199,7 @@ def test_a_start_redelivered_after_a_deploy_renaming_its_step_is_a_duplicate(ref
     # [schedules] on the reference engine: the start delivered again after version 2 (draft_refund renamed)
     # was deployed raised "DefinitionError: workflow 'refund' v2 has no task 'draft_refund'" (the engine read
     # the latest definition before it saw the duplicate)
-    from crashpoint.harness.faults.generate import trial
+    from crashpoint.harness.run.schedule_search import trial
 
     pack, cases = refunds
     case = next(c for c in cases if c.case_id == "deploy_mid_run_keeps_pinned_version")
@@ -214,7 +214,7 @@ def test_a_run_whose_faults_never_fired_is_vacuous_whatever_it_found() -> None:
     # issue 17: seed 4 of `pytest --chaos scenarios/refunds` failed cancel_while_draft_retrying[schedules] on
     # the reference engine with "expected final status cancelled": the generated 2-workers recovery never
     # delivered the case's held cancel ("the case's faults never fired"), and its findings counted as a failure
-    from crashpoint.harness.judge.rules import Finding
+    from crashpoint.harness.model.rules import Finding
     from crashpoint.harness.judge.verdict import RunResult, is_vacuous
 
     found = [Finding("final_status", "expected final status cancelled, got waiting_approval")]
@@ -242,8 +242,8 @@ def test_a_repro_written_again_with_the_same_contents_is_reused(refunds, tmp_pat
     # issue 17: a second `pytest --chaos --chaos-seed S` crashed every [schedules] item with
     # "UsageError: ... already exists; a repro is never overwritten"
     from crashpoint.errors import UsageError
-    from crashpoint.harness.faults.generate import Trial
-    from crashpoint.harness.judge.oracles import Failure
+    from crashpoint.harness.run.schedule_search import Trial
+    from crashpoint.harness.judge.pack_rules import Failure
 
     pack, cases = refunds
     schedule = [{"kind": "tool", "tool": "refunds.cancelRefundDraft", "call": 1, "outcome": "retryable", "times": 3}]
@@ -265,7 +265,7 @@ def test_a_repro_written_again_with_the_same_contents_is_reused(refunds, tmp_pat
     other_seed = SearchResult(cases[0].case_id, seed=18, budget=3, found=found)
     assert write_repro(other_seed, pack, tmp_path).parents[1].name == first.parents[1].name + "_3"
     assert write_repro(result(), pack, tmp_path) == beside  # the same contents again: reused
-    import crashpoint.harness.faults.generate as generate
+    import crashpoint.harness.run.schedule_search as generate
 
     generate_max, generate.MAX_REPRO_COPIES = generate.MAX_REPRO_COPIES, 3
     try:

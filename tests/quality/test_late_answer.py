@@ -11,8 +11,8 @@ import pytest
 
 from crashpoint.harness.adapters.reference import ReferenceAdapter
 from crashpoint.harness.faults import kinds
-from crashpoint.harness.faults.generate import search_case
-from crashpoint.harness.faults.schedule import apply
+from crashpoint.harness.run.schedule_search import search_case
+from crashpoint.harness.load.schedule import apply
 from crashpoint.harness.load.loader import load_target
 from crashpoint.harness.run.sweep import sweep
 from crashpoint.scenarios import builtin_pack

@@ -350,7 +350,7 @@ def run_together(engine: str, case_id: str, before: str, tmp_path: Path, rounds:
     after another in this process: from the second run on, every worker starts from a warm zygote, as in
     a long sampled sweep (a cold one lets the driver's own worker get everywhere first)."""
     from crashpoint.harness.judge.verdict import judge
-    from crashpoint.harness.run.driver import Driver
+    from crashpoint.harness.run.pack_driver import Driver
 
     pack, cases = _target()
     case = cases[case_id]

@@ -11,8 +11,8 @@ from installed import needs
 
 pytestmark = needs("langgraph.checkpoint.sqlite")
 
-from crashpoint.harness.targets.sweep import run_one  # noqa: E402
-from crashpoint.harness.targets.target import Target  # noqa: E402
+from crashpoint.harness.run.target_sweep import run_one  # noqa: E402
+from crashpoint.harness.load.target import Target  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = Target.from_file(ROOT / "examples/langgraph_refund/target.yaml")
@@ -62,7 +62,7 @@ def test_two_live_processes_on_one_thread_are_caught_every_time(tmp_path: Path, 
     worker of the run), so the overlap is certain, not a matter of timing (each process sets up the saver's
     tables before the barrier, one at a time: at once, one got ``database is locked`` and ran no node, about 1 try
     in 4 before; see test_target_langgraph::test_two_processes_opening_a_new_run_at_once_both_get_the_saver)."""
-    from crashpoint.harness.targets.target import TargetCase
+    from crashpoint.harness.load.target import TargetCase
 
     target = dataclasses.replace(BASE, cases=[TargetCase(f"twice-{kind}", duplicate=kind)])
     for n in range(3):  # every try: a try whose processes never overlapped is an `error` and fails here
@@ -94,8 +94,8 @@ def test_the_invoke_error_of_either_process_of_a_duplicate_is_kept(tmp_path: Pat
     """Both processes of a duplicated start write ``threads.json`` and the last one's report replaces the other's:
     an invoke that raised in the other process was lost (the note came or not, by which process ended last). Each
     process now records its own (``invoke-errors.log``): the note names the process, every time."""
-    from crashpoint.harness.targets.driver import run_target
-    from crashpoint.harness.targets.target import TargetCase
+    from crashpoint.harness.run.target_driver import run_target
+    from crashpoint.harness.load.target import TargetCase
 
     (tmp_path / "twin_raises.py").write_text(
         "import sys\n"

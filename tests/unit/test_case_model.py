@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from crashpoint.errors import CaseError
 from crashpoint.harness.load.loader import Case, load_case, load_target, workflow_tools
-from crashpoint.harness.faults.schedule import apply, case_data
+from crashpoint.harness.load.schedule import apply, case_data
 from crashpoint.scenarios import builtin_pack
 
 PACK, CASES = load_target(builtin_pack("refunds"))

@@ -7,7 +7,7 @@ from pathlib import Path
 from crashpoint.harness.adapters.reference import ReferenceAdapter
 from crashpoint.harness.judge.coverage import step_of
 from crashpoint.harness.load.loader import load_target
-from crashpoint.harness.judge.results import sweep_data
+from crashpoint.harness.judge.document import sweep_data
 from crashpoint.harness.run.sweep import sweep
 
 CASES = Path(__file__).resolve().parents[2] / "scenarios" / "refunds" / "cases"

@@ -248,7 +248,7 @@ def test_corrupt_database_gives_store_error_naming_the_file(tmp_path: Path) -> N
 def test_a_skipped_task_says_why_in_the_trace(tmp_path: Path) -> None:
     """task_skipped carries the error, for a tool failure and for a phase timeout alike."""
     from crashpoint.harness.adapters.reference import ReferenceAdapter
-    from crashpoint.harness.run.driver import Driver
+    from crashpoint.harness.run.pack_driver import Driver
     from crashpoint.harness.load.loader import load_target
 
     root = Path(__file__).resolve().parents[2] / "scenarios" / "refunds" / "cases"

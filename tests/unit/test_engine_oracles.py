@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crashpoint.harness.targets.driver import TargetOutcome
-from crashpoint.harness.targets.engine_oracles import one_live_execution, queued_once, replay_deterministic
-from crashpoint.harness.targets.target import Target
+from crashpoint.harness.run.target_driver import TargetOutcome
+from crashpoint.harness.judge.engine_rules import one_live_execution, queued_once, replay_deterministic
+from crashpoint.harness.load.target import Target
 
 TARGET = Target(name="t", entry="m:wf", engine="dbos", inputs=[{"thread": "w1", "queue": "q", "input": 1}])
 

@@ -12,7 +12,7 @@ import yaml
 
 from crashpoint.errors import CaseError
 from crashpoint.harness.faults import kinds
-from crashpoint.harness.faults.schedule import describe
+from crashpoint.harness.load.schedule import describe
 from crashpoint.harness.load.loader import load_case, load_target
 from crashpoint.scenarios import SCHEMA_DIR, builtin_pack
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from crashpoint.harness.cli.report import render_stored
-from crashpoint.reports import text
-from crashpoint.reports.store import ResultStore
+from crashpoint.reports import terminal as text
+from crashpoint.reports.results_store import ResultStore
 
 #: What an engine may print: markup, XML CDATA end, ANSI colour and OSC title sequences, NUL, a bidi override.
 EVIL = ("<script>alert(1)</script> <img src=x onerror=alert(1)> & ]]> \x1b[31mred\x1b[0m \x1b]0;pwned\x07 "

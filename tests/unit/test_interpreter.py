@@ -200,8 +200,9 @@ def test_a_case_needing_a_feature_the_adapter_lacks_is_unsupported_naming_it(tmp
 
 
 def test_an_unsupported_run_is_counted_shown_and_skipped_in_junit_never_passed(tmp_path: Path) -> None:
-    from crashpoint.harness.judge.results import sweep_data
-    from crashpoint.reports import junit, text
+    from crashpoint.harness.judge.document import sweep_data
+    from crashpoint.reports import junit
+    from crashpoint.reports import terminal as text
 
     pack, cases = load_target(builtin_pack("ads_audit") / "cases" / "gate_denied_once_revised_then_granted.yaml")
     data = sweep_data(sweep(pack, cases, NoRevise(), crash="none", executor="threads", jobs=1, workdir=tmp_path))

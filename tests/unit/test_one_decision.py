@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 from crashpoint.errors import Unsupported, WorkerTimeout
-from crashpoint.harness.judge.rules import Finding, Rule, RuleContext
+from crashpoint.harness.model.rules import Finding, Rule, RuleContext
 from crashpoint.harness.judge.verdict import decide, judge, judge_target
 from crashpoint.harness.load.loader import Case, Pack, load_target
-from crashpoint.harness.run.driver import RunOutcome
-from crashpoint.harness.targets.driver import TargetOutcome, TargetUnsupported
-from crashpoint.harness.targets.target import Target, TargetCase
+from crashpoint.harness.run.pack_driver import RunOutcome
+from crashpoint.harness.run.target_driver import TargetOutcome, TargetUnsupported
+from crashpoint.harness.load.target import Target, TargetCase
 
 ROOT = Path(__file__).resolve().parents[2]
 POINT = "after_effect:refunds.issueRefund"

@@ -1,4 +1,4 @@
-"""Unit tests of every check in :mod:`crashpoint.harness.judge.oracles`, each on a run that has the bug it looks for.
+"""Unit tests of every check in :mod:`crashpoint.harness.judge.pack_rules`, each on a run that has the bug it looks for.
 
 The project rule is that every check the harness makes must be shown to fail on a run that
 has its bug. Each test here takes a real golden run of a refund case on the reference engine
@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 from crashpoint.harness.adapters.reference import ReferenceAdapter
-from crashpoint.harness.run.driver import Driver, RunOutcome
+from crashpoint.harness.run.pack_driver import Driver, RunOutcome
 from crashpoint.harness.load.loader import Case, Pack, load_target
-from crashpoint.harness.judge.oracles import Failure, differential, final_status, judge, side_effects, trace_completeness
+from crashpoint.harness.judge.pack_rules import Failure, differential, final_status, judge, side_effects, trace_completeness
 
 PACK_DIR = Path(__file__).resolve().parents[2] / "scenarios" / "refunds"
 HAPPY = "refund_approved_happy_path"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 SCRIPT = textwrap.dedent('''
     import sys, threading
-    from crashpoint.harness.run.crashpoints import CrashProbe
+    from crashpoint.harness.process.crashpoints import CrashProbe
 
     probe = CrashProbe(sys.argv[1], targets=["kill_here"])
     ready = threading.Event()

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from crashpoint.api import EffectCall
-from crashpoint.harness.targets.driver import TargetOutcome
-from crashpoint.harness.targets.oracles import repeats_explained
-from crashpoint.harness.targets.target import Target
+from crashpoint.harness.run.target_driver import TargetOutcome
+from crashpoint.harness.judge.target_rules import repeats_explained
+from crashpoint.harness.load.target import Target
 
 TARGET = Target(name="t", entry="m:wf", engine="temporal", inputs=[{"thread": "refund-1001", "input": 1}])
 

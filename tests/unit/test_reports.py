@@ -15,7 +15,7 @@ import xmlschema
 
 from crashpoint.harness.cli.main import ExitCode, main
 from crashpoint.reports import html, journal, junit, markdown
-from crashpoint.reports.store import ResultStore
+from crashpoint.reports.results_store import ResultStore
 from crashpoint.reports.summary import failure_groups, group_title, result_id
 from stored_runs import HOSTILE_TEXT, SCRIPT_NAME, broken_engine_run, hostile_run, load
 

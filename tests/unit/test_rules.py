@@ -1,4 +1,4 @@
-"""The oracle rule registry (:mod:`crashpoint.harness.judge.rules`) and the one verdict function
+"""The oracle rule registry (:mod:`crashpoint.harness.model.rules`) and the one verdict function
 (:mod:`crashpoint.harness.judge.verdict`): rule ids on every finding, a rule that raises is an
 ``unknown`` (never a crashed sweep), metrics select findings by rule id, never by message text."""
 
@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 from crashpoint.harness.adapters.reference import ReferenceAdapter
-from crashpoint.harness.judge import metrics, rules
+from crashpoint.harness.judge import metrics
+from crashpoint.harness.model import rules
 from crashpoint.harness.judge.record import measures
-from crashpoint.harness.judge.rules import Finding, RuleContext, found, rule
+from crashpoint.harness.model.rules import Finding, RuleContext, found, rule
 from crashpoint.harness.judge.verdict import Invocation, RunResult, judge, repro_command
 from crashpoint.harness.load.loader import Case, Pack, load_target
-from crashpoint.harness.run.driver import Driver, RunOutcome
+from crashpoint.harness.run.pack_driver import Driver, RunOutcome
 from crashpoint.harness.run.sweep import sweep
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -166,7 +167,7 @@ def test_repro_command_is_one_shell_safe_line(tmp_path: Path) -> None:
 def test_every_front_end_builds_its_reproduce_line_with_the_one_function(tmp_path: Path) -> None:
     from crashpoint.harness.cli.main import repro_command as cli_repro
     from crashpoint.harness.cli.search import repro_line
-    from crashpoint.harness.judge.certify import repro
+    from crashpoint.harness.run.certification import repro
 
     case = tmp_path / "c.yaml"
     assert cli_repro(case, "p", "m:E", "kill-cold", "a:B") == repro_command(case, "p", Invocation("m:E", "a:B",

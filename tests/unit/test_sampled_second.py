@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from crashpoint.harness.targets.sweep import _sampled_second, _subject
+from crashpoint.harness.run.target_sweep import _sampled_second, _subject
 
 
 def test_a_checkpoint_write_comes_first() -> None:

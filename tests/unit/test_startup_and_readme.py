@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2] if (Path(__file__).parents[2] / "README.md").is_file() \
     else Path(__file__).resolve().parents[1]
 HEAVY = ("jsonschema", "pandas", "sqlalchemy", "matplotlib", "yaml", "tabulate", "faker",
-         "crashpoint.engine", "crashpoint.fakes", "crashpoint.harness.run.driver", "crashpoint.harness.load.loader")
+         "crashpoint.engine", "crashpoint.fakes", "crashpoint.harness.run.pack_driver", "crashpoint.harness.load.loader")
 
 
 @pytest.mark.parametrize("argv", [["--version"], ["run", "--help"], ["report", "--help"]])

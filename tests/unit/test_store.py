@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from crashpoint.errors import StoreError, UsageError
-from crashpoint.reports.store import ResultStore, normalize_url
+from crashpoint.reports.results_store import ResultStore, normalize_url
 from needs import fresh_pg_database
 
 INFO = {"engine": "reference", "engine_version": "0.1.0", "adapter": "ReferenceAdapter", "pack": "refunds",
@@ -59,7 +59,7 @@ def test_a_run_round_trips(url: str) -> None:
 
 WRITER = textwrap.dedent("""
     import os, signal, sys
-    from crashpoint.reports.store import ResultStore
+    from crashpoint.reports.results_store import ResultStore
     url, name, n, kill = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "kill"
     store = ResultStore(url)
     run_id = store.begin_run({"engine": name, "pack": "refunds"})
@@ -244,7 +244,7 @@ def _old_store(url: str) -> None:
     """A store as the version before ``unsupported`` made it: ``crashpoint_results.verdict`` VARCHAR(10)."""
     from sqlalchemy import MetaData, String, create_engine
 
-    from crashpoint.reports import store as store_module
+    from crashpoint.reports import results_store as store_module
 
     old = MetaData()
     for table in store_module.metadata.sorted_tables:
@@ -264,7 +264,7 @@ def test_an_old_store_with_a_narrow_verdict_column_takes_unsupported(url: str) -
     # unsupported run (11 characters) failed there. Its next writer widens the column.
     from sqlalchemy import create_engine, inspect
 
-    from crashpoint.reports.store import narrow_columns
+    from crashpoint.reports.results_store import narrow_columns
 
     _old_store(url)
     engine = create_engine(url)

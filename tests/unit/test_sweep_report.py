@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from crashpoint.harness.judge.rules import Finding
+from crashpoint.harness.model.rules import Finding
 from crashpoint.harness.pytest.targets import SweepReport
 
 

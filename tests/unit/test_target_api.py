@@ -13,7 +13,7 @@ import crashpoint
 import crashpoint.api as api
 from crashpoint.errors import CaseError
 from crashpoint.fakes.ledger import Ledger
-from crashpoint.harness.targets.effects import EffectSession, read_calls
+from crashpoint.harness.engines.effects import EffectSession, read_calls
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,7 +44,7 @@ def test_a_process_of_a_target_run_that_is_not_its_worker_notes_each_call_and_ma
     """A new interpreter whose environment names a target run's folder (a node's subprocess) appends each effect call
     to ``outside-effects.log`` and calls the function; a marker naming a folder without ``target.json`` (not a
     target run), like no marker, leaves the pass-through."""
-    from crashpoint.harness.targets.effects import outside_calls
+    from crashpoint.harness.engines.effects import outside_calls
 
     code = ("import crashpoint; pay = crashpoint.effect('pay', key='k')(lambda order, k=None: order); "
             "print(pay('1', k='p-1'))")
@@ -162,7 +162,7 @@ def test_a_target_case_names_several_workers_with_the_registered_workers_fault_k
     import json
 
     from crashpoint.harness.faults.kinds import workers as workers_kind
-    from crashpoint.harness.targets import target as target_module
+    from crashpoint.harness.load import target as target_module
 
     head = "target: x\nengine: ENGINE\nentry: a:b\ninputs:\n  - {thread: t, input: 1}\ncases:\n"
     path = tmp_path / "t.yaml"

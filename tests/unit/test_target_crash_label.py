@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crashpoint.harness.targets import langgraph, sweep as sweep_mod
-from crashpoint.harness.targets.driver import TargetOutcome
-from crashpoint.harness.targets.sweep import TargetRunResult, sweep
-from crashpoint.harness.targets.target import Target
+from crashpoint.harness.engines import langgraph
+from crashpoint.harness.run import target_sweep as sweep_mod
+from crashpoint.harness.run.target_driver import TargetOutcome
+from crashpoint.harness.run.target_sweep import TargetRunResult, sweep
+from crashpoint.harness.load.target import Target
 
 POINTS = [f"node:a@n{i}" for i in range(12)]
 

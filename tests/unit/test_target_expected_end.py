@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from crashpoint.errors import CaseError
-from crashpoint.harness.targets.driver import TargetOutcome
-from crashpoint.harness.targets.oracles import RULES, expected_end, judge
-from crashpoint.harness.targets.target import Target, TargetCase
+from crashpoint.harness.run.target_driver import TargetOutcome
+from crashpoint.harness.judge.target_rules import RULES, expected_end, judge
+from crashpoint.harness.load.target import Target, TargetCase
 
 DENIED = {"refund-1001": {"status": "finished", "values": {"result": {"status": "denied"}}}}
 TARGET = Target(name="t", entry="m:builder", inputs=[{"thread": "refund-1001", "input": {}}],

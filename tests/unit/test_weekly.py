@@ -29,7 +29,7 @@ from freezegun import freeze_time
 
 from crashpoint.harness.cli.main import main
 from crashpoint.reports import weekly
-from crashpoint.reports.store import ResultStore
+from crashpoint.reports.results_store import ResultStore
 from needs import fresh_pg_database
 
 SINCE, UNTIL = date(2026, 11, 2), date(2026, 11, 29)

@@ -15,7 +15,7 @@ from pathlib import Path
 from crashpoint.engine.engine import Engine
 from crashpoint.harness.adapters.protocol import RunContext
 from crashpoint.harness.adapters.reference import ReferenceAdapter
-from crashpoint.harness.run.crashpoints import LOG_FILE, CrashProbe
+from crashpoint.harness.process.crashpoints import LOG_FILE, CrashProbe
 
 
 class NeverProbes(ReferenceAdapter):
@@ -66,7 +66,7 @@ class SurvivingProbe(CrashProbe):
 
 
 def surviving_probe(arg: str) -> SurvivingProbe:
-    """Probe factory (``variants.kills:surviving_probe``) taking :func:`crashpoint.harness.run.crashpoints.probe_arg`'s JSON."""
+    """Probe factory (``variants.kills:surviving_probe``) taking :func:`crashpoint.harness.process.crashpoints.probe_arg`'s JSON."""
     spec = json.loads(arg)
     extra = {"witness": True} if spec.get("witness") else {}
     return SurvivingProbe(spec["run_dir"], spec.get("targets") or (), spec.get("holds") or (), **extra)

@@ -13,7 +13,7 @@ from temporalio.client import WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from crashpoint.harness.targets.temporal import temporal_binary
+from crashpoint.harness.engines.temporal import temporal_binary
 from temporal_refund.activities import ACTIVITIES
 from temporal_refund.workflows import NotifyCustomer, RefundWorkflow
 

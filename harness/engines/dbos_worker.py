@@ -1,0 +1,484 @@
+"""The worker process of a DBOS target: the team's own ``@DBOS.workflow`` / ``@DBOS.step`` code on a system
+database crashpoint controls.
+
+``python -m crashpoint.harness.engines.dbos_worker --run-dir DIR --probe SPEC --probe-arg ARG
+--phase start|recover|answer [--executor-id ID] [--as-executor ID] [--recover-executor ID ...]``
+
+The target is read from ``RUN_DIR/target.json``. The entry point ``module:workflow`` names the team's
+module and its default workflow; an input may name another workflow of that module (``workflow:``) and a
+queue to start it through (``queue:``, a queue the team's ``dbos.setup`` function registers with
+``DBOS.register_queue``). DBOS is configured here, as a team's ``main`` would: the system database is
+SQLite ``RUN_DIR/dbos.sqlite`` (or ``dbos.database_url``), ``application_version`` is pinned (DBOS keys
+recovery to it: an unpinned version is an MD5 of the workflow source), ``executor_id`` is the worker's
+identity (``--as-executor``: a dead worker's id, restarted; its ``DBOS.launch()`` recovers that executor) (``dbos.executor_id`` gives every worker the same one, as a deployment that hard-codes it does),
+the notification listener and DBOS's internal queue poll every 10 ms (``dbos.poll_s``; DBOS's defaults, 1 s,
+are what a cycle would otherwise wait on).
+
+Crash points, with no user code (methods of ``dbos._sys_db.SystemDatabase`` wrapped, see
+:mod:`crashpoint.harness.engines.dbos`):
+
+* ``before_status:WF@STATUS`` / ``after_status:WF@STATUS``: the workflow's status row written (``PENDING``
+  or ``ENQUEUED`` at start, ``SUCCESS`` / ``ERROR`` at the end);
+* ``step:WF@STEP``: a step about to run (nothing recorded for it yet); ``before_result:WF@STEP`` /
+  ``after_result:WF@STEP``: its result recorded;
+* ``recv:WF@TOPIC`` / ``after_recv:WF@TOPIC``: a ``DBOS.recv`` entered, and returned with a message;
+* ``before_send:DEST@TOPIC`` / ``after_send:DEST@TOPIC``: a message sent (a workflow's ``DBOS.send`` or the
+  human's answer delivered by this worker);
+* ``dequeued:WF@QUEUE``: a workflow claimed from a queue (DBOS's internal queue too: recovery goes
+  through it), before it runs;
+* ``before_effect:NAME`` / ``after_effect:NAME``: each ``crashpoint.effect``.
+
+Phases (what a DBOS application and its clients do, nothing more). Every phase calls ``DBOS.launch()``,
+which recovers the PENDING workflows of this executor id and application version:
+
+* ``start``: start each input not yet submitted, ``DBOS.start_workflow`` under ``SetWorkflowID(thread)``
+  or ``DBOS.retrieve_queue(name).enqueue``;
+* ``recover``: nothing more (``--recover-executor ID`` also asks DBOS to recover executor ``ID``'s pending
+  workflows, what an operator or a control plane does for a dead executor);
+* ``answer``: ``DBOSClient.send(thread, resume, topic=NODE)`` for each answer in ``RUN_DIR/answers.json``,
+  before ``DBOS.launch()`` (what the team's web app does for a human's click; the workflows launch recovers
+  then find their message waiting, whatever thread runs first).
+
+Then the worker waits until every submitted workflow is at rest: terminal, or PENDING blocked in a ``recv``
+(its durable timeout recorded) with no message waiting for it (``waiting``), or ``dbos.settle_s`` seconds pass. It
+looks every 10 ms, through DBOS's API only when a plain read of the SQLite system database's rows (and the ``recv``
+marks) changed since the last look (a look through DBOS's API costs about 10 ms of CPU, the plain read under 1 ms;
+PostgreSQL: every look, and once more at the deadline). It writes
+``RUN_DIR/threads.json``: thread -> ``{"status": finished|waiting|stuck|pending|enqueued|no_checkpoint,
+"dbos_status", "executor", "error"?, "waiting": [{"node": TOPIC, "interrupt": "WF:FUNCTION_ID"}], "values"}``
+and exits 0 (without ``DBOS.destroy()``: its background threads die with the process, as in a SIGKILL).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import importlib
+import json
+import os
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import crashpoint.api as effect_api
+from crashpoint.fakes.world import LEDGER_FILE
+from crashpoint.harness.engines import dbos_warm
+from crashpoint.harness.engines.dbos_reads import SystemReads
+from crashpoint.harness.engines.effects import EffectSession, alive, digest
+from crashpoint.harness.engines.workerlib import (UNSUPPORTED_RC, append, barrier, barrier_exit, deployed,
+                                                   exit_after, load_object, mark_submitted, open_run, patch_effects,
+                                                   replace_json, submitted, worker_parser, worker_probe, write_threads)
+
+DBOS_FILE = "dbos.sqlite"
+ANSWERS_FILE = "answers.json"
+STEPS_FILE = "steps.log"
+#: JSON lines ``{"pid", "wf", "queue"}``: each workflow a worker claimed from a queue.
+DEQUEUES_FILE = "dequeues.log"
+#: JSON lines ``{"pid", "wf", "status"}``: each final status DBOS wrote (``update_workflow_outcome``).
+OUTCOMES_FILE = "outcomes.log"
+#: ``PID WF`` lines: each workflow a process executed (any of its steps checked).
+EXECUTIONS_FILE = "executions.log"
+#: ``PID WF FUNCTION_ID NAME`` lines: each step position a process asked DBOS about (recorded or not), in order.
+CHECKS_FILE = "checks.log"
+#: JSON lines ``{"pid", "wf", "holders"}``: a process executed a workflow another live process was executing.
+OVERLAPS_FILE = "overlaps.log"
+EXECUTING_DIR = "executing"
+#: JSON ``[{"id", "name", "queue", "status", "waiting", "digest", "executor"}]``: DBOS's queued workflows at the end.
+QUEUED_FILE = "queued.json"
+WAITING_DIR = "waiting"
+#: ``SystemDatabase`` methods the worker wraps (a dbos release lacking one is ``unsupported``).
+HOOKS = ("init_workflow", "check_operation_execution", "record_operation_result", "update_workflow_outcome",
+         "recv", "send_bulk", "start_queued_workflows")
+#: A hook a release may lack -> the older method wrapped in its place (before 2.2x: one ``send`` per message).
+FALLBACKS = {"send_bulk": "send"}
+#: DBOS workflow statuses after which nothing more runs.
+TERMINAL = ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED", "RETRIES_EXCEEDED")
+#: Seconds between two looks at the workflows' statuses while waiting for rest.
+POLL_S = 0.01
+#: Seconds between DBOS's polls of its notifications and internal queue in a worker (``dbos.poll_s``; DBOS's own
+#: default, :data:`DBOS_DEFAULT_POLL_S`, is what a cycle would otherwise wait on).
+FAST_POLL_S = 0.01
+DBOS_DEFAULT_POLL_S = 1.0
+#: Seconds between the queue manager's looks for newly registered queues in a worker (a query each; DBOS's: 1 s).
+QUEUE_MANAGER_S = 0.05
+#: Version pinned when the target gives none.
+APP_VERSION = "crashpoint-pinned"
+ERROR_CHARS = 2000
+
+_position = threading.local()
+dbos_warm.preload()
+
+
+def _mark(name: str) -> None:
+    """With ``$CRASHPOINT_DBOS_TIMING`` set, print ``EPOCH_SECONDS NAME`` to the worker's log: a stage of the worker
+    (``main``, ``launched``, ``at rest``, ...) or, through the probe, each crash point (how README "Speed" was
+    profiled)."""
+    if os.environ.get("CRASHPOINT_DBOS_TIMING"):
+        print(f"{time.time():.3f} {name}", flush=True)
+
+
+def app_name(target_name: str) -> str:
+    """A DBOS application name for ``target_name`` (3-256 of ``[a-z0-9_-]``)."""
+    name = re.sub(r"[^a-z0-9_-]", "-", target_name.lower())
+    return (name + "-app")[:256] if len(name) < 3 else name[:256]
+
+
+def where_am_i() -> dict[str, Any]:
+    """The workflow, step (name and DBOS function id) the calling thread runs in (``{}`` outside a step)."""
+    pos = getattr(_position, "value", None)
+    if pos is None:
+        return {}
+    wf, fid, name = pos
+    return {"thread": wf, "node": name, "task": None, "step": fid}
+
+
+_held: dict[str, int] = {}
+
+
+def executing(run_dir: Path, workflow_id: str) -> None:
+    """Note that this process executes ``workflow_id`` (the first time only): take an exclusive ``flock`` on
+    ``RUN_DIR/executing/WF.lock`` and keep it until the process ends (the kernel drops it on a SIGKILL). When
+    another live process holds it, append ``{"pid", "wf", "holders"}`` to ``RUN_DIR/overlaps.log``: two live
+    processes executing one workflow at once (``holders``: the other live pids that executed it)."""
+    if workflow_id in _held:
+        return
+    folder = run_dir / EXECUTING_DIR
+    folder.mkdir(exist_ok=True)
+    fd = os.open(folder / f"{hashlib.sha256(workflow_id.encode()).hexdigest()[:32]}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    _held[workflow_id] = fd
+    append(run_dir / EXECUTIONS_FILE, f"{os.getpid()} {workflow_id}\n")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holders = sorted({int(line.split(" ", 1)[0]) for line in (run_dir / EXECUTIONS_FILE).read_text().splitlines()
+                          if line.split(" ", 1)[1] == workflow_id} - {os.getpid()})
+        append(run_dir / OVERLAPS_FILE, json.dumps({"pid": os.getpid(), "wf": workflow_id,
+                                                    "holders": [p for p in holders if alive(p)]}) + "\n")
+
+
+def install_hooks(probe: Callable[[str], None], run_dir: Path) -> list[str]:
+    """Wrap ``SystemDatabase``'s methods (see the module docstring); returns the :data:`HOOKS` this dbos lacks
+    (nothing is wrapped then). A ``recv`` in progress is ``RUN_DIR/waiting/WF.json`` (``{"node", "interrupt",
+    "topic", "pid", "timeout_step", "function_id"}``), removed when it returns: every worker of the run sees which workflows wait (a SIGKILL
+    inside ``recv`` leaves it: the workflow waits there in the database too)."""
+    from dbos._sys_db import SystemDatabase
+
+    hooks = [h if callable(getattr(SystemDatabase, h, None)) or h not in FALLBACKS else FALLBACKS[h] for h in HOOKS]
+    missing = [h for h in hooks if not callable(getattr(SystemDatabase, h, None))]
+    if missing:
+        return missing
+    orig = {h: getattr(SystemDatabase, h) for h in hooks}
+    steps = run_dir / STEPS_FILE
+    waits = run_dir / WAITING_DIR
+
+    def init_workflow(self: Any, status: Any, *args: Any, **kwargs: Any) -> Any:
+        where = f"{status['workflow_uuid']}@{status['status']}"
+        probe(f"before_status:{where}")
+        out = orig["init_workflow"](self, status, *args, **kwargs)
+        probe(f"after_status:{where}")
+        return out
+
+    def check_operation_execution(self: Any, workflow_id: str, function_id: int, function_name: str,
+                                  *args: Any, **kwargs: Any) -> Any:
+        executing(run_dir, workflow_id)
+        append(run_dir / CHECKS_FILE, f"{os.getpid()} {workflow_id} {function_id} {function_name}\n")
+        recorded = orig["check_operation_execution"](self, workflow_id, function_id, function_name, *args, **kwargs)
+        _position.value = (workflow_id, function_id, function_name)
+        if recorded is None:
+            append(steps, f"{os.getpid()} {workflow_id} {function_id} {function_name}\n")
+            probe(f"step:{workflow_id}@{function_name}")
+        return recorded
+
+    def record_operation_result(self: Any, result: Any, *args: Any, **kwargs: Any) -> Any:
+        where = f"{result['workflow_uuid']}@{result['function_name']}"
+        probe(f"before_result:{where}")
+        out = orig["record_operation_result"](self, result, *args, **kwargs)
+        probe(f"after_result:{where}")
+        return out
+
+    def update_workflow_outcome(self: Any, workflow_id: str, status: Any, *args: Any, **kwargs: Any) -> Any:
+        where = f"{workflow_id}@{status}"
+        probe(f"before_status:{where}")
+        out = orig["update_workflow_outcome"](self, workflow_id, status, *args, **kwargs)
+        append(run_dir / OUTCOMES_FILE, json.dumps({"pid": os.getpid(), "wf": workflow_id, "status": status}) + "\n")
+        probe(f"after_status:{where}")
+        return out
+
+    def recv(self: Any, workflow_uuid: str, function_id: int, timeout_function_id: int, topic: Any,
+             *args: Any, **kwargs: Any) -> Any:
+        mark = waits / f"{workflow_uuid}.json"
+        waits.mkdir(exist_ok=True)
+        mark.write_text(json.dumps({"node": topic or "default", "interrupt": f"{workflow_uuid}:{function_id}",
+                                    "topic": topic, "pid": os.getpid(), "timeout_step": timeout_function_id,
+                                    "function_id": function_id}))
+        try:
+            probe(f"recv:{workflow_uuid}@{topic}")
+            out = orig["recv"](self, workflow_uuid, function_id, timeout_function_id, topic, *args, **kwargs)
+        finally:
+            mark.unlink(missing_ok=True)
+        probe(f"after_recv:{workflow_uuid}@{topic}")
+        return out
+
+    def send_bulk(self: Any, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        wheres = [f"{getattr(m, 'destination_id', '?')}@{getattr(m, 'topic', None)}" for m in messages]
+        for where in wheres:
+            probe(f"before_send:{where}")
+        out = orig["send_bulk"](self, messages, *args, **kwargs)
+        for where in wheres:
+            probe(f"after_send:{where}")
+        return out
+
+    def send(self: Any, workflow_uuid: Any, function_id: Any, destination_uuid: str, message: Any,
+             topic: Any = None, *args: Any, **kwargs: Any) -> Any:
+        where = f"{destination_uuid}@{topic}"
+        probe(f"before_send:{where}")
+        out = orig["send"](self, workflow_uuid, function_id, destination_uuid, message, topic, *args, **kwargs)
+        probe(f"after_send:{where}")
+        return out
+
+    def start_queued_workflows(self: Any, queue: Any, *args: Any, **kwargs: Any) -> Any:
+        out = orig["start_queued_workflows"](self, queue, *args, **kwargs)
+        ids = out[0] if isinstance(out, tuple) else out
+        for wf in ids or ():
+            append(run_dir / DEQUEUES_FILE, json.dumps({"pid": os.getpid(), "wf": wf,
+                                                        "queue": getattr(queue, "name", str(queue))}) + "\n")
+            probe(f"dequeued:{wf}@{getattr(queue, 'name', queue)}")
+        return out
+
+    for name, fn in locals().copy().items():
+        if name in hooks:
+            setattr(SystemDatabase, name, fn)
+    return []
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=repr, sort_keys=True))
+
+
+def _waiting(run_dir: Path, thread: str) -> dict[str, Any] | None:
+    try:
+        return json.loads((run_dir / WAITING_DIR / f"{thread}.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _blocked(run_dir: Path, db: SystemReads, wf: str, status: str) -> dict[str, Any] | None:
+    """The ``recv`` mark of ``wf`` when it is PENDING and blocked in a ``recv`` with no message waiting, else ``None``
+    (until ``recv``'s durable timeout, a ``DBOS.sleep`` step, is recorded, the ``recv`` is still setting up; once
+    its own result is recorded it has returned in the database: DBOS marks the message consumed and records the
+    ``recv`` in one transaction, and the workflow runs on while the mark is still there, until the wrapper returns).
+
+    The message is read before the ``recv``'s own result: a ``recv`` that takes its message between two reads is
+    then seen recorded (read the other way round, it was seen neither recorded nor with a message waiting, hence
+    blocked, and its worker exited inside the next step). A read that fails is never taken for blocked."""
+    wait = _waiting(run_dir, wf) if status == "PENDING" else None
+    if wait is None or db.message_waiting(wf, wait["topic"]) is not False:
+        return None
+    step, own = wait.get("timeout_step"), wait.get("function_id")
+    if (step is not None and db.step_recorded(wf, step) is not True) or \
+            (own is not None and db.step_recorded(wf, own) is not False):
+        return None
+    return wait
+
+
+def queued_work(dbos: Any, run_dir: Path, db: SystemReads, internal: str) -> tuple[list[dict[str, Any]], bool]:
+    """``(DBOS's workflows put on a team's queue, each at rest)``: ``[{"id", "name", "queue", "status", "waiting",
+    "digest", "executor"}]`` sorted by id (``waiting``: blocked in a ``recv``; ``digest``: of the workflow's inputs;
+    DBOS's internal queue left out: recovery uses it for workflows started directly)."""
+    work, rest = [], True
+    for st in dbos.list_workflows(load_input=True, load_output=False):
+        queue = getattr(st, "queue_name", None)
+        if not queue or queue == internal:
+            continue
+        waiting = _blocked(run_dir, db, st.workflow_id, st.status) is not None
+        work.append({"id": st.workflow_id, "name": st.name, "queue": queue, "status": st.status, "waiting": waiting,
+                     "digest": digest({"input": getattr(st, "input", None)}), "executor": getattr(st, "executor_id", None)})
+        if st.status not in TERMINAL and not waiting:
+            rest = False
+    return sorted(work, key=lambda w: w["id"]), rest
+
+
+def _state(db: SystemReads, run_dir: Path) -> tuple[Any, ...] | None:
+    """What rest is judged from: the system database's :meth:`~SystemReads.snapshot` and the ``recv`` marks
+    (``RUN_DIR/waiting/``, name, size and modification time); ``None`` when the snapshot is unknown."""
+    snap = db.snapshot()
+    if snap is None:
+        return None
+    marks = []
+    try:
+        for entry in os.scandir(run_dir / WAITING_DIR):
+            try:
+                st = entry.stat()
+            except FileNotFoundError:  # its recv just returned
+                continue
+            marks.append((entry.name, st.st_size, st.st_mtime_ns))
+    except FileNotFoundError:
+        pass
+    return snap, tuple(sorted(marks))
+
+
+def report(dbos: Any, threads: list[str], done: set[str], run_dir: Path,
+           db: SystemReads) -> tuple[dict[str, Any], bool]:
+    """``(threads.json's content, every submitted workflow at rest)`` from DBOS's own workflow statuses."""
+    out: dict[str, Any] = {}
+    rest = True
+    for thread in threads:
+        if thread not in done:
+            out[thread] = {"status": "not_submitted", "waiting": []}
+            continue
+        status = dbos.get_workflow_status(thread)
+        if status is None:
+            out[thread] = {"status": "no_checkpoint", "waiting": []}
+            continue
+        st = status.status
+        values = {"output": _jsonable(getattr(status, "output", None)),
+                  "error": None if getattr(status, "error", None) is None else str(status.error)[:ERROR_CHARS]}
+        entry: dict[str, Any] = {"dbos_status": st, "executor": getattr(status, "executor_id", None),
+                                 "app_version": getattr(status, "app_version", None), "values": values, "waiting": []}
+        wait = _blocked(run_dir, db, thread, st)
+        if st == "SUCCESS":
+            entry["status"] = "finished"
+        elif st in TERMINAL:
+            entry["status"] = "stuck"
+            entry["error"] = f"DBOS workflow status {st}: {values['error']}"
+        elif wait is not None:
+            entry["status"] = "waiting"
+            entry["waiting"] = [{"node": wait["node"], "interrupt": wait["interrupt"], "value": None}]
+        else:
+            rest = False
+            entry["status"] = st.lower()
+            entry["error"] = (f"DBOS workflow status {st} (executor {entry['executor']}, application version "
+                              f"{entry['app_version']}) once this worker gave up waiting")
+        out[thread] = entry
+    return out, rest
+
+
+def deliver(url: str, app: str, answers: list[dict[str, Any]]) -> None:
+    """Send each answer ``{"thread", "node", "resume"}`` as ``DBOSClient.send(thread, resume, topic=node)``: what
+    the team's web app does for a human's click, through the system database alone (no workflow code)."""
+    import inspect
+
+    from dbos import DBOSClient
+
+    accepted = inspect.signature(DBOSClient).parameters
+    client = DBOSClient(system_database_url=url,
+                        **({"application_name": app} if "application_name" in accepted else {}))
+    try:
+        for answer in answers:
+            client.send(answer["thread"], answer["resume"], topic=answer.get("node"))
+    finally:
+        client.destroy()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """One worker pass (see the module docstring)."""
+    parser = worker_parser("dbos_worker")
+    parser.add_argument("--executor-id", default="crashpoint-executor", help="this worker's DBOS executor id")
+    parser.add_argument("--as-executor", default=None,
+                        help="the DBOS executor id to launch with (default: --executor-id): a dead worker's, restarted")
+    parser.add_argument("--recover-executor", action="append", default=[],
+                        help="also recover this (dead) executor's pending workflows after launch")
+    args = parser.parse_args(argv)
+    _mark("main")
+    run_dir = Path(args.run_dir)
+    target = deployed(open_run(run_dir, args.phase, args.executor_id), args.version)
+    opts = target.get("dbos") or {}
+    if args.durability != "sync":
+        print(f"unsupported: durability={args.durability!r}: DBOS records each step's result before the next "
+              "step runs; it has no other mode", flush=True)
+        return UNSUPPORTED_RC
+    probe = worker_probe(args.probe, args.probe_arg)
+    if os.environ.get("CRASHPOINT_DBOS_TIMING"):
+        inner = probe
+
+        def probe(name: str) -> None:
+            _mark(name)
+            inner(name)
+    missing = install_hooks(probe, run_dir)
+    if missing:
+        from importlib.metadata import version
+
+        print(f"unsupported: dbos {version('dbos')} has no SystemDatabase.{', '.join(missing)} "
+              "(crashpoint's DBOS crash points wrap them)", flush=True)
+        return UNSUPPORTED_RC
+    from dbos import DBOS, SetWorkflowID
+    from dbos._utils import INTERNAL_QUEUE_NAME
+
+    module_name, _, default_workflow = target["entry"].partition(":")
+    module = importlib.import_module(module_name)
+    patch_effects(target["effects"])
+    url = opts.get("database_url") or f"sqlite:///{run_dir / DBOS_FILE}"
+    poll_s = float(opts.get("poll_s", FAST_POLL_S))
+    if poll_s != DBOS_DEFAULT_POLL_S:  # crashpoint's way (README "Speed"); the naive way keeps DBOS's own start-up
+        if not opts.get("database_url"):
+            dbos_warm.seed_schema(run_dir / DBOS_FILE)
+            dbos_warm.unsynced(run_dir / DBOS_FILE)
+        dbos_warm.fast_queue_manager(max(poll_s, QUEUE_MANAGER_S))
+    db = SystemReads(url=opts["database_url"]) if opts.get("database_url") else SystemReads(sqlite_file=run_dir / DBOS_FILE)
+
+    def durable(thread: str | None) -> bool | None:
+        return None if thread is None else db.has_status(thread)
+
+    effect_api._install(EffectSession(run_dir / LEDGER_FILE, probe, where_am_i, durable))
+    if args.barrier:
+        barrier(run_dir, args.barrier)
+    if args.phase == "answer":  # before launch: the workflows DBOS.launch() recovers find their message waiting
+        deliver(url, app_name(target["target"]), json.loads((run_dir / ANSWERS_FILE).read_text()))
+    instance = DBOS(config={"name": app_name(target["target"]), "system_database_url": url,
+                            "application_version": str(opts.get("application_version") or APP_VERSION),
+                            "executor_id": opts.get("executor_id") or args.as_executor or args.executor_id, "log_level": "WARNING",
+                            "notification_listener_polling_interval_sec": poll_s})
+    fast_queue = getattr(instance._registry, "_register_internal_queue", None)
+    if fast_queue is not None and poll_s != DBOS_DEFAULT_POLL_S:  # dbos >= 3.0; before it the internal queue keeps its 1 s poll
+        fast_queue(INTERNAL_QUEUE_NAME, polling_interval_sec=poll_s)
+    DBOS.launch()
+    _mark("launched")
+    if opts.get("setup"):
+        load_object(opts["setup"])()
+    if args.recover_executor:
+        DBOS._recover_pending_workflows(args.recover_executor)
+    _mark("recovered")
+    done = set(submitted(run_dir))
+    threads = [i["thread"] for i in target["inputs"]]
+    if args.phase == "start":
+        for item in target["inputs"]:
+            thread = item["thread"]
+            if thread in done and thread not in args.resubmit and not args.duplicate:
+                continue
+            mark_submitted(run_dir, thread)
+            done.add(thread)
+            workflow = getattr(module, item.get("workflow") or default_workflow)
+            with SetWorkflowID(thread):
+                if item.get("queue"):
+                    DBOS.retrieve_queue(item["queue"]).enqueue(workflow, item["input"])
+                else:
+                    DBOS.start_workflow(workflow, item["input"])
+    _mark("started")
+    deadline = time.monotonic() + float(opts.get("settle_s", 20))
+    seen: Any = None
+    while True:
+        now = _state(db, run_dir)
+        late = time.monotonic() > deadline
+        if now is None or now != seen or late:  # DBOS's API only when something changed (a look costs ~10 ms of CPU)
+            out, rest = report(DBOS, threads, done, run_dir, db)
+            work, work_rest = queued_work(DBOS, run_dir, db, INTERNAL_QUEUE_NAME)
+            # rest is judged from several reads: trusted only when nothing changed while they were made
+            steady = _state(db, run_dir) == now
+            seen = now if steady else None
+            rest, work_rest = rest and steady, work_rest and steady
+        if (rest and work_rest) or late:
+            break
+        time.sleep(POLL_S)
+    _mark("at rest")
+    if args.barrier:  # workers that started together stay up until all are at rest, as a deployment's replicas do
+        barrier_exit(run_dir)
+    replace_json(run_dir / QUEUED_FILE, work)
+    write_threads(run_dir, out)
+    _mark("written")
+    return 0
+
+
+if __name__ == "__main__":
+    exit_after(main)

@@ -1,0 +1,243 @@
+"""The in-run side of :func:`crashpoint.effect`: each call of a target's effect goes to the run's ledger.
+
+The ledger is the one the fake tools use (:class:`crashpoint.fakes.ledger.Ledger`, ``RUN_DIR/ledger.db``):
+a call is a row of its ``calls`` table (tool = the effect's name, its arguments, idempotency key,
+outcome ``applied`` | ``duplicate`` | ``failed``, ``lost``), a scripted fault is a row of its ``script``
+table with its :class:`~crashpoint.fakes.ledger.Behaviour` (the built-in ``retryable``, ``fatal``,
+``timeout``, ``lost_response``, ``slow``, or a fault kind's own, such as ``late_answer``), human answers
+are its ``decisions``. A ``slow`` call sleeps its script's ``seconds`` of real time (a team's code runs
+on the wall clock). What a
+target call adds is kept in one more table of the same file::
+
+    effect_calls(seq -> calls.seq, pid, thread, node, task, step, digest, durable, live_others, value)
+
+(``value``: the pickled result, returned again for a repeated key; ``live_others``: JSON list of the
+run's other worker processes alive when the call began, from ``RUN_DIR/pids.log``). The probe passes ``before_effect:NAME`` before the
+call and ``after_effect:NAME`` once the call is recorded and before its answer returns.
+
+Calls with one key are serialised across processes (a ``flock`` per effect and key), as the idempotent
+service they stand for would answer them. A call's *step* (what "the same call" means across kills) is ``(thread, node, effect, key)``, with the
+argument digest standing in for a missing key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import threading
+import time
+from typing import Any, Callable, Mapping, Sequence
+
+from crashpoint.api import OUTSIDE_FILE, EffectCall, EffectFault, EffectSpec, EffectTimeout, _Outside, bound_arguments
+from crashpoint.fakes.ledger import Ledger
+from crashpoint.harness.engines.workerlib import alive, held_lock, rendezvous
+from crashpoint.protocols import no_probe
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS effect_calls (
+    seq INTEGER PRIMARY KEY, pid INTEGER NOT NULL, thread TEXT, node TEXT, task TEXT, step INTEGER,
+    digest TEXT NOT NULL,
+    durable INTEGER, live_others TEXT NOT NULL DEFAULT '[]', value BLOB);
+"""
+#: Real seconds a scripted ``slow`` call sleeps when its script gives none.
+SLOW_DEFAULT_S = 0.2
+
+
+def digest(args: Mapping[str, Any]) -> str:
+    """SHA-256 prefix (16 hex digits) of the arguments' canonical JSON (``repr`` for what JSON cannot hold)."""
+    return hashlib.sha256(json.dumps(args, sort_keys=True, default=repr).encode()).hexdigest()[:16]
+
+
+def ensure_schema(ledger: Ledger) -> None:
+    """Create the ``effect_calls`` table in ``ledger``'s file (idempotent)."""
+    ledger.db.executescript(_SCHEMA)
+
+
+class EffectSession:
+    """Receives every effect call of one worker process (installed with ``crashpoint.effect._install``).
+
+    Args:
+        ledger: the run's ledger file (each thread of the worker opens its own connection: LangGraph runs
+            parallel branches in a thread pool).
+        probe: the crash probe (``before_effect:NAME`` / ``after_effect:NAME``).
+        context: returns ``{"thread", "node", "task", "step"}`` for the engine's current position (values may be
+            ``None``); called once per effect call.
+        durable: ``durable(thread) -> bool``: whether the engine holds a durable record of the thread now.
+        rendezvous: ``N >= 2``: this process is one of N delivering the same request at once; its first effect
+            call waits until the N - 1 others are inside a step too (:func:`~crashpoint.harness.engines.
+            workerlib.rendezvous`), before anything of the call is recorded. ``0``: no rendezvous.
+    """
+
+    def __init__(self, ledger: str | os.PathLike[str], probe: Callable[[str], None] = no_probe,
+                 context: Callable[[], Mapping[str, Any]] = dict,
+                 durable: Callable[[str | None], bool | None] = lambda thread: None, rendezvous: int = 0) -> None:
+        self.path, self.probe, self.context, self.durable = ledger, probe, context, durable
+        self.pid = os.getpid()
+        self._local = threading.local()
+        self._rendezvous, self._met = rendezvous, threading.Lock()
+        ensure_schema(self.ledger)
+
+    def _meet(self) -> None:
+        """The rendezvous of a duplicated request, once per process (a node's parallel branches wait for it too)."""
+        if not self._rendezvous:
+            return
+        from pathlib import Path
+
+        with self._met:
+            if self._rendezvous:
+                rendezvous(Path(os.path.dirname(os.fspath(self.path))), self._rendezvous)
+                self._rendezvous = 0
+
+    def live_workers(self) -> list[int]:
+        """Other worker processes of this run alive now (``RUN_DIR/pids.log``: one ``PID PHASE`` line per worker)."""
+        path = os.path.join(os.path.dirname(os.fspath(self.path)), "pids.log")
+        try:
+            with open(path) as f:
+                pids = {int(line.split()[0]) for line in f if line.strip()}
+        except OSError:
+            return []
+        return sorted(pid for pid in pids if pid != self.pid and alive(pid))
+
+    @property
+    def ledger(self) -> Ledger:
+        """This thread's connection to the run's ledger."""
+        mine = getattr(self._local, "ledger", None)
+        if mine is None:
+            mine = self._local.ledger = Ledger(self.path)
+        return mine
+
+    def call(self, spec: EffectSpec, fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        """Record, crash-probe, fault and run one call (see the module docstring).
+
+        Raises:
+            EffectFault / EffectTimeout: a scripted fault, or a repeated key whose first call failed fatally.
+            whatever ``fn`` raises (recorded ``failed``).
+        """
+        if os.getpid() != self.pid:  # a process the worker forked (the session came with the fork): not a worker
+            return _Outside(os.path.dirname(os.fspath(self.path))).call(spec, fn, args, kwargs)
+        self._meet()
+        key = spec.key_of(fn, args, kwargs)
+        if key is None:
+            return self._call(spec, key, fn, args, kwargs)
+        with self._key_lock(spec.name, key):  # an idempotent API answers one key's calls one at a time
+            return self._call(spec, key, fn, args, kwargs)
+
+    def _key_lock(self, name: str, key: str) -> Any:
+        """An exclusive ``flock`` on ``RUN_DIR/effect-locks/DIGEST`` for one (effect, key), held while the call
+        is checked, made and recorded: two processes calling with one key are answered one after the other,
+        as the downstream service would. The kernel drops it when a holder is killed."""
+        folder = os.path.join(os.path.dirname(os.fspath(self.path)), "effect-locks")
+        os.makedirs(folder, exist_ok=True)
+        return held_lock(os.path.join(folder, hashlib.sha256(f"{name}\0{key}".encode()).hexdigest()[:32]))
+
+    def _call(self, spec: EffectSpec, key: str | None, fn: Callable[..., Any], args: Sequence[Any],
+              kwargs: Mapping[str, Any]) -> Any:
+        name = spec.name
+        shown = {k: v for k, v in bound_arguments(fn, args, kwargs).items()}
+        args_json = json.dumps(shown, sort_keys=True, default=repr)
+        dig = digest(shown)
+        where = dict(self.context() or {})
+        thread, node, task, step = where.get("thread"), where.get("node"), where.get("task"), where.get("step")
+        durable = self.durable(thread)
+        ledger = self.ledger
+        db = ledger.db
+        others = self.live_workers()
+        at = time.time()
+        if key is not None:
+            prior = db.execute(
+                "SELECT c.*, e.value FROM calls c LEFT JOIN effect_calls e ON e.seq=c.seq WHERE c.tool=? AND "
+                "c.idempotency_key=? AND (c.outcome='applied' OR (c.outcome='failed' AND c.retryable=0)) "
+                "ORDER BY c.seq LIMIT 1", (name, key)).fetchone()
+            if prior is not None:
+                with ledger.transaction() as conn:
+                    self._insert(conn, name, args_json, key, "duplicate", prior["retryable"], prior["result"],
+                                 prior["error"], at, 0, (thread, node, task, step, dig, durable, others, prior["value"]))
+                if prior["outcome"] == "failed":
+                    raise EffectFault(prior["error"], effect=name, retryable=False)
+                return pickle.loads(prior["value"]) if prior["value"] is not None else json.loads(prior["result"])
+        self.probe(f"before_effect:{name}")
+        with ledger.transaction() as conn:
+            outcome, how, seconds = ledger.next_script(conn, name)
+        context = (thread, node, task, step, dig, durable, others)
+        fault: EffectFault | None = None
+        if how.error is not None:
+            kind = EffectTimeout if outcome in ("timeout", "late_answer") else EffectFault
+            text = (how.message or f"{{tool}}: scripted {outcome}").replace("{tool}", name)
+            fault = kind(text, effect=name, retryable=how.error == "retryable", maybe_applied=how.applies)
+        if fault is not None and not how.applies:
+            with ledger.transaction() as conn:
+                self._insert(conn, name, args_json, key, "failed", int(fault.retryable), None, str(fault), at, 0,
+                             context + (None,))
+            self.probe(f"after_effect:{name}")
+            raise fault
+        if how.takes_time:
+            time.sleep(seconds or SLOW_DEFAULT_S)
+        try:
+            result = fn(*args, **kwargs)
+        except BaseException as exc:
+            if isinstance(exc, Exception):
+                with ledger.transaction() as conn:
+                    self._insert(conn, name, args_json, key, "failed", None, None, f"{type(exc).__name__}: {exc}",
+                                 at, 0, context + (None,))
+            raise
+        try:
+            value = pickle.dumps(result)
+        except Exception:  # noqa: BLE001 - an unpicklable answer is kept as JSON only
+            value = None
+        with ledger.transaction() as conn:
+            self._insert(conn, name, args_json, key, "applied", None, json.dumps(result, default=repr), None, at,
+                         int(how.lost), context + (value,))
+        self.probe(f"after_effect:{name}")
+        if fault is not None:  # the effect landed, the caller gets an error (a lost answer, a late answer)
+            raise fault
+        return result
+
+    def _insert(self, conn: Any, name: str, args_json: str, key: str | None, outcome: str, retryable: Any,
+                result: Any, error: Any, at: float, lost: int, extra: tuple[Any, ...]) -> None:
+        thread, node, task, step, dig, durable, others, value = extra
+        seq = self.ledger.record_call(conn, name, json.loads(args_json), key, outcome, at, error=error,
+                                      retryable=None if retryable is None else bool(retryable), lost=bool(lost),
+                                      result_json=result if error is None else None)
+        conn.execute("INSERT INTO effect_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     (seq, os.getpid(), thread, node, task, step, dig,
+                      None if durable is None else int(bool(durable)), json.dumps(list(others)), value))
+
+
+def outside_calls(run_dir: str | os.PathLike[str]) -> list[str]:
+    """Why the run did not see some of its effects: one text per process and effect called outside a worker
+    (``RUN_DIR/``:data:`~crashpoint.api.OUTSIDE_FILE`, written by :class:`crashpoint.api._Outside`), ``[]`` when none
+    was. A torn last line (its process killed mid-write) is left out."""
+    path = os.path.join(os.fspath(run_dir), OUTSIDE_FILE)
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    seen: dict[tuple[int, str], tuple[int, list[Any]]] = {}  # (pid, effect) -> (its parent pid, its keys)
+    for text in lines:
+        try:
+            row = json.loads(text)
+        except ValueError:
+            continue
+        _, keys = seen.setdefault((row["pid"], row["effect"]), (row["ppid"], []))
+        if row["key"] not in keys:
+            keys.append(row["key"])
+    return [f"crashpoint.effect called in pid {pid}, not a worker process: {effect} (key "
+            f"{', '.join(str(k) for k in keys)}; parent pid {ppid}) was made without the run's ledger or a crash "
+            "point around it, so this run did not judge it (call the effect in the worker process, e.g. in the node "
+            "itself, not in a subprocess it starts)" for (pid, effect), (ppid, keys) in seen.items()]
+
+
+def read_calls(ledger: Ledger) -> list[EffectCall]:
+    """Every effect call of a run's ledger, in order (calls without a target row are left out)."""
+    ensure_schema(ledger)
+    rows = ledger.db.execute("SELECT c.*, e.pid, e.thread, e.node, e.task, e.step, e.digest, e.durable, e.live_others "
+                             "FROM calls c JOIN effect_calls e ON e.seq=c.seq ORDER BY c.seq").fetchall()
+    return [EffectCall(r["seq"], r["tool"], r["idempotency_key"], r["digest"], json.loads(r["args"]), r["outcome"],
+                       bool(r["lost"]), r["pid"], r["thread"], r["node"], r["task"],
+                       None if r["durable"] is None else bool(r["durable"]), tuple(json.loads(r["live_others"])),
+                       r["error"], None if r["result"] is None else json.loads(r["result"]), r["step"], r["gseq"])
+            for r in rows]
+

@@ -1,0 +1,348 @@
+"""Oracle rules for targets: each reads one run of a team's code (and its golden run) and names what is wrong.
+
+Every rule has a stable id (the findings carry it, ``Finding.rule``) and one signature,
+``rule(target, run, golden) -> list[Finding]`` (``golden`` is ``None`` when judging the golden run); each
+is registered in the project's rule registry (:mod:`crashpoint.harness.model.rules`, family ``target``),
+which runs them, records a rule that raises, and lists them with the other rules:
+
+* ``target.at_most_once_per_key``: at most one applied effect per idempotency key; an effect called
+  with no key is identified by its thread, node and argument digest (so a repeat the downstream
+  cannot recognise is caught).
+* ``target.repeats_explained``: a call repeated (same thread, node, effect, key or digest) only as far
+  as kills and faults explain it: each kill of a process that had made the call and had **not** moved
+  on to a later step explains one repeat, each retryable failure or lost answer one more; with no
+  kill and no fault, no repeat at all. A repeat in a later attempt of the same activity (same thread,
+  node and step; the call's ``task`` reads ``attempt N``, as a Temporal activity's does) than the call
+  before it explains one repeat too: the engine itself retried the activity after the earlier attempt
+  timed out or failed (Temporal's activities are at-least-once), in the same process or another. A
+  repeat after the killed process had started a later step is lost progress (the engine had not made the
+  step durable before moving on). A retry that applies an effect twice is ``target.effects_like_golden``'s.
+* ``target.single_live_process``: no step's effect called by two processes that were alive at once (each
+  call records the run's other live workers).
+* ``target.ends_within_budget``: each thread ends finished or waiting for a human, within the budget;
+  a stuck thread quotes the engine's own error.
+* ``target.durable_before_effect``: no effect applied while the engine held no durable record of its thread.
+* ``target.approval_gate``: a gated effect is applied only while its approval's latest answer grants it; a
+  ``late`` answer (delivered after the workflow moved on) is no answer: it grants nothing.
+* ``target.expected_end``: each thread the case's ``expect`` (else the target's) names ends in its status and with
+  its values (a subset: a mapping matches key by key, any other value by JSON equality: true is not 1), on every run, the golden run
+  included: a golden run that is itself wrong fails here, where ``final_state_like_golden`` would take it for right.
+* ``target.final_state_like_golden``: each thread ends in the golden run's status and state values.
+* ``target.effects_like_golden``: each thread applies each effect as many times as in the golden run.
+* ``target.invariant:NAME``: the team's own checks (:func:`crashpoint.invariant`).
+
+A rule that raises is reported under its id with verdict ``unknown``, never as a pass.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import sys
+from collections import Counter, defaultdict
+from typing import Any, Callable
+
+from crashpoint.api import EffectCall, RunView, registered_invariants
+from crashpoint.harness.model import rules as registry
+from crashpoint.harness.model.rules import Finding as Failure
+from crashpoint.harness.model.outcomes import LATE_BY, TargetOutcome
+from crashpoint.harness.load.target import Target
+
+Rule = Callable[[Target, TargetOutcome, "TargetOutcome | None"], list[Failure]]
+_ATTEMPT = re.compile(r"attempt (\d+)")
+#: The target rules by id, in registration order (each is also in the project's rule registry).
+RULES: dict[str, Rule] = {}
+
+
+def rule(rule_id: str, description: str) -> Callable[[Rule], Rule]:
+    """Register ``fn(target, run, golden)`` as rule ``rule_id`` (``target.NAME``) here and in the project's
+    registry (:mod:`crashpoint.harness.model.rules`), where it judges target runs only (a pack's run
+    gives it nothing to read: no finding)."""
+    def register(fn: Rule) -> Rule:
+        def check(ctx: registry.RuleContext) -> list[Failure]:
+            if not isinstance(ctx.outcome, TargetOutcome):
+                return []
+            return fn(ctx.case, ctx.outcome, ctx.golden)  # type: ignore[arg-type]
+
+        check.__module__, check.__qualname__, check.__doc__ = fn.__module__, fn.__qualname__, fn.__doc__
+        registry.rule(rule_id, description=description)(check)
+        RULES[rule_id] = fn
+        return fn
+    return register
+
+
+def line(call: EffectCall) -> str:
+    """``ledger#3 issue_refund key=K applied pid=123 order-1@issue``."""
+    return (f"ledger#{call.seq} {call.effect} key={call.key} {call.outcome}{' (answer lost)' if call.lost else ''} "
+            f"pid={call.pid} {call.thread}@{call.node}")
+
+
+def step_of(call: EffectCall) -> tuple[Any, ...]:
+    """What "the same call" means across kills: thread, node, effect, and the key (else the argument digest)."""
+    return (call.thread, call.node, call.effect, call.key if call.key is not None else f"args:{call.digest}")
+
+
+@rule("target.at_most_once_per_key", "an effect is applied at most once per idempotency key (no key: per thread, node and arguments)")
+def at_most_once_per_key(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
+    groups: dict[tuple[Any, ...], list[EffectCall]] = defaultdict(list)
+    for call in run.calls:
+        if call.outcome == "applied":
+            ident = (call.effect, call.key) if call.key is not None else step_of(call)
+            groups[ident].append(call)
+    found = []
+    for ident, calls in groups.items():
+        if len(calls) > 1:
+            what = f"key {ident[1]!r}" if calls[0].key is not None else "no idempotency key (same thread, node, arguments)"
+            found.append(Failure("target.at_most_once_per_key",
+                                 f"{calls[0].effect} applied {len(calls)} times with {what}"
+                                 + ("; give it a key derived from the workflow's state so the downstream can "
+                                    "recognise the repeat" if calls[0].key is None else ""),
+                                 [line(c) for c in calls[:4]]))
+    return found
+
+
+def _moved_on(run: TargetOutcome, call: EffectCall) -> tuple[int, str] | None:
+    """The first later step (number, node) the call's process started in the call's thread, if any."""
+    if call.step is None:
+        return None
+    for pid, thread, step, node in run.steps:
+        if pid == call.pid and thread == call.thread and step is not None and step > call.step:
+            return step, node
+    return None
+
+
+def attempt(call: EffectCall) -> int | None:
+    """The engine's attempt number of the activity that made ``call`` (its ``task`` reads ``attempt N``: Temporal),
+    else ``None``."""
+    match = _ATTEMPT.fullmatch(call.task or "")
+    return int(match.group(1)) if match else None
+
+
+def _retried(call: EffectCall, later: EffectCall) -> bool:
+    """``later`` ran in a later attempt of the activity that made ``call`` (same thread, node, step): the engine's
+    retry."""
+    first, then = attempt(call), attempt(later)
+    return (first is not None and then is not None and then > first and call.thread == later.thread
+            and call.node == later.node and call.step == later.step)
+
+
+@rule("target.repeats_explained", "a call repeats only as far as kills, faults and the engine's retries explain; never after the process moved on")
+def repeats_explained(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
+    killed = {p["pid"] for p in run.pids if p["rc"] == -9 and p["pid"] is not None}
+    groups: dict[tuple[Any, ...], list[EffectCall]] = defaultdict(list)
+    for call in run.calls:
+        groups[step_of(call)].append(call)
+    found = []
+    for ident, calls in groups.items():
+        if len(calls) < 2:
+            continue
+        allowed = 1
+        lost_progress = []
+        for i, call in enumerate(calls[:-1]):
+            if call.outcome == "failed" or call.lost:
+                allowed += 1  # a failure or a lost answer is answered by a retry (a RetryPolicy, the team's loop)
+                continue
+            if call.pid in killed and call.pid != calls[i + 1].pid:
+                later = _moved_on(run, call)
+                if later is None:
+                    allowed += 1
+                else:
+                    lost_progress.append((call, later))
+            elif _retried(call, calls[i + 1]):
+                allowed += 1  # the engine ran the activity again after this attempt timed out or failed
+        if lost_progress:
+            call, (step, node) = lost_progress[0]
+            found.append(Failure("target.repeats_explained",
+                                 f"{call.effect} ran again in a new process after pid {call.pid} had moved on to step "
+                                 f"{step} ({node}) of {call.thread}: the engine lost its place (the checkpoint of step "
+                                 f"{call.step} was not durable when the next step began; durability={run.durability})",
+                                 [line(c) for c in calls[:4]]))
+        elif len(calls) > allowed:
+            why = ("no kill, fault or engine retry explains any repeat" if allowed == 1
+                   else f"kills, faults and engine retries explain {allowed - 1}")
+            found.append(Failure("target.repeats_explained",
+                                 f"{calls[0].effect} called {len(calls)} times for one step of {calls[0].thread} "
+                                 f"({calls[0].node}); {why}", [line(c) for c in calls[:4]]))
+    return found
+
+
+@rule("target.single_live_process", "no step's effect is called by two processes alive at once")
+def single_live_process(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
+    groups: dict[tuple[Any, ...], list[EffectCall]] = defaultdict(list)
+    for call in run.calls:
+        groups[step_of(call)].append(call)
+    found = []
+    for calls in groups.values():
+        pairs = [(a, b) for i, a in enumerate(calls) for b in calls[i + 1:]
+                 if a.pid != b.pid and (a.pid in b.live_others or b.pid in a.live_others)]
+        if pairs:
+            a, b = pairs[0]
+            found.append(Failure("target.single_live_process",
+                                 f"{a.effect} for {a.thread}@{a.node} called by pids {a.pid} and {b.pid} while both "
+                                 "were alive: two processes ran one step at once", [line(a), line(b)]))
+    return found
+
+
+@rule("target.ends_within_budget", "each thread ends finished or waiting for a human within the budget; stuck quotes the engine")
+def ends_within_budget(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
+    found = []
+    if run.over_budget:
+        found.append(Failure("target.ends_within_budget", f"the run did not end within {target.budget_s:g} s: "
+                             f"{run.over_budget}"))
+    for thread, status in sorted(run.threads.items()):
+        if status["status"] == "stuck":
+            found.append(Failure("target.ends_within_budget", f"thread {thread} is stuck: the engine raised "
+                                 f"{status.get('error')}", [f"status {json.dumps(status.get('values'))[:300]}"]))
+        elif status["status"] not in ("finished", "waiting"):
+            found.append(Failure("target.ends_within_budget", f"thread {thread} ended {status['status']} "
+                                 "(neither finished nor waiting for a human)"
+                                 + (f": {status['error']}" if status.get("error") else "")))
+    return found
+
+
+@rule("target.durable_before_effect", "no effect is applied while the engine holds no checkpoint of its thread")
+def durable_before_effect(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
+    bad = [c for c in run.calls if c.outcome == "applied" and c.durable is False]
+    if not bad:
+        return []
+    return [Failure("target.durable_before_effect",
+                    f"{len(bad)} effect(s) applied while the engine held no durable record of their thread "
+                    f"(durability={run.durability}): a kill then loses the run but not the effect",
+                    [line(c) for c in bad[:4]])]
+
+
+@rule("target.approval_gate", "a gated effect is applied only while its approval's latest answer grants it")
+def approval_gate(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
+    found = []
+    for call in run.calls:
+        node = target.gates.get(call.effect)
+        if node is None or call.outcome != "applied":
+            continue
+        mine = [d for d in run.decisions if d["approval_id"] == f"{call.thread}@{node}" and d["gseq"] < call.gseq]
+        before = [d for d in mine if d.get("by") != LATE_BY]  # an answer after the deadline approves nothing
+        late = " (an answer that arrived after the workflow moved on grants nothing)" if len(mine) > len(before) else ""
+        if not before or not before[-1]["granted"]:
+            state = ("no answer yet" if not before else "its latest answer denied it") + late
+            found.append(Failure("target.approval_gate", f"{call.effect} applied in {call.thread} while the approval "
+                                 f"of {node} had {state}", [line(call)]))
+    return found
+
+
+def _same(want: Any, got: Any) -> bool:
+    """``want == got`` as JSON values: a boolean equals only a boolean (Python's ``True == 1`` does not hold here),
+    lists and mappings element by element; an int and a float of one value are one number."""
+    if isinstance(want, bool) or isinstance(got, bool):
+        return isinstance(want, bool) and isinstance(got, bool) and want == got
+    if isinstance(want, (list, tuple)) and isinstance(got, (list, tuple)):
+        return len(want) == len(got) and all(_same(a, b) for a, b in zip(want, got))
+    if isinstance(want, dict) and isinstance(got, dict):
+        return want.keys() == got.keys() and all(_same(v, got[k]) for k, v in want.items())
+    return bool(want == got)
+
+
+def _mismatch(want: Any, got: Any, path: str) -> list[str]:
+    """Where ``got`` is not like ``want`` (``want``'s mappings a subset of ``got``'s, key by key; other values equal
+    as JSON values, :func:`_same`): ``["values.result.status: expected 'denied', got 'refunded'"]``, ``[]`` when it
+    matches."""
+    if isinstance(want, dict):
+        if not isinstance(got, dict):
+            return [f"{path}: expected a mapping, got {json.dumps(got, default=repr)[:160]}"]
+        return [m for k, v in want.items() for m in
+                (_mismatch(v, got[k], f"{path}.{k}") if k in got else [f"{path}.{k}: expected "
+                                                                       f"{json.dumps(v, default=repr)[:160]}, missing"])]
+    if not _same(want, got):
+        return [f"{path}: expected {json.dumps(want, default=repr)[:160]}, got {json.dumps(got, default=repr)[:160]}"]
+    return []
+
+
+@rule("target.expected_end", "each thread named in the case's expect ends in its status and with its values, golden run included")
+def expected_end(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
+    found = []
+    for thread, want in sorted(target.expected(target.case(run.case)).items()):
+        got = run.threads.get(thread, {"status": "missing"})
+        wrong = ([f"status: expected {want['status']}, got {got['status']}"] if "status" in want
+                 and got["status"] != want["status"] else [])
+        wrong += _mismatch(want["values"], got.get("values") or {}, "values") if "values" in want else []
+        if wrong:
+            found.append(Failure("target.expected_end", f"thread {thread} did not end as expected: {wrong[0]}"
+                                 + (f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else ""), wrong[:4]))
+    return found
+
+
+@rule("target.final_state_like_golden", "each thread ends in the golden run's status and state values")
+def final_state_like_golden(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
+    if golden is None:
+        return []
+    found = []
+    for thread, want in sorted(golden.threads.items()):
+        got = run.threads.get(thread, {"status": "missing"})
+        if got["status"] != want["status"] or got.get("values") != want.get("values"):
+            diff = [k for k in sorted(set(want.get("values") or {}) | set(got.get("values") or {}))
+                    if (want.get("values") or {}).get(k) != (got.get("values") or {}).get(k)]
+            found.append(Failure("target.final_state_like_golden",
+                                 f"thread {thread} ended {got['status']} where the golden run ended {want['status']}"
+                                 + (f"; state differs in {', '.join(diff)}" if diff else ""),
+                                 [f"{k}: golden {json.dumps((want.get('values') or {}).get(k))[:160]} / this run "
+                                  f"{json.dumps((got.get('values') or {}).get(k))[:160]}" for k in diff[:3]]))
+    return found
+
+
+@rule("target.effects_like_golden", "each thread applies each effect as often as in the golden run")
+def effects_like_golden(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
+    if golden is None:
+        return []
+    want = Counter((c.thread, c.effect) for c in golden.calls if c.outcome == "applied")
+    got = Counter((c.thread, c.effect) for c in run.calls if c.outcome == "applied")
+    return [Failure("target.effects_like_golden", f"{effect} applied {got[(thread, effect)]} time(s) in {thread}; the "
+                    f"golden run applied it {want[(thread, effect)]} time(s)",
+                    [line(c) for c in run.calls if c.thread == thread and c.effect == effect][:4])
+            for thread, effect in sorted(set(want) | set(got)) if want[(thread, effect)] != got[(thread, effect)]]
+
+
+def invariants(target: Target) -> dict[str, Callable[[RunView], Any]]:
+    """The target's invariants: those named in ``invariants:`` (``module:attr``) and every other check registered
+    with :func:`crashpoint.invariant` by those modules (imported with ``pythonpath``)."""
+    for folder in reversed(target.pythonpath):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+    named = {}
+    for spec in target.invariants:
+        module, _, attr = spec.partition(":")
+        named[attr] = getattr(importlib.import_module(module), attr)
+    modules = {s.partition(":")[0] for s in target.invariants}
+    return {**{n: f for n, f in registered_invariants().items()
+               if getattr(f, "__module__", None) in modules}, **named}
+
+
+def view(run: TargetOutcome) -> RunView:
+    """What an invariant sees of ``run``."""
+    return RunView(calls=tuple(run.calls), final={t: s.get("values") for t, s in run.threads.items()},
+                   status={t: s["status"] for t, s in run.threads.items()}, decisions=tuple(run.decisions),
+                   crash_point=run.crash_point, notes=tuple(run.notes))
+
+
+def judge(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> tuple[list[Failure], list[str]]:
+    """Every target rule (through the project's registry) and invariant on ``run``: ``(failures, unknown)``,
+    ``unknown`` naming the rules and invariants that raised instead of judging."""
+    judgement = registry.evaluate(registry.RuleContext(case=target, pack=None, outcome=run, golden=golden),  # type: ignore[arg-type]
+                                  [registry.get(rule_id) for rule_id in RULES])
+    failures = list(judgement.findings)
+    unknown = [f"{rule_id}: {exc}" for rule_id, exc in judgement.broken]
+    seen = view(run)
+    for name, check in invariants(target).items():
+        rule_id = f"target.invariant:{name}"
+        try:
+            verdict = check(seen)
+        except AssertionError as exc:
+            failures.append(Failure(rule_id, str(exc) or f"invariant {name} failed"))
+            continue
+        except Exception as exc:  # noqa: BLE001
+            unknown.append(f"{rule_id}: {type(exc).__name__}: {exc}")
+            continue
+        if verdict is False or (isinstance(verdict, str) and verdict):
+            failures.append(Failure(rule_id, verdict if isinstance(verdict, str) else f"invariant {name} failed"))
+    return failures, unknown
+
+
+from crashpoint.harness.judge import engine_rules  # noqa: E402,F401 - registers the engine-fact rules in RULES

@@ -1,0 +1,296 @@
+"""The target description: a team's own workflow code, its inputs, how a human answers, what is gated.
+
+A target is a YAML file (schema ``scenarios/schemas/target.schema.json``) or the same as a Python
+object, :class:`Target` (``crashpoint.Target``), for pytest::
+
+    target: refund-agent
+    engine: langgraph
+    entry: langgraph_refund.graph:builder      # a StateGraph builder or a compiled graph
+    pythonpath: [".."]                          # relative to this file
+    inputs:
+      - {thread: order-1001, input: {order_id: "1001", amount_cents: 4200}}
+    human:                                      # interrupting node -> answers, in order
+      approve: [{resume: {approved: true}}]     # {resume, grants?: true, late?: false}
+    gates: {issue_refund: approve}              # effect -> node whose granted answer must come first
+    effects: [myapp.payments:charge]            # patched by dotted path in every worker
+    invariants: [langgraph_refund.checks:one_refund_per_order]
+    durability: [sync, async]
+    cases:                                      # variations swept one by one (default: one case)
+      - {name: granted}
+      - {name: denied-then-granted, human: {approve: [{resume: {approved: false}, grants: false},
+                                                      {resume: {approved: true}}]}}
+      - {name: issue-times-out, faults: [{effect: issue_refund, outcome: timeout}]}
+      - {name: approval-late, human: {approve: [{resume: {approved: true, ask: 1}, late: true},
+                                                {resume: {approved: false}, grants: false}]}}
+    expect: {order-1001: {status: finished}}   # thread -> the end every run must reach (rule target.expected_end)
+
+A ``late`` answer arrives after the workflow moved on (the approval's deadline passed, the human answered
+anyway): the node's next answer is delivered in its place, and the late one afterwards, to the thread as it
+is then (:mod:`crashpoint.harness.run.target_driver`); it grants nothing (``target.approval_gate``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from crashpoint.errors import CaseError
+from crashpoint.harness.faults.kinds.workers import Workers as WorkersKind
+
+ENGINES = ("langgraph", "dbos", "temporal")
+DURABILITY = ("sync", "async", "exit")
+
+
+@dataclass(frozen=True)
+class TargetCase:
+    """One variation of a target's run: ``human`` answers and tool ``faults`` (each ``{effect, outcome,
+    times, seconds?}``) replace the target's; ``duplicate``: ``start`` | ``answer`` delivers the first start
+    request or answer twice at once (two live processes); ``workers``: K >= 2 workers recover after each kill,
+    together at a barrier, each with its own identity (a DBOS executor id; each recovers the exited ones);
+    ``deploy``: a version of the code (a name in ``temporal.versions``, or in ``versions``) that every worker runs once the
+    run first comes to rest with a workflow still running (a code deploy while workflows wait); ``server_crash``:
+    at that moment the engine's server is SIGKILLed and a new one started on the same database (Temporal);
+    ``recovery`` (DBOS, with ``workers`` >= 2): how the K workers recover the dead one's work, :data:`RECOVERY`;
+    ``expect``: thread -> ``{"status"?, "values"?}``, the end every run of the case must reach (``None``: the target's
+    ``expect``; see :meth:`Target.expected`)."""
+
+    name: str = "default"
+    human: dict[str, list[dict[str, Any]]] | None = None
+    faults: list[dict[str, Any]] = field(default_factory=list)
+    duplicate: str | None = None
+    workers: int = 1
+    deploy: str | None = None
+    server_crash: bool = False
+    recovery: str = "explicit"
+    expect: dict[str, dict[str, Any]] | None = None
+
+
+#: ``status`` values an ``expect`` may name: the ends of a thread that came to rest.
+EXPECT_STATUS = ("finished", "waiting")
+#: The registered fault kind (:mod:`crashpoint.harness.faults.kinds.workers`) a target case may name in its ``faults``
+#: (``{kind: workers, count: K}``), the same as ``workers: K``: one vocabulary for packs and targets.
+WORKERS_KIND = WorkersKind.name
+#: Engines whose target cases can recover with several workers at once (workers with their own identity).
+SEVERAL_WORKERS = ("dbos",)
+
+
+def _workers(case: dict[str, Any], index: int, file: str | None) -> int:
+    """A case's K: its ``workers`` field, or the ``count`` of a ``workers`` fault in its ``faults`` (both: equal).
+
+    Raises:
+        CaseError: the two differ, or two ``workers`` faults are given.
+    """
+    named = [(n, f) for n, f in enumerate(case.get("faults", [])) if f.get("kind") == WORKERS_KIND]
+    if len(named) > 1:
+        raise CaseError(f"case {case['name']!r}: one {WORKERS_KIND} fault at most (got {len(named)})", file=file,
+                        field=f"cases[{index}].faults[{named[1][0]}]")
+    if not named:
+        return int(case.get("workers", 1))
+    where, fault = named[0]
+    count = int(fault["count"])
+    if int(case.get("workers", 1)) not in (1, count):  # 1: the schema's default, filled in
+        raise CaseError(f"case {case['name']!r}: workers: {case['workers']} and a {WORKERS_KIND} fault of count "
+                        f"{count} disagree (give one of them)", file=file, field=f"cases[{index}].faults[{where}].count")
+    return count
+
+
+#: ``recovery`` of a ``workers`` case: ``explicit``, each of the K workers has a new executor id and asks DBOS to
+#: recover the exited executors (what an operator or a control plane does); ``launch``, each restarts with the dead
+#: worker's executor id (its ``DBOS.launch()`` recovers that executor's work: replicas of a deployment that
+#: hard-codes the id); ``mixed``, the first restarts with the dead id while the others, with new ids, recover it
+#: explicitly at the same time (a restarted process racing a control plane).
+RECOVERY = ("explicit", "launch", "mixed")
+
+
+@dataclass(frozen=True)
+class Target:
+    """A team's workflow under crashpoint (see the module docstring for the fields).
+
+    Attributes:
+        name: the target's name. ``engine``: one of :data:`ENGINES`. ``entry``: ``module:attr``.
+        inputs: ``[{"thread": str, "input": Any}]``. ``human``: node -> ``[{"resume": Any, "grants": bool}]``.
+        gates: effect -> gating node. ``effects``: ``[{"path", "name"?, "key"?}]``. ``invariants``: specs.
+        durability: modes to sweep. ``saver``: ``sqlite`` or ``module:Class``. ``budget_s``: wall seconds a
+            run may take. ``pythonpath``: absolute folders. ``cases``: :class:`TargetCase` list.
+        dbos: DBOS targets' options: ``setup`` (``module:fn`` called after ``DBOS.launch()``, e.g. registering
+            queues), ``database_url`` (PostgreSQL; default a SQLite file per run), ``application_version``
+            (pinned; default ``crashpoint-pinned``), ``settle_s`` (seconds a worker waits for rest). A DBOS
+            input may name ``workflow`` (another workflow of the entry's module) and ``queue``.
+        temporal: Temporal targets' options: ``workflows`` / ``activities`` (``module:attr`` each, a class, a
+            function or a list), ``task_queue``, ``worker`` (``Worker`` keyword arguments), ``task_timeout_s``,
+            ``settle_s``, ``versions`` (``NAME: {workflows, activities}``, the code a ``deploy`` case runs).
+        versions: LangGraph and DBOS targets: ``NAME -> module:attr``, the entry point of another version of the
+            code, which every worker runs after a ``deploy: NAME`` case's deploy.
+        expect: thread -> ``{"status"?: finished | waiting, "values"?: {...}}``, the end every case without an
+            ``expect`` of its own must reach (judged by ``target.expected_end`` on every run, the golden run included).
+        file: the YAML it came from (``None`` when built in Python).
+    """
+
+    name: str
+    entry: str
+    inputs: list[dict[str, Any]]
+    engine: str = "langgraph"
+    human: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    gates: dict[str, str] = field(default_factory=dict)
+    effects: list[dict[str, Any]] = field(default_factory=list)
+    invariants: list[str] = field(default_factory=list)
+    durability: list[str] = field(default_factory=lambda: ["sync"])
+    saver: str = "sqlite"
+    budget_s: float = 60.0
+    pythonpath: list[str] = field(default_factory=list)
+    cases: list[TargetCase] = field(default_factory=lambda: [TargetCase()])
+    dbos: dict[str, Any] = field(default_factory=dict)
+    temporal: dict[str, Any] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+    expect: dict[str, dict[str, Any]] = field(default_factory=dict)
+    file: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise CaseError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}",
+                            file=self.file, field="engine")
+        bad = [m for m in self.durability if m not in DURABILITY]
+        if bad or not self.durability:
+            raise CaseError(f"durability modes must be among {', '.join(DURABILITY)}, got {self.durability!r}",
+                            file=self.file, field="durability")
+        if ":" not in self.entry:
+            raise CaseError(f"entry must be module:attribute, got {self.entry!r}", file=self.file, field="entry")
+        for c in self.cases:
+            where = "temporal.versions" if self.engine == "temporal" else "versions"
+            known = (self.temporal.get("versions") or {}) if self.engine == "temporal" else self.versions
+            if c.deploy and c.deploy not in known:
+                raise CaseError(f"case {c.name!r} deploys {c.deploy!r}, which {where} does not name",
+                                file=self.file, field=f"cases[{self.cases.index(c)}].deploy")
+            if c.deploy and self.engine != "temporal" and known[c.deploy] == self.entry:  # the same code again
+                raise CaseError(f"case {c.name!r} deploys {c.deploy!r}, whose entry {self.entry!r} is the target's own: "
+                                "the deploy would change no code (name the next version's entry)",
+                                file=self.file, field=f"versions.{c.deploy}")
+            if c.recovery not in RECOVERY or (c.recovery != "explicit" and (c.workers < 2 or self.engine != "dbos")):
+                raise CaseError(f"case {c.name!r}: recovery must be one of {', '.join(RECOVERY)}, and other than "
+                                f"explicit only with workers >= 2 on a DBOS target (got {c.recovery!r}, workers "
+                                f"{c.workers}, engine {self.engine})", file=self.file,
+                                field=f"cases[{self.cases.index(c)}].recovery")
+            if c.workers > 1 and self.engine not in SEVERAL_WORKERS:  # one worker would run: a pass not earned
+                raise CaseError(f"case {c.name!r}: several workers at once ({c.workers}) need an engine whose workers "
+                                f"have their own identity ({', '.join(SEVERAL_WORKERS)}), not {self.engine}",
+                                file=self.file, field=f"cases[{self.cases.index(c)}].workers")
+            if c.server_crash and self.engine != "temporal":
+                raise CaseError(f"case {c.name!r}: server_crash needs an engine with a server (temporal), not "
+                                f"{self.engine}", file=self.file, field=f"cases[{self.cases.index(c)}].server_crash")
+        threads = [i["thread"] for i in self.inputs]
+        if not threads or len(set(threads)) != len(threads):
+            raise CaseError(f"inputs need distinct threads, got {threads!r}", file=self.file, field="inputs")
+        expects = [("expect", self.expect)] + [(f"cases[{n}].expect", c.expect) for n, c in enumerate(self.cases)]
+        for where, expect in expects:
+            for thread, end in (expect or {}).items():
+                if thread not in threads:
+                    raise CaseError(f"expect names thread {thread!r}, which inputs do not start (threads: "
+                                    f"{', '.join(threads)})", file=self.file, field=f"{where}.{thread}")
+                odd = sorted(set(end) - {"status", "values"}) if isinstance(end, dict) else []
+                if not isinstance(end, dict) or not end or odd:
+                    raise CaseError(f"the expected end of {thread} takes status and values, got "
+                                    f"{', '.join(odd) if odd else repr(end)}", file=self.file,
+                                    field=f"{where}.{thread}" + (f".{odd[0]}" if odd else ""))
+                if "status" in end and end["status"] not in EXPECT_STATUS:
+                    raise CaseError(f"the expected status of {thread} must be one of {', '.join(EXPECT_STATUS)}, got "
+                                    f"{end['status']!r}", file=self.file, field=f"{where}.{thread}.status")
+                if "values" in end and not isinstance(end["values"], dict):
+                    raise CaseError(f"the expected values of {thread} must be a mapping (a subset of the final "
+                                    f"state), got {end['values']!r}", file=self.file, field=f"{where}.{thread}.values")
+        humans = [("human", self.human)] + [(f"cases[{n}].human", c.human) for n, c in enumerate(self.cases)]
+        for where, human in humans:
+            for node, answers in (human or {}).items():
+                if answers and answers[-1].get("late"):
+                    raise CaseError(f"a late answer of {node} needs a next answer of {node} (the one delivered before "
+                                    "it: the deadline's, or the answer to the re-ask); it is the last one",
+                                    file=self.file, field=f"{where}.{node}[{len(answers) - 1}].late")
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "Target":
+        """Load and validate a target YAML file.
+
+        Raises:
+            CaseError: with file, line and field (schema violations, a missing file, bad YAML).
+        """
+        from crashpoint.harness.load.loader import _fill_defaults, _load_mapping, _schema, validate
+
+        path = Path(path)
+        data, locator = _load_mapping(path, "target")
+        validate(data, "target", path, locator)
+        _fill_defaults(data, _schema("target"), _schema("target"))
+        try:
+            return cls.from_data(data, file=str(path))
+        except CaseError as exc:
+            if exc.line is None and exc.field:  # a rule the schema cannot say: point at the field's line
+                steps = [int(p) if p.isdigit() else p for p in re.findall(r"[^.\[\]]+", exc.field)]
+                raise CaseError(exc.message, file=str(path), line=locator.line(steps), field=exc.field) from None
+            raise
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any], file: str | None = None) -> "Target":
+        """Build from the YAML form (defaults as the schema's); ``pythonpath`` is resolved against ``file``'s folder."""
+        data = copy.deepcopy(data)
+        base = Path(file).resolve().parent if file else Path.cwd()
+        effects = [e if isinstance(e, dict) else {"path": e} for e in data.get("effects", [])]
+        cases = [TargetCase(c["name"], c.get("human"), [f for f in c.get("faults", []) if f.get("kind") != WORKERS_KIND],
+                            c.get("duplicate"), _workers(c, n, file), c.get("deploy"),
+                            bool(c.get("server_crash", False)), recovery=c.get("recovery", "explicit"),
+                            expect=c.get("expect"))
+                 for n, c in enumerate(data.get("cases", [{"name": "default"}]))]
+        return cls(name=data["target"], entry=data["entry"], inputs=data["inputs"], engine=data.get("engine", "langgraph"),
+                   human=data.get("human", {}), gates=data.get("gates", {}), effects=effects,
+                   invariants=data.get("invariants", []), durability=data.get("durability", ["sync"]),
+                   saver=data.get("saver", "sqlite"), budget_s=float(data.get("budget_s", 60)),
+                   pythonpath=[str((base / p).resolve()) for p in data.get("pythonpath", ["."])],
+                   cases=cases or [TargetCase()], dbos=data.get("dbos", {}), temporal=data.get("temporal", {}),
+                   versions=data.get("versions", {}), expect=data.get("expect", {}), file=file)
+
+    def running(self, version: str) -> "Target":
+        """This target as its workers run it after a deploy of ``version`` (LangGraph, DBOS): ``entry`` is
+        ``versions[version]``, the rest as it is. Not validated again (the file was; a deployed entry is then one of
+        ``versions``, which validation refuses of a file's own entry).
+
+        Raises:
+            KeyError: no such version.
+        """
+        code = copy.copy(self)
+        object.__setattr__(code, "entry", self.versions[version])
+        return code
+
+    def to_data(self) -> dict[str, Any]:
+        """The YAML form (``pythonpath`` absolute); ``Target.from_data(t.to_data()) == t`` up to ``file``."""
+        return {"target": self.name, "engine": self.engine, "entry": self.entry, "inputs": self.inputs,
+                "human": self.human, "gates": self.gates, "effects": self.effects, "invariants": self.invariants,
+                "durability": self.durability, "saver": self.saver, "budget_s": self.budget_s,
+                "pythonpath": self.pythonpath, "dbos": self.dbos, "temporal": self.temporal,
+                "versions": self.versions, "expect": self.expect, "cases": [{k: v for k, v in asdict(c).items() if v is not None}
+                                                         for c in self.cases]}
+
+    def case(self, name: str) -> TargetCase:
+        """The case called ``name``.
+
+        Raises:
+            KeyError: no such case.
+        """
+        for c in self.cases:
+            if c.name == name:
+                return c
+        raise KeyError(f"target {self.name!r} has no case {name!r} (cases: {', '.join(c.name for c in self.cases)})")
+
+    def expected(self, case: TargetCase) -> dict[str, dict[str, Any]]:
+        """The end ``case`` must reach: thread -> ``{"status"?, "values"?}`` (its own ``expect``, else the target's;
+        ``{}``: none stated)."""
+        return case.expect if case.expect is not None else self.expect
+
+    def answers(self, case: TargetCase) -> dict[str, list[dict[str, Any]]]:
+        """The human answers of ``case`` (its own, else the target's), each with ``grants`` filled."""
+        human = case.human if case.human is not None else self.human
+        return {node: [{"grants": True, **a} for a in answers] for node, answers in human.items()}
+
+    def dumps(self) -> str:
+        """JSON of :meth:`to_data` (what a worker reads)."""
+        return json.dumps(self.to_data(), sort_keys=True)

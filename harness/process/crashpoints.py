@@ -1,0 +1,345 @@
+"""Crash points: named places where the harness may SIGKILL an engine worker process.
+
+A crash point is identified by its name and, when the same name is passed more than
+once in a run, its occurrence: ``after_checkpoint:refund_draft``,
+``before_effect:refunds.issueRefund#2``. Names come from the engine's store
+(``before_checkpoint:NAME`` / ``after_checkpoint:NAME``), the engine
+(``approval_request:ID``) and the fake tools (``before_effect:TOOL`` / ``after_effect:TOOL``).
+
+The probe runs inside the worker. It appends every crash point it passes to
+``RUN_DIR/crashpoints.log`` with an unbuffered ``write`` (the kernel keeps it across a
+SIGKILL), so occurrences are counted across the worker processes of one run, and the
+golden run's log is the list of crash points to sweep. When a target is reached the
+probe appends it to ``RUN_DIR/crash.fired`` and sends SIGKILL to its own process: no
+``finally`` block, no atexit handler, no flush runs (the real thing, as in the project's
+offline probe of real engines). A schedule ``"A >> B"`` kills at ``A`` and then at ``B``,
+a point of the recovery from the first kill (crash during recovery). Once a probe decides to kill, the
+process's other threads stop at their next crash point, unlogged, until the SIGKILL lands: recording the kill
+takes syscalls that let them run, and a parallel branch (LangGraph's checkpoint write of the next step) must not
+pass and act on a point the recovery is meant to meet.
+
+The run folder is the engine's: an engine may rewrite any file in it. So a probe built with
+``witness`` also keeps the harness's own record beside the run folder, in ``RUN_DIR.probe/``
+(:func:`witness_dir`): the same crash point log, and ``events.log``, one line per fact the harness
+verifies a kill with (:func:`witness_events`): ``start PID`` when a worker process builds its probe,
+``kill PID POINT`` just before the probe SIGKILLs its own process ``PID`` at ``POINT`` (``simulate PID
+POINT`` in simulated-crash mode). The driver compares these with the pid of the process it started and
+that process's exit status (:mod:`crashpoint.harness.process.kills`).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import signal
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+LOG_FILE = "crashpoints.log"
+FIRED_FILE = "crash.fired"
+#: Crash point ids where a worker was held so that the harness could deliver an event, in order.
+PAUSED_FILE = "crash.paused"
+#: The harness creates ``release.N`` once it has delivered the events of the N-th hold (0-based).
+RELEASE_PREFIX = "release."
+#: Wall seconds a held worker waits for the harness before it goes on by itself.
+HOLD_LIMIT_S = 30.0
+#: The probe's facts in the witness folder (see the module docstring).
+EVENTS_FILE = "events.log"
+
+
+def witness_dir(run_dir: str | Path) -> Path:
+    """The harness's record of a run's probe, beside (never inside) the engine's run folder."""
+    return Path(f"{run_dir}.probe")
+
+
+@dataclass(frozen=True)
+class ProbeEvent:
+    """One line of the witness's ``events.log``: ``kind`` (``start``, ``kill``, ``simulate``), the
+    process id that wrote it, and the crash point id (``kill``/``simulate``; ``None`` for ``start``)."""
+
+    kind: str
+    pid: int
+    point: str | None = None
+
+
+def witness_events(run_dir: str | Path) -> list[ProbeEvent]:
+    """The probe facts of a run, in order (empty when the run kept no witness)."""
+    path = witness_dir(run_dir) / EVENTS_FILE
+    events = []
+    for line in path.read_text().splitlines() if path.exists() else ():
+        kind, _, rest = line.partition(" ")
+        pid, _, point = rest.partition(" ")
+        events.append(ProbeEvent(kind, int(pid), point or None))
+    return events
+
+
+def witness_passed(run_dir: str | Path) -> list[str] | None:
+    """The crash point ids the witness recorded, in order; ``None`` when the run kept no witness."""
+    path = witness_dir(run_dir) / LOG_FILE
+    return path.read_text().splitlines() if path.exists() else None
+
+
+def point_id(name: str, occurrence: int) -> str:
+    """``name`` for the first occurrence, ``name#N`` for the N-th (N >= 2)."""
+    return name if occurrence == 1 else f"{name}#{occurrence}"
+
+
+#: Separator of a crash schedule's points in its string form: ``"A >> B"`` kills at ``A``, then
+#: again at ``B`` while the new worker recovers from the first kill.
+from crashpoint.harness.model.points import THEN  # noqa: E402  (here since the probe's first version)
+
+
+#: A crash spec's part that holds the worker at a point while a second worker runs: ``"P || worker"``.
+ALONGSIDE = " || worker"
+#: A crash spec's last part that makes the recovery several workers at once: ``"A >> 3 workers"``.
+_TOGETHER = re.compile(r"^(\d+) workers$")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A crash spec (the ``crash_point`` of a sweep run) taken apart.
+
+    Forms: ``"A"`` (kill at A), ``"A >> B"`` (and again at B during the recovery), ``"A >> 3 workers"``
+    (kill at A, then 3 workers recover at once), ``"P || worker"`` (no kill: hold the worker at P while a
+    second worker process runs on the same files: a zombie, or a slow old worker, next to a new one).
+
+    Attributes:
+        kills: crash point ids to kill at, in order. ``alongside``: points where a second worker runs
+            while the first is held. ``together``: workers (count) that recover at once after each kill.
+    """
+
+    kills: tuple[str, ...] = ()
+    alongside: tuple[str, ...] = ()
+    together: int = 1
+
+    @property
+    def first(self) -> str | None:
+        """The first crash point the spec acts at (``None`` for an empty spec)."""
+        return (self.kills or self.alongside or (None,))[0]
+
+
+def parse(crash_point: str | None) -> Spec:
+    """The :class:`Spec` of a crash spec string (``None`` -> an empty spec)."""
+    kills: list[str] = []
+    alongside: list[str] = []
+    together = 1
+    for part in (p.strip() for p in crash_point.split(THEN.strip())) if crash_point else ():
+        many = _TOGETHER.match(part)
+        if many and kills:
+            together = int(many.group(1))
+        elif part.endswith(ALONGSIDE.strip()) and "||" in part:
+            alongside.append(part.split("||", 1)[0].strip())
+        else:
+            kills.append(part)
+    return Spec(tuple(kills), tuple(alongside), together)
+
+
+def schedule(crash_point: str | None) -> list[str]:
+    """The kill points of a crash spec: ``None`` -> ``[]``, ``"A >> B"`` -> ``["A", "B"]``,
+    ``"A >> 3 workers"`` -> ``["A"]``, ``"P || worker"`` -> ``[]`` (see :func:`parse`)."""
+    return list(parse(crash_point).kills)
+
+
+class SimulatedCrash(BaseException):
+    """Raised by a probe in simulated-crash mode instead of the SIGKILL (see :mod:`crashpoint.harness.process.inprocess`).
+
+    A ``BaseException``, so that an engine's ``except Exception`` never swallows it: like a kill, it
+    ends the worker wherever it is, and only what was committed remains.
+    """
+
+
+#: Seconds a thread stopped by another thread's kill waits for the SIGKILL to land before it goes on: a SIGKILL
+#: lands in milliseconds, and a probe that records a kill without dying (tests/variants/kills.py) must still let the
+#: worker run on and exit, so that the harness finds it alive (an ``error``), not hung.
+KILL_LANDS_S = 10.0
+
+
+class CrashProbe:
+    """The worker-side probe.
+
+    Args:
+        run_dir: the run folder (log and marker live there).
+        targets: crash point ids to kill at, in order: the second fires only after the first has
+            killed a worker (a crash during recovery). Empty: only record.
+        holds: crash point ids where the worker is held (each once per run, by the first of the run's
+            workers to get there: :func:`claim_hold`) until the harness,
+            which watches ``crash.paused``, has delivered an event and created ``release.N``
+            (an event that arrives while a step is in flight). A hold comes before a kill at the
+            same point.
+        simulate: raise :class:`SimulatedCrash` at a target instead of sending SIGKILL (in-process mode).
+        witness: also keep the harness's record in :func:`witness_dir` (see the module docstring); the
+            occurrence counts and the kills so far are then read from it, not from the run folder.
+    """
+
+    def __init__(self, run_dir: str | Path, targets: list[str] | tuple[str, ...] = (),
+                 holds: list[str] | tuple[str, ...] = (), simulate: bool = False, witness: bool = False) -> None:
+        self.simulate = simulate
+        self.run_dir = Path(run_dir)
+        self.targets = list(targets)
+        self.holds = set(holds)
+        self.held = paused_points(self.run_dir)
+        log = self.run_dir / LOG_FILE
+        self.fd = self.wfd = self.efd = -1
+        if witness:
+            folder = witness_dir(self.run_dir)
+            folder.mkdir(exist_ok=True)
+            self.wfd = os.open(folder / LOG_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            self.efd = os.open(folder / EVENTS_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            seen = witness_passed(self.run_dir) or []
+            self.fired = [e.point for e in witness_events(self.run_dir) if e.kind != "start"]
+            os.write(self.efd, f"start {os.getpid()}\n".encode())
+        else:
+            seen = log.read_text().splitlines() if log.exists() else []
+            self.fired = fired_points(self.run_dir)
+        self.counts: Counter[str] = Counter(line.split("#", 1)[0] for line in seen)
+        self.fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._lock = threading.Lock()  # one thread at a time counts, logs and decides a kill
+        self._dying = False  # a kill is decided: the SIGKILL is on its way (never set in simulated-crash mode)
+        self._killer = 0  # the thread that decided it
+
+    def __call__(self, name: str) -> None:
+        me, waited = threading.get_ident(), False
+        while True:
+            with self._lock:
+                if self._dying and (self._killer == me or waited):
+                    self._dying = False  # the SIGKILL did not land (a probe that survives its own kill): go on
+                if not self._dying:
+                    self.counts[name] += 1
+                    ident = point_id(name, self.counts[name])
+                    line = (ident + "\n").encode()
+                    os.write(self.fd, line)
+                    if self.wfd >= 0:
+                        os.write(self.wfd, line)
+                    hold = ident in self.holds and ident not in self.held
+                    pending = self.targets[len(self.fired):]
+                    kill = bool(pending) and ident == pending[0]
+                    self._dying, self._killer = kill and not hold and not self.simulate, me
+                    break
+            time.sleep(KILL_LANDS_S)  # another thread is killing the process: this one stops here
+            waited = True
+        if hold:
+            self._hold(ident)  # a hold comes before a kill at the same point
+            if kill and not self.simulate:
+                with self._lock:
+                    self._dying, self._killer = True, me
+        if kill:
+            self._record(ident)
+            if self.simulate:
+                self.close()
+                raise SimulatedCrash(ident)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def close(self) -> None:
+        """Close the logs (a worker process never needs to: its exit does; an in-process worker does)."""
+        for name in ("fd", "wfd", "efd"):
+            if getattr(self, name, -1) >= 0:
+                os.close(getattr(self, name))
+                setattr(self, name, -1)
+
+    def __del__(self) -> None:
+        self.close()
+
+    def _hold(self, ident: str) -> None:
+        self.held.append(ident)
+        n = claim_hold(self.run_dir, ident)
+        if n is None:  # another worker of the run (several recover at once) holds or held here
+            return
+        release = self.run_dir / f"{RELEASE_PREFIX}{n}"
+        deadline = time.monotonic() + HOLD_LIMIT_S
+        while not release.exists() and time.monotonic() < deadline:
+            time.sleep(0.001)
+
+    def _record(self, ident: str) -> None:
+        fd = os.open(self.run_dir / FIRED_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.write(fd, (ident + "\n").encode())
+        os.close(fd)
+        if self.efd >= 0:
+            os.write(self.efd, f"{'simulate' if self.simulate else 'kill'} {os.getpid()} {ident}\n".encode())
+        self.fired.append(ident)
+
+
+def probe(arg: str) -> Callable[[str], None]:
+    """Worker factory: ``arg`` is the JSON ``{"run_dir", "targets": [...], "holds": [...], "simulate"?,
+    "witness"?}`` of :func:`probe_arg`."""
+    spec = json.loads(arg)
+    return CrashProbe(spec["run_dir"], spec.get("targets") or (), spec.get("holds") or (),
+                      simulate=bool(spec.get("simulate")), witness=bool(spec.get("witness")))
+
+
+def probe_arg(run_dir: str | Path, crash_point: str | None, holds: list[str] | tuple[str, ...] = (),
+              simulate: bool = False, witness: bool = False) -> str:
+    """The ``--probe-arg`` value for :func:`probe` (JSON, so any folder name or point id survives).
+
+    ``crash_point`` is a crash point id or a schedule ``"A >> B"`` (see :func:`schedule`);
+    ``holds`` the crash point ids where the worker waits for the harness (see :class:`CrashProbe`);
+    ``simulate`` raises :class:`SimulatedCrash` instead of the SIGKILL; ``witness`` keeps the harness's
+    record beside the run folder (see :class:`CrashProbe`).
+    """
+    spec: dict[str, object] = {"run_dir": str(run_dir), "targets": schedule(crash_point), "holds": list(holds)}
+    if simulate:
+        spec["simulate"] = True
+    if witness:
+        spec["witness"] = True
+    return json.dumps(spec)
+
+
+def claim_hold(run_dir: str | Path, ident: str) -> int | None:
+    """Record in ``crash.paused`` that a worker is held at ``ident``, unless a worker of the run already
+    was: the hold's number (0-based: the harness releases it with ``release.N``), or ``None``. Under an
+    exclusive ``flock`` of the file, so that of several workers passing ``ident`` at once only one is held
+    (the harness delivers a hold's events once, whichever worker of a recovery gets there)."""
+    fd = os.open(Path(run_dir) / PAUSED_FILE, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        held = []
+        while chunk := os.read(fd, 65536):
+            held.append(chunk)
+        lines = b"".join(held).decode().splitlines()
+        if ident in lines:
+            return None
+        os.write(fd, (ident + "\n").encode())
+        return len(lines)
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def paused_points(run_dir: str | Path) -> list[str]:
+    """Crash point ids where a worker of this run was held, in order."""
+    path = Path(run_dir) / PAUSED_FILE
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def release(run_dir: str | Path, n: int) -> None:
+    """Let the worker held for the ``n``-th time (0-based) go on."""
+    (Path(run_dir) / f"{RELEASE_PREFIX}{n}").touch()
+
+
+def fired_points(run_dir: str | Path) -> list[str]:
+    """Crash point ids that killed a worker of this run, in order."""
+    path = Path(run_dir) / FIRED_FILE
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def recovery_points(log: list[str], first: str) -> list[str]:
+    """The crash points passed after ``first`` in a run's log: those of the recovery from a kill at ``first``."""
+    return log[log.index(first) + 1:] if first in log else []
+
+
+def passed(run_dir: str | Path) -> list[str]:
+    """Crash point ids recorded in a run folder, in order (empty when none)."""
+    log = Path(run_dir) / LOG_FILE
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def fired(run_dir: str | Path, crash_point: str | None) -> bool:
+    """``True`` once every kill of ``crash_point`` (a spec) has killed a worker here and every worker held
+    for a second one (``P || worker``) was held."""
+    spec = parse(crash_point)
+    return bool(crash_point) and fired_points(run_dir) == list(spec.kills) and \
+        all(p in paused_points(run_dir) for p in spec.alongside)
