@@ -78,10 +78,11 @@ def test_every_third_party_module_a_command_imports_at_module_level_is_a_depende
 #: The subpackages of harness/, lowest first: a module may import its own subpackage and those before it, never
 #: one after it (README "Layout"; issue 23). model is the leaf every part speaks (rules, findings, outcomes,
 #: results, verdicts); process the worker processes (the crash probe inside them, zygotes, kill verification);
-#: faults the registered fault kinds; load packs, cases and target files; engines and adapters what a target or a
-#: pack runs on; judge the verdict of one run, from its outcome alone; run drivers and sweeps (they run, then
-#: judge); traces replay and incidents; cli and pytest the front ends.
-LAYERS = ("model", "process", "faults", "load", "engines", "adapters", "judge", "run", "traces", "cli", "pytest")
+#: faults the registered fault kinds; engines the engines a target runs on (each declares its capabilities, which
+#: load validates a target file against); load packs, cases and target files; adapters the engines a pack runs on;
+#: judge the verdict of one run, from its outcome alone; run drivers and sweeps (they run, then judge); traces
+#: replay and incidents; cli and pytest the front ends.
+LAYERS = ("model", "process", "faults", "engines", "load", "adapters", "judge", "run", "traces", "cli", "pytest")
 
 
 def _runtime_imports(path: Path) -> set[str]:
