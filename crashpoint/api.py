@@ -181,9 +181,12 @@ def effect(name: str | Callable[..., Any] | None = None, *, key: str | Callable[
 def invariant(fn: Callable[["RunView"], Any] | None = None, *, name: str | None = None) -> Any:
     """Register a user check over a run, judged like an oracle (rule ``target.invariant:NAME``).
 
-    The check takes a :class:`RunView`; it fails by raising ``AssertionError`` or returning ``False``
-    or a non-empty string (the message). Any other exception makes its verdict ``unknown``.
-    Returns ``fn`` unchanged.
+    The check takes a :class:`RunView`. It passes only by returning ``None`` or ``True`` (those objects: not
+    ``numpy.True_``, not ``1``); it fails by raising ``AssertionError``, by returning a non-empty string (the
+    message) or by returning anything else (``False``, ``numpy.False_``, ``0``, ``""``, an object: the finding says
+    what it returned). Any other exception, ``BaseException`` included (``SystemExit``, ``KeyboardInterrupt``,
+    pytest's ``skip`` and ``fail`` outcomes), makes its verdict ``unknown`` with the exception's text: never a pass,
+    never a skip of the calling test, never an exit of the process. Returns ``fn`` unchanged.
     """
     def register(check: Callable[["RunView"], Any]) -> Callable[["RunView"], Any]:
         _invariants[name or check.__name__] = check

@@ -29,7 +29,8 @@ which runs them, records a rule that raises, and lists them with the other rules
   included: a golden run that is itself wrong fails here, where ``final_state_like_golden`` would take it for right.
 * ``target.final_state_like_golden``: each thread ends in the golden run's status and state values.
 * ``target.effects_like_golden``: each thread applies each effect as many times as in the golden run.
-* ``target.invariant:NAME``: the team's own checks (:func:`crashpoint.invariant`).
+* ``target.invariant:NAME``: the team's own checks (:func:`crashpoint.invariant`), judged strictly: only ``None`` or
+  ``True`` passes (:func:`strict_failure`), and any ``BaseException`` a check raises is ``unknown`` with its text.
 
 A rule that raises is reported under its id with verdict ``unknown``, never as a pass.
 """
@@ -315,6 +316,23 @@ def invariants(target: Target) -> dict[str, Callable[[RunView], Any]]:
                if getattr(f, "__module__", None) in modules}, **named}
 
 
+def strict_failure(name: str, verdict: Any) -> str | None:
+    """What invariant ``name`` returning ``verdict`` says: ``None`` (it passed) for ``None`` or ``True`` only (the
+    objects themselves: ``numpy.True_`` and ``1`` are not ``True``); else the failure's message: the text of a
+    non-empty string, and for any other value (``False``, ``numpy.False_``, ``0``, ``""``, an object) what it returned
+    and that only ``None`` and ``True`` pass."""
+    if verdict is None or verdict is True:
+        return None
+    if isinstance(verdict, str) and verdict:
+        return verdict
+    shown = repr(verdict)
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    kind = type(verdict)
+    kind_name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    return (f"invariant {name} failed: it returned {shown} ({kind_name}); a check passes only by returning None or "
+            "True (or by not raising), and fails by assert, by returning False or a message")
+
+
 def view(run: TargetOutcome) -> RunView:
     """What an invariant sees of ``run``."""
     return RunView(calls=tuple(run.calls), final={t: s.get("values") for t, s in run.threads.items()},
@@ -330,18 +348,24 @@ def judge(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> t
     failures = list(judgement.findings)
     unknown = [f"{rule_id}: {exc}" for rule_id, exc in judgement.broken]
     seen = view(run)
-    for name, check in invariants(target).items():
+    try:
+        checks = invariants(target)
+    except BaseException as exc:  # noqa: BLE001 - the team's module raised on import: no check could judge
+        unknown.append(f"target.invariant: the target's invariants could not be loaded: {type(exc).__name__}: {exc}")
+        checks = {}
+    for name, check in checks.items():
         rule_id = f"target.invariant:{name}"
         try:
             verdict = check(seen)
         except AssertionError as exc:
-            failures.append(Failure(rule_id, str(exc) or f"invariant {name} failed"))
+            failures.append(Failure(rule_id, str(exc) or f"invariant {name} failed (an assert)"))
             continue
-        except Exception as exc:  # noqa: BLE001
+        except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt, pytest's skip/fail: unknown
             unknown.append(f"{rule_id}: {type(exc).__name__}: {exc}")
             continue
-        if verdict is False or (isinstance(verdict, str) and verdict):
-            failures.append(Failure(rule_id, verdict if isinstance(verdict, str) else f"invariant {name} failed"))
+        failed = strict_failure(name, verdict)
+        if failed is not None:
+            failures.append(Failure(rule_id, failed))
     return failures, unknown
 
 
