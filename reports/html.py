@@ -30,11 +30,16 @@ from crashpoint.reports.summary import (METRICS, counts, failure_groups, fmt_met
 #: the other runs of a group are a table row each, never a timeline).
 MAX_TIMELINES = 50
 
+#: Every table fits the page (``tests/integration/test_html_fits.py``, at 800 px): a cell's text (paths, crash point
+#: ids, reproduce commands: long words with no break opportunity) wraps anywhere rather than widening its table,
+#: and ``pre`` blocks wrap their lines.
 STYLE = """
-body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1200px}
-table{border-collapse:collapse;margin:.5em 0 1.2em}th,td{border:1px solid #ccc;padding:2px 6px;font-size:13px}
-th{background:#f3f3f3;text-align:left}td.n{text-align:right}.passed{color:#2e7d32}.failed{color:#c62828}
-.error{color:#ef6c00}.unknown{color:#6a1b9a}code,pre{font-size:12px;background:#f7f7f7}
+body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1200px;overflow-wrap:anywhere}
+table{border-collapse:collapse;margin:.5em 0 1.2em;max-width:100%}
+th,td{border:1px solid #ccc;padding:2px 6px;font-size:13px;overflow-wrap:anywhere}
+th{background:#f3f3f3;text-align:left}td.n{text-align:right;white-space:nowrap;overflow-wrap:normal}.passed{color:#2e7d32}.failed{color:#c62828}
+.error{color:#ef6c00}.unknown{color:#6a1b9a}code,pre{font-size:12px;background:#f7f7f7;overflow-wrap:anywhere}
+pre{white-space:pre-wrap}img{max-width:100%;height:auto}
 details{margin:.6em 0;border:1px solid #ddd;padding:.4em}tr.kill td{background:#fde0dc}
 tr.resume td{background:#e3f2fd}.banner{padding:.5em;background:#fff3cd;border:1px solid #e0c36b}
 """

@@ -72,14 +72,42 @@ def cases_table(data: dict[str, Any]) -> str:
     return visible(tabulate(rows, headers=["case", "runs", "passed", "failed", "errors", "unknown", "crash points"]))
 
 
-def coverage(data: dict[str, Any]) -> str:
-    """The durability-coverage matrix: a row per workflow step, a column per fault kind, cells ``passed/runs``."""
+#: Columns a terminal table may take (``crashpoint run``'s output; a wider table wraps into parts).
+WIDTH = 120
+
+
+def _width(table: str) -> int:
+    return max((len(line) for line in table.splitlines()), default=0)
+
+
+def _column_parts(rows: list[list[str]], head: list[str], width: int) -> list[str]:
+    """``tabulate(rows, head)`` cut into tables of at most ``width`` columns: the first column (the row names) in
+    each, then as many of the other columns, in order, as fit (one at least, however wide)."""
+    parts, cols = [], list(range(1, len(head)))
+    while cols:
+        take = 1
+        while take < len(cols):
+            keep = [0, *cols[:take + 1]]
+            if _width(tabulate([[r[i] for i in keep] for r in rows], headers=[head[i] for i in keep])) > width:
+                break
+            take += 1
+        keep = [0, *cols[:take]]
+        parts.append(tabulate([[r[i] for i in keep] for r in rows], headers=[head[i] for i in keep]))
+        cols = cols[take:]
+    return parts or [tabulate(rows, headers=head[:1])]
+
+
+def coverage(data: dict[str, Any], width: int = WIDTH) -> str:
+    """The durability-coverage matrix: a row per workflow step, a column per fault kind, cells ``passed/runs``.
+
+    Headers are folded a word a line and a matrix wider than ``width`` columns (120 by default: 15 fault kinds made
+    260) is printed as several tables, each with the step column and the next fault kinds that fit."""
     cells = data.get("coverage") or {}
     kinds = sorted({k for row in cells.values() for k in row})
     rows = [[step] + [f"{row[k]['passed']}/{row[k]['runs']}" if k in row else "-" for k in kinds]
             for step, row in sorted(cells.items())]
-    head = ["step"] + [k.replace("kill@", "kill ").replace("_", " ") for k in kinds]
-    lines = ["durability coverage (passed/runs; - = not covered)", tabulate(rows, headers=head)]
+    head = ["step"] + [k.replace("kill@", "kill ").replace("_", " ").replace(" ", "\n") for k in kinds]
+    lines = ["durability coverage (passed/runs; - = not covered)", "\n\n".join(_column_parts(rows, head, width))]
     vac = data.get("vacuity") or {}
     if vac.get("findings"):
         lines.append(f"vacuity: {vac['runs_with_findings']} run(s) with faults or events that did nothing:")

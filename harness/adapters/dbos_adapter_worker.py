@@ -29,6 +29,7 @@ from dbos import DBOS, SetWorkflowID
 
 from crashpoint.harness.adapters.interpreter import Commit, Receive, Step, interpret
 from crashpoint.harness.adapters.runtime import AdapterStore, StepRunner, open_pass, quiet, unsent
+from crashpoint.harness.engines.dbos_warm import without_admin_server
 
 DBOS_FILE = "dbos.sqlite"
 #: Pinned so that recovery survives edits of this file (DBOS otherwise hashes the workflow source).
@@ -115,9 +116,10 @@ def main(argv: list[str] | None = None) -> int:
     """One worker pass (see the module docstring)."""
     global _RUNNER
     args, _probe, clock, store, _RUNNER = open_pass(argv)
-    DBOS(config={"name": "crashpoint", "system_database_url": f"sqlite:///{Path(args.run_dir) / DBOS_FILE}",
-                 "application_version": APPLICATION_VERSION, "log_level": "WARNING",
-                 "notification_listener_polling_interval_sec": 0.05})
+    DBOS(config=without_admin_server({"name": "crashpoint",
+                                      "system_database_url": f"sqlite:///{Path(args.run_dir) / DBOS_FILE}",
+                                      "application_version": APPLICATION_VERSION, "log_level": "WARNING",
+                                      "notification_listener_polling_interval_sec": 0.05}))
     DBOS.launch()
     starts = store.messages(kind="start")
     for start in starts:

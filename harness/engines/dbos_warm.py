@@ -9,6 +9,9 @@
   (``check_interval`` in ``dbos._queue.queue_thread``), so a queue a team registers after ``DBOS.launch()`` (as
   DBOS requires) gets its dequeuing thread up to 1 s late in every fresh system database; it is lowered to the
   worker's poll interval, like DBOS's other polls;
+* :func:`without_admin_server`: no worker starts DBOS's admin server (dbos 2.x runs one on port 3001 by default
+  before 2.31; several workers of a run, or runs side by side, each logged "Failed to start admin server:
+  [Errno 98] Address already in use"); crashpoint reads DBOS's state itself and needs none;
 * :func:`unsynced`: the run's SQLite system database is written with ``PRAGMA synchronous=OFF`` (as crashpoint's
   ledger is): SQLite then does not wait for the disk at each commit (10 ms a commit here, 0.25 ms without), and a
   SIGKILL loses nothing the kernel accepted (only a power loss would, which crashpoint does not simulate).
@@ -128,3 +131,13 @@ def fast_queue_manager(interval_s: float) -> bool:
     fn.__code__ = code.replace(co_consts=tuple(interval_s if c == QUEUE_CHECK_S and type(c) is float else c
                                                for c in code.co_consts))
     return True
+
+
+def without_admin_server(config: dict, config_type: type | None = None) -> dict:
+    """``config`` (a ``DBOSConfig`` dict) with ``run_admin_server: False`` where the installed dbos has that key
+    (2.x: a server on ``admin_port`` 3001, on by default before 2.31), unchanged where it has none (3.x removed the
+    admin server). ``config_type`` is ``dbos.DBOSConfig`` unless given (for tests)."""
+    if config_type is None:
+        from dbos import DBOSConfig as config_type  # type: ignore[no-redef]
+    keys = getattr(config_type, "__annotations__", {})
+    return {**config, "run_admin_server": False} if "run_admin_server" in keys else dict(config)

@@ -426,10 +426,11 @@ def main(argv: list[str] | None = None) -> int:
         barrier(run_dir, args.barrier)
     if args.phase == "answer":  # before launch: the workflows DBOS.launch() recovers find their message waiting
         deliver(url, app_name(target["target"]), json.loads((run_dir / ANSWERS_FILE).read_text()))
-    instance = DBOS(config={"name": app_name(target["target"]), "system_database_url": url,
-                            "application_version": str(opts.get("application_version") or APP_VERSION),
-                            "executor_id": opts.get("executor_id") or args.as_executor or args.executor_id, "log_level": "WARNING",
-                            "notification_listener_polling_interval_sec": poll_s})
+    instance = DBOS(config=dbos_warm.without_admin_server({
+        "name": app_name(target["target"]), "system_database_url": url,
+        "application_version": str(opts.get("application_version") or APP_VERSION),
+        "executor_id": opts.get("executor_id") or args.as_executor or args.executor_id, "log_level": "WARNING",
+        "notification_listener_polling_interval_sec": poll_s}))
     fast_queue = getattr(instance._registry, "_register_internal_queue", None)
     if fast_queue is not None and poll_s != DBOS_DEFAULT_POLL_S:  # dbos >= 3.0; before it the internal queue keeps its 1 s poll
         fast_queue(INTERNAL_QUEUE_NAME, polling_interval_sec=poll_s)

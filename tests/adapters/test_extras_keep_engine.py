@@ -65,8 +65,11 @@ def _copy_project(dst: Path) -> Path:
     return dst
 
 
-@pytest.mark.slow  # a venv with pip, dbos 2.24.0 and an editable install from the local mirror
-def test_installing_the_dbos_extra_keeps_a_teams_dbos_2_24(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def dbos_2_24(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """A team's venv holding dbos 2.24.0, then the README's ``pip install -e '.[dbos]'`` in it: ``{"python",
+    "before", "after", "install"}`` (dbos's version and file before and after, pip's output)."""
+    tmp_path = tmp_path_factory.mktemp("dbos-2.24")
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     python = str(venv / "bin" / "python")
@@ -88,4 +91,29 @@ def test_installing_the_dbos_extra_keeps_a_teams_dbos_2_24(tmp_path: Path) -> No
     done = pip("install", "-e", f"{_copy_project(tmp_path / 'crashpoint')}[dbos]")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     after = subprocess.run(version, capture_output=True, text=True, check=True).stdout.split()
-    assert after == before, f"pip install -e '.[dbos]' changed the team's dbos: {before} -> {after}\n{done.stdout[-2000:]}"
+    return {"python": python, "before": before, "after": after, "install": done.stdout[-2000:], "tmp": tmp_path}
+
+
+@pytest.mark.slow  # a venv with pip, dbos 2.24.0 and an editable install from the local mirror (54 s at load 10)
+def test_installing_the_dbos_extra_keeps_a_teams_dbos_2_24(dbos_2_24: dict) -> None:
+    before, after = dbos_2_24["before"], dbos_2_24["after"]
+    assert after == before, f"pip install -e '.[dbos]' changed the team's dbos: {before} -> {after}\n" \
+                            f"{dbos_2_24['install']}"
+
+
+@pytest.mark.slow  # the venv above, then two runs of the DBOS example with two workers each on dbos 2.24.0
+def test_dbos_2_workers_start_no_admin_server(dbos_2_24: dict) -> None:
+    """dbos 2.x starts an admin server on port 3001 in every process by default (before 2.31): the second of two
+    workers that start together logged "Failed to start admin server: [Errno 98] Address already in use"."""
+    need(dbos_2_24["after"][0].startswith("2."), "the venv's dbos is not a 2.x release")
+    workdir = dbos_2_24["tmp"] / "runs"
+    done = subprocess.run([dbos_2_24["python"], "-m", "crashpoint", "run",
+                           str(ROOT / "examples" / "dbos_refund" / "target.yaml"), "--case", "two-workers-recover",
+                           "--crash-point", "after_effect:draft_refund", "--workdir", str(workdir), "-q"],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    logs = [p for p in workdir.rglob("*.log") if p.is_file()]
+    assert any("worker" in p.name for p in logs), sorted(p.name for p in logs)  # the workers' logs are there
+    said = [f"{p.relative_to(workdir)}: {line.strip()}" for p in logs for line in p.read_text(errors="replace")
+            .splitlines() if "admin server" in line.lower()]
+    assert said == [], "\n".join(said[:5])
