@@ -37,7 +37,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
     fast = Target.from_file(TARGET)
-    naive = Target.from_data(fast.to_data() | {"dbos": {**fast.dbos, "poll_s": 1.0}}, file=fast.file)
+    naive = Target.from_data(fast.to_data() | {"dbos": {**fast.options, "poll_s": 1.0}}, file=fast.file)
     ways = {"crashpoint": (fast, True), "naive": (naive, False)}
     pools = {label: ThreadPoolExecutor(max_workers=args.workers, thread_name_prefix=label) for label in ways}
     totals = {label: {"runs": 0, "points": 0, "workers": 0, "wall": 0.0} for label in ways}

@@ -46,13 +46,14 @@ for field, spec in json.loads(sys.argv[2]):
 
 def named_objects(target: Any) -> list[tuple[str, list[str | int], str]]:
     """``(field, its path in the file, "module:attr")`` for each object the target file names: the entry, the
-    invariants, the effects, Temporal's workflows and activities."""
+    invariants, the effects, the objects its engine's options name (:meth:`~crashpoint.harness.engines.base.Engine.
+    named_objects`)."""
+    from crashpoint.harness.engines.base import engine_for
+
     names: list[tuple[str, list[str | int], str]] = [("entry", ["entry"], target.entry)]
     names += [(f"invariants[{i}]", ["invariants", i], s) for i, s in enumerate(target.invariants)]
     names += [(f"effects[{i}]", ["effects", i], e["path"]) for i, e in enumerate(target.effects)]
-    for key in ("workflows", "activities"):
-        names += [(f"temporal.{key}[{i}]", ["temporal", key, i], s)
-                  for i, s in enumerate(target.temporal.get(key) or [])]
+    names += engine_for(target.engine).named_objects(target)
     return [n for n in names if ":" in n[2]]
 
 

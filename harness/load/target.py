@@ -4,8 +4,8 @@ A target is a YAML file (schema ``scenarios/schemas/target.schema.json``) or the
 object, :class:`Target` (``crashpoint.Target``), for pytest::
 
     target: refund-agent
-    engine: langgraph
-    entry: langgraph_refund.graph:builder      # a StateGraph builder or a compiled graph
+    engine: ENGINE                              # an engine's name (harness/engines/ENGINE.py)
+    entry: refund_agent.graph:builder           # the engine's entry point (a StateGraph builder, a workflow)
     pythonpath: [".."]                          # relative to this file
     inputs:
       - {thread: order-1001, input: {order_id: "1001", amount_cents: 4200}}
@@ -13,7 +13,7 @@ object, :class:`Target` (``crashpoint.Target``), for pytest::
       approve: [{resume: {approved: true}}]     # {resume, grants?: true, late?: false}
     gates: {issue_refund: approve}              # effect -> node whose granted answer must come first
     effects: [myapp.payments:charge]            # patched by dotted path in every worker
-    invariants: [langgraph_refund.checks:one_refund_per_order]
+    invariants: [refund_agent.checks:one_refund_per_order]
     durability: [sync, async]
     cases:                                      # variations swept one by one (default: one case)
       - {name: granted}
@@ -39,9 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from crashpoint.errors import CaseError
+from crashpoint.harness.engines.base import Engine, default_engine, engine_for, engine_names, engines
 from crashpoint.harness.faults.kinds.workers import Workers as WorkersKind
 
-ENGINES = ("langgraph", "dbos", "temporal")
 DURABILITY = ("sync", "async", "exit")
 
 
@@ -51,10 +51,12 @@ class TargetCase:
     times, seconds?}``) replace the target's; ``duplicate``: ``start`` | ``answer`` delivers the first start
     request or answer twice at once (two live processes); ``workers``: K >= 2 workers recover after each kill,
     together at a barrier, each with its own identity (a DBOS executor id; each recovers the exited ones);
-    ``deploy``: a version of the code (a name in ``temporal.versions``, or in ``versions``) that every worker runs once the
+    ``deploy``: a version of the code (a name in ``versions``, or where the engine keeps them:
+    :meth:`~crashpoint.harness.engines.base.Engine.versions`) that every worker runs once the
     run first comes to rest with a workflow still running (a code deploy while workflows wait); ``server_crash``:
-    at that moment the engine's server is SIGKILLed and a new one started on the same database (Temporal);
-    ``recovery`` (DBOS, with ``workers`` >= 2): how the K workers recover the dead one's work, :data:`RECOVERY`;
+    at that moment the engine's server is SIGKILLed and a new one started on the same database (an engine with a
+    server); ``recovery`` (an engine whose workers have identities, with ``workers`` >= 2): how the K workers recover
+    the dead one's work, :data:`RECOVERY`;
     ``expect``: thread -> ``{"status"?, "values"?}``, the end every run of the case must reach (``None``: the target's
     ``expect``; see :meth:`Target.expected`)."""
 
@@ -74,8 +76,6 @@ EXPECT_STATUS = ("finished", "waiting")
 #: The registered fault kind (:mod:`crashpoint.harness.faults.kinds.workers`) a target case may name in its ``faults``
 #: (``{kind: workers, count: K}``), the same as ``workers: K``: one vocabulary for packs and targets.
 WORKERS_KIND = WorkersKind.name
-#: Engines whose target cases can recover with several workers at once (workers with their own identity).
-SEVERAL_WORKERS = ("dbos",)
 
 
 def _workers(case: dict[str, Any], index: int, file: str | None) -> int:
@@ -98,12 +98,36 @@ def _workers(case: dict[str, Any], index: int, file: str | None) -> int:
     return count
 
 
-#: ``recovery`` of a ``workers`` case: ``explicit``, each of the K workers has a new executor id and asks DBOS to
-#: recover the exited executors (what an operator or a control plane does); ``launch``, each restarts with the dead
-#: worker's executor id (its ``DBOS.launch()`` recovers that executor's work: replicas of a deployment that
-#: hard-codes the id); ``mixed``, the first restarts with the dead id while the others, with new ids, recover it
-#: explicitly at the same time (a restarted process racing a control plane).
+#: ``recovery`` of a ``workers`` case (an engine with worker identities): ``explicit``, each of the K workers has a new
+#: identity and asks the engine to recover the exited ones (what an operator or a control plane does); ``launch``,
+#: each restarts with the dead worker's identity (its launch recovers that identity's work: replicas of a deployment
+#: that hard-codes the id); ``mixed``, the first restarts with the dead identity while the others, with new ones,
+#: recover it explicitly at the same time (a restarted process racing a control plane).
 RECOVERY = ("explicit", "launch", "mixed")
+
+
+def _check_capabilities(c: TargetCase, index: int, engine: Engine, file: str | None) -> None:
+    """The optional capabilities case ``c`` (``cases[index]``) needs, asked of ``engine`` before any run: several
+    workers at once need worker identities, a server crash a server (else one worker would run, or no server would
+    crash: a pass not earned).
+
+    Raises:
+        CaseError: with the case's field.
+    """
+    several = engine_names(worker_identities=True)
+    if c.recovery not in RECOVERY or (c.recovery != "explicit" and (c.workers < 2 or not engine.worker_identities)):
+        titles = " or ".join(e.title for e in engines() if e.worker_identities)
+        raise CaseError(f"case {c.name!r}: recovery must be one of {', '.join(RECOVERY)}, and other than "
+                        f"explicit only with workers >= 2 on a {titles} target (got {c.recovery!r}, workers "
+                        f"{c.workers}, engine {engine.name})", file=file, field=f"cases[{index}].recovery")
+    if c.workers > 1 and not engine.worker_identities:  # one worker would run: a pass not earned
+        raise CaseError(f"case {c.name!r}: several workers at once ({c.workers}) need an engine whose workers "
+                        f"have their own identity ({', '.join(several)}), not {engine.name}",
+                        file=file, field=f"cases[{index}].workers")
+    if c.server_crash and not engine.server:
+        raise CaseError(f"case {c.name!r}: server_crash needs an engine with a server "
+                        f"({', '.join(engine_names(server=True))}), not {engine.name}", file=file,
+                        field=f"cases[{index}].server_crash")
 
 
 @dataclass(frozen=True)
@@ -111,20 +135,19 @@ class Target:
     """A team's workflow under crashpoint (see the module docstring for the fields).
 
     Attributes:
-        name: the target's name. ``engine``: one of :data:`ENGINES`. ``entry``: ``module:attr``.
+        name: the target's name. ``engine``: an engine's name (:func:`~crashpoint.harness.engines.base.engine_names`;
+            default the registry's default, :func:`~crashpoint.harness.engines.base.default_engine`). ``entry``:
+            ``module:attr``.
         inputs: ``[{"thread": str, "input": Any}]``. ``human``: node -> ``[{"resume": Any, "grants": bool}]``.
         gates: effect -> gating node. ``effects``: ``[{"path", "name"?, "key"?}]``. ``invariants``: specs.
         durability: modes to sweep. ``saver``: ``sqlite`` or ``module:Class``. ``budget_s``: wall seconds a
             run may take. ``pythonpath``: absolute folders. ``cases``: :class:`TargetCase` list.
-        dbos: DBOS targets' options: ``setup`` (``module:fn`` called after ``DBOS.launch()``, e.g. registering
-            queues), ``database_url`` (PostgreSQL; default a SQLite file per run), ``application_version``
-            (pinned; default ``crashpoint-pinned``), ``settle_s`` (seconds a worker waits for rest). A DBOS
-            input may name ``workflow`` (another workflow of the entry's module) and ``queue``.
-        temporal: Temporal targets' options: ``workflows`` / ``activities`` (``module:attr`` each, a class, a
-            function or a list), ``task_queue``, ``worker`` (``Worker`` keyword arguments), ``task_timeout_s``,
-            ``settle_s``, ``versions`` (``NAME: {workflows, activities}``, the code a ``deploy`` case runs).
-        versions: LangGraph and DBOS targets: ``NAME -> module:attr``, the entry point of another version of the
-            code, which every worker runs after a ``deploy: NAME`` case's deploy.
+        options: the engine's own options, the target file's block named by the engine's
+            :attr:`~crashpoint.harness.engines.base.Engine.options_key` (its schema is that block of
+            ``target.schema.json``; ``{}`` for an engine without options).
+        versions: ``NAME -> module:attr``, the entry point of another version of the code, which every worker runs
+            after a ``deploy: NAME`` case's deploy (an engine that keeps versions elsewhere says where:
+            :meth:`~crashpoint.harness.engines.base.Engine.versions`).
         expect: thread -> ``{"status"?: finished | waiting, "values"?: {...}}``, the end every case without an
             ``expect`` of its own must reach (judged by ``target.expected_end`` on every run, the golden run included).
         file: the YAML it came from (``None`` when built in Python).
@@ -133,7 +156,7 @@ class Target:
     name: str
     entry: str
     inputs: list[dict[str, Any]]
-    engine: str = "langgraph"
+    engine: str = field(default_factory=lambda: default_engine().name)
     human: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     gates: dict[str, str] = field(default_factory=dict)
     effects: list[dict[str, Any]] = field(default_factory=list)
@@ -143,44 +166,25 @@ class Target:
     budget_s: float = 60.0
     pythonpath: list[str] = field(default_factory=list)
     cases: list[TargetCase] = field(default_factory=lambda: [TargetCase()])
-    dbos: dict[str, Any] = field(default_factory=dict)
-    temporal: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
     expect: dict[str, dict[str, Any]] = field(default_factory=dict)
     file: str | None = None
 
     def __post_init__(self) -> None:
-        if self.engine not in ENGINES:
-            raise CaseError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}",
+        if self.engine not in engine_names():
+            raise CaseError(f"engine must be one of {', '.join(engine_names())}, got {self.engine!r}",
                             file=self.file, field="engine")
+        engine = engine_for(self.engine)
         bad = [m for m in self.durability if m not in DURABILITY]
         if bad or not self.durability:
             raise CaseError(f"durability modes must be among {', '.join(DURABILITY)}, got {self.durability!r}",
                             file=self.file, field="durability")
         if ":" not in self.entry:
             raise CaseError(f"entry must be module:attribute, got {self.entry!r}", file=self.file, field="entry")
+        engine.validate(self)  # its own checks (a deploy names a version it has)
         for c in self.cases:
-            where = "temporal.versions" if self.engine == "temporal" else "versions"
-            known = (self.temporal.get("versions") or {}) if self.engine == "temporal" else self.versions
-            if c.deploy and c.deploy not in known:
-                raise CaseError(f"case {c.name!r} deploys {c.deploy!r}, which {where} does not name",
-                                file=self.file, field=f"cases[{self.cases.index(c)}].deploy")
-            if c.deploy and self.engine != "temporal" and known[c.deploy] == self.entry:  # the same code again
-                raise CaseError(f"case {c.name!r} deploys {c.deploy!r}, whose entry {self.entry!r} is the target's own: "
-                                "the deploy would change no code (name the next version's entry)",
-                                file=self.file, field=f"versions.{c.deploy}")
-            if c.recovery not in RECOVERY or (c.recovery != "explicit" and (c.workers < 2 or self.engine != "dbos")):
-                raise CaseError(f"case {c.name!r}: recovery must be one of {', '.join(RECOVERY)}, and other than "
-                                f"explicit only with workers >= 2 on a DBOS target (got {c.recovery!r}, workers "
-                                f"{c.workers}, engine {self.engine})", file=self.file,
-                                field=f"cases[{self.cases.index(c)}].recovery")
-            if c.workers > 1 and self.engine not in SEVERAL_WORKERS:  # one worker would run: a pass not earned
-                raise CaseError(f"case {c.name!r}: several workers at once ({c.workers}) need an engine whose workers "
-                                f"have their own identity ({', '.join(SEVERAL_WORKERS)}), not {self.engine}",
-                                file=self.file, field=f"cases[{self.cases.index(c)}].workers")
-            if c.server_crash and self.engine != "temporal":
-                raise CaseError(f"case {c.name!r}: server_crash needs an engine with a server (temporal), not "
-                                f"{self.engine}", file=self.file, field=f"cases[{self.cases.index(c)}].server_crash")
+            _check_capabilities(c, self.cases.index(c), engine, self.file)
         threads = [i["thread"] for i in self.inputs]
         if not threads or len(set(threads)) != len(threads):
             raise CaseError(f"inputs need distinct threads, got {threads!r}", file=self.file, field="inputs")
@@ -241,16 +245,24 @@ class Target:
                             bool(c.get("server_crash", False)), recovery=c.get("recovery", "explicit"),
                             expect=c.get("expect"))
                  for n, c in enumerate(data.get("cases", [{"name": "default"}]))]
-        return cls(name=data["target"], entry=data["entry"], inputs=data["inputs"], engine=data.get("engine", "langgraph"),
+        name = data.get("engine") or default_engine().name
+        options = engine_for(name).options(data) if name in engine_names() else {}  # else refused by the check
+        return cls(name=data["target"], entry=data["entry"], inputs=data["inputs"], engine=name,
                    human=data.get("human", {}), gates=data.get("gates", {}), effects=effects,
                    invariants=data.get("invariants", []), durability=data.get("durability", ["sync"]),
                    saver=data.get("saver", "sqlite"), budget_s=float(data.get("budget_s", 60)),
                    pythonpath=[str((base / p).resolve()) for p in data.get("pythonpath", ["."])],
-                   cases=cases or [TargetCase()], dbos=data.get("dbos", {}), temporal=data.get("temporal", {}),
+                   cases=cases or [TargetCase()], options=options,
                    versions=data.get("versions", {}), expect=data.get("expect", {}), file=file)
 
+    def _options_block(self) -> dict[str, Any]:
+        """``{OPTIONS_KEY: options}`` of the engine's options block (``{}``: an engine without options)."""
+        key = engine_for(self.engine).options_key
+        return {key: self.options} if key else {}
+
     def running(self, version: str) -> "Target":
-        """This target as its workers run it after a deploy of ``version`` (LangGraph, DBOS): ``entry`` is
+        """This target as its workers run it after a deploy of ``version`` (an engine whose versions are entry
+        points): ``entry`` is
         ``versions[version]``, the rest as it is. Not validated again (the file was; a deployed entry is then one of
         ``versions``, which validation refuses of a file's own entry).
 
@@ -266,7 +278,7 @@ class Target:
         return {"target": self.name, "engine": self.engine, "entry": self.entry, "inputs": self.inputs,
                 "human": self.human, "gates": self.gates, "effects": self.effects, "invariants": self.invariants,
                 "durability": self.durability, "saver": self.saver, "budget_s": self.budget_s,
-                "pythonpath": self.pythonpath, "dbos": self.dbos, "temporal": self.temporal,
+                "pythonpath": self.pythonpath, **self._options_block(),
                 "versions": self.versions, "expect": self.expect, "cases": [{k: v for k, v in asdict(c).items() if v is not None}
                                                          for c in self.cases]}
 

@@ -95,7 +95,7 @@ class TargetOutcome:
         lost_responses: scripted ``lost_response`` faults that fired. ``notes``: facts worth showing.
         steps: ``(pid, thread, step, node)`` for every node start, in order (how far each process got).
         over_budget: the run did not end within the target's budget (``budget_s``). ``wall_s``: seconds.
-        engine_facts: what the engine's workers recorded beyond effects (DBOS: :func:`~crashpoint.harness.engines.dbos.facts`).
+        engine_facts: what the engine's workers recorded beyond effects (:meth:`~crashpoint.harness.engines.base.Engine.facts`).
         not_tested: what the run was meant to test and did not (a duplicate whose processes never overlapped):
             its verdict is then ``error``.
         faults_missed: the case's ``faults`` (``"EFFECT OUTCOME"``) none of whose scripted outcomes a call used (an

@@ -1,7 +1,10 @@
 """One run of a target: the team's code in worker processes, a real SIGKILL at a crash point, recovery.
 
 A run happens in its own folder. The driver writes the target (``target.json``) and the case's tool
-faults (the ledger's script), then alternates worker processes with what the outside world does:
+faults (the ledger's script), then alternates worker processes of the target's engine (its worker module,
+:attr:`~crashpoint.harness.engines.base.Engine.worker_module`) with what the outside world does; whatever depends on
+the engine it asks the engine object (:class:`~crashpoint.harness.engines.base.Engine`: its server, its workers'
+identities, its run database, its facts), and names none:
 
 1. a ``start`` worker submits every input thread (``invoke(input)``);
 2. after a worker the harness killed, a **new** worker process (``recover``: ``invoke(None)`` per
@@ -26,9 +29,14 @@ faults (the ledger's script), then alternates worker processes with what the out
 A case with ``duplicate: start`` (or ``answer``) delivers its first start request (or answer) twice at
 once: a second worker process, started beside the first, waits with it at a barrier and then invokes
 the same thread with the same input (or ``Command``), as a client retrying a slow request or a human
-clicking twice would.
+clicking twice would (an engine with :attr:`~crashpoint.harness.engines.base.Engine.rendezvous` holds the two
+together inside a step). A case with ``workers: K`` recovers with K workers at once, each with an identity of its
+own (an engine with :attr:`~crashpoint.harness.engines.base.Engine.worker_identities`); a case with ``deploy`` runs
+the next version of the code once workflows wait; a case with ``server_crash`` SIGKILLs the engine's server then
+(an engine with :attr:`~crashpoint.harness.engines.base.Engine.server`).
 
-Workers are forked from a warm zygote that imported LangGraph and the team's module (see
+:func:`run_target` is a short loop of these phases, each a method of :class:`_Run`. Workers are forked from a warm
+zygote that imported the engine's worker module and the team's module (see
 :mod:`crashpoint.harness.process.forkserver`), or started as new interpreters (``warm=False``, the naive way).
 """
 
@@ -40,8 +48,8 @@ import signal
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,28 +66,12 @@ from crashpoint.harness.engines.effects import ensure_schema, outside_calls, rea
 from crashpoint.harness.load.target import Target, TargetCase
 from crashpoint.harness.engines.workerlib import PIDS_FILE, RENDEZVOUS_MISSED_FILE, TARGET_FILE, THREADS_FILE, UNSUPPORTED_RC
 from crashpoint.harness.engines.workerlib import invoke_errors
+from crashpoint.harness.engines.base import Engine, EngineServer, engine_for
 
-from crashpoint.harness.engines import dbos as dbos_engine
-from crashpoint.harness.engines import langgraph as langgraph_engine
-from crashpoint.harness.engines import temporal as temporal_engine
-from crashpoint.harness.engines import temporal_ahead
-
-#: Engine -> its worker module (one module per engine: ``harness/engines/ENGINE.py`` + ``ENGINE_worker.py``).
-WORKER_MODULES = {"langgraph": langgraph_engine.WORKER_MODULE, "dbos": dbos_engine.WORKER_MODULE,
-                  "temporal": temporal_engine.WORKER_MODULE}
-#: Engine -> the server a run keeps alive across its workers' kills (``RunServer(run_dir)``: ``start()``,
-#: ``kill()``, ``restart()``, ``address``, ``namespace``, ``pids``); engines absent keep their state in files the
-#: workers open.
-SERVERS = {"temporal": temporal_engine.RunServer}
-#: Engine -> a run's share of a long-lived server (the same interface, ``restart()`` refused): the default
-#: (``server="shared"``) for a case without a server crash.
-SHARED_SERVERS = {"temporal": temporal_engine.lease}
-#: Engine -> a run's own server with ``server="shared"`` (a case with a server crash): one started ahead, on a fresh
-#: database of its own (:mod:`~crashpoint.harness.engines.temporal_ahead`); ``run`` and ``worker`` start theirs.
-OWN_SERVERS = {"temporal": temporal_ahead.ahead}
-#: ``server`` values of :func:`run_target`: ``shared`` (a namespace of its own on a shared server), ``run`` (a
-#: server of the run's own), ``worker`` (a new server on the run's database before every worker: the benchmark's
-#: baseline, what crashpoint's Temporal adapter does).
+#: ``server`` values of :func:`run_target`, for an engine with a server (:meth:`~crashpoint.harness.engines.base.
+#: Engine.server_for`): ``shared`` (the run's part of a long-lived shared server; a case with a server crash gets one
+#: of its own), ``run`` (a server of the run's own), ``worker`` (a new server on the run's state before every worker:
+#: a benchmark's baseline, what crashpoint's adapters do).
 SERVER_MODES = ("shared", "run", "worker")
 
 
@@ -96,7 +88,7 @@ MAX_REDELIVERIES = 3
 
 
 class _WarmServer(forkserver.ForkServer):
-    """A zygote that preloads the LangGraph worker, with the target's ``pythonpath`` on its ``sys.path``; the
+    """A zygote that preloads the engine's worker module, with the target's ``pythonpath`` on its ``sys.path``; the
     team's entry module is imported as a ``warm`` module of the first request (the worker's ``--entry``
     argument), where an import error is left to the worker to report instead of killing the zygote."""
 
@@ -131,7 +123,7 @@ def warm_server(target: Target) -> forkserver.ForkServer:
     servers = _local.__dict__.setdefault("servers", {})  # key -> zygote, least recently used first
     server = servers.pop(key, None)
     if server is None or not server.alive():
-        server = _WarmServer(target.pythonpath, WORKER_MODULES[target.engine])
+        server = _WarmServer(target.pythonpath, engine_for(target.engine).worker_module)
     servers[key] = server
     while len(servers) > MAX_WARM_PER_THREAD:
         servers.pop(next(iter(servers))).close()
@@ -139,7 +131,7 @@ def warm_server(target: Target) -> forkserver.ForkServer:
 
 
 def _warm_up(server: forkserver.ForkServer, timeout_s: float) -> None:
-    """Wait until ``server`` (a zygote, cold: importing LangGraph takes seconds under load) forks: it runs
+    """Wait until ``server`` (a zygote, cold: importing an engine takes seconds under load) forks: it runs
     ``/bin/true`` once (an error here is left to the worker's own run to report)."""
     try:
         server.exec(["/bin/true"], timeout_s)
@@ -214,27 +206,9 @@ def missed_faults(ledger: Ledger, faults: list[dict[str, Any]]) -> list[str]:
     return missed
 
 
-@dataclass
-class _Together:
-    """The processes started beside a run's main worker when several workers recover at once."""
-
-    futures: list[Any]
-    logs: list[Path]
-
-
-#: Engines whose worker holds the two processes of a duplicated request together inside a step (at the first
-#: effect call of each: ``--rendezvous 2``), so that they provably overlap.
-RENDEZVOUS = ("langgraph",)
-#: The identity of a run's workers when one at a time (a restarted process keeps its executor id).
+#: The identity of a run's workers when one at a time, for an engine whose workers have identities (a restarted
+#: process keeps its identity).
 EXECUTOR = "crashpoint-executor"
-#: Engine -> ``identity(name, seen) -> worker args``: the worker's own identity and the dead ones it recovers
-#: (engines with no worker identity are absent: their K workers are plain copies).
-IDENTITIES = {"dbos": dbos_engine.identity_args}
-#: Engine -> ``run_database(data, run_dir) -> drop | None``: the run's own database on a server the target names
-#: (DBOS on PostgreSQL), written into ``data`` before the workers read it, dropped when the run ends.
-RUN_DATABASES = {"dbos": dbos_engine.run_database}
-#: Engine -> ``facts(run_dir) -> dict``: what its workers recorded beyond effects (``TargetOutcome.engine_facts``).
-ENGINE_FACTS = {"dbos": dbos_engine.facts}
 
 
 def _pid_executors(run_dir: Path) -> list[tuple[int, str]]:
@@ -255,322 +229,470 @@ def _pids(run_dir: Path) -> list[int]:
     return [int(line.split()[0]) for line in path.read_text().splitlines()] if path.exists() else []
 
 
+@dataclass
+class _Turn:
+    """One turn of a run: the worker process(es) of one phase, started together, and how they ended.
+
+    Attributes:
+        phase: ``start``, ``recover`` or ``answer``. ``rc`` / ``log``: the exit status and log of the process that
+            stands for the turn (a killed one, else one that failed, else the main one). ``leftovers``: processes
+            they left running (killed). ``procs``: ``(pid the harness started, its exit status)`` of every process.
+        pair: the two processes of a duplicated request. ``seen``: the probe's witness events before the turn.
+    """
+
+    phase: str
+    rc: int
+    log: Path
+    leftovers: list[str]
+    procs: list[tuple[int | None, int]]
+    pair: bool
+    seen: int
+
+
+class _Run:
+    """One run of a case in its folder: its state across worker turns and one method per phase (see
+    :func:`run_target`); whatever depends on the engine, it asks ``self.engine``."""
+
+    def __init__(self, target: Target, case: TargetCase, durability: str, run_dir: Path, crash_point: str | None,
+                 warm: bool, write_latency_ms: float, mode: str) -> None:
+        self.began = time.monotonic()
+        self.target, self.case, self.durability, self.crash_point = target, case, durability, crash_point
+        self.warm, self.mode = warm, mode
+        self.engine: Engine = engine_for(target.engine)
+        self.run_dir = run_dir = Path(run_dir).resolve()  # the workers' RUN_MARKER: the reaper matches resolved folders
+        earlier = [name for name in (TARGET_FILE, LEDGER_FILE, PIDS_FILE) if (run_dir / name).exists()]
+        earlier += [str(w) for w in [crashpoints.witness_dir(run_dir)] if w.exists()]  # its crash log, beside it
+        if earlier:  # its ledger, checkpoints and crash logs would stand for this run's (a finished thread runs nothing)
+            raise UsageError(f"{run_dir}: holds an earlier run ({', '.join(earlier)}); a run needs a folder of its own")
+        run_dir.mkdir(parents=True, exist_ok=True)
+        self.out = TargetOutcome(case.name, durability, crash_point, run_dir)
+        data = target.to_data() | {"write_latency_ms": write_latency_ms}
+        self.drop_database = self.engine.run_database(data, run_dir)
+        (run_dir / TARGET_FILE).write_text(json.dumps(data, sort_keys=True))
+        self.ledger = Ledger(run_dir / LEDGER_FILE, synchronous="OFF")
+        ensure_schema(self.ledger)
+        script_faults(self.ledger, case.faults)
+        self.answers = target.answers(case)
+        self.next_answer: dict[tuple[str, str], int] = {}  # (thread, node) -> answers given: each gets the node's list
+        self.delivered: dict[str, dict[str, Any]] = {}
+        self.redelivered: dict[str, int] = {}
+        self.due: dict[str, list[dict[str, Any]]] = {}  # thread -> late answers, each delivered once ``after`` is answered
+        self.phase, self.extra = "start", []
+        self.duplicated = False
+        self.identities: list[str] = [EXECUTOR]  # engine identities used so far
+        self.dead = EXECUTOR  # the engine identity of the last worker killed
+        self.deadline = self.began + target.budget_s
+        self.shared = mode == "shared" and not case.server_crash
+        self.server: EngineServer | None = self.engine.server_for(run_dir, mode, case.server_crash)
+        self.deployed: str | None = None  # the version of the code new workers run after a deploy (case.deploy)
+        self.server_crashed = False
+        self.reported: dict[str, Any] = {}  # the last worker report read (threads.json)
+
+    # -------------------------------------------------------------- start
+
+    def start_server(self) -> None:
+        """Start the engine's server for the run (an engine with one), recorded as a delivery."""
+        server = self.server
+        if server is not None:
+            server.start()
+            self.out.deliveries.append({"kind": "server", "address": server.address, "pid": server.pids[-1],
+                                        "namespace": server.namespace, "shared": self.shared,
+                                        **({"database": str(server.database)} if hasattr(server, "database") else {})})
+
+    def launch(self) -> _Turn:
+        """Run the worker process(es) of this phase (``start``, ``recover`` or ``answer``): one, K recovering at once
+        (:meth:`_several`), or the two of a duplicated request (:meth:`_duplicate`).
+
+        Raises:
+            WorkerTimeout: the run's budget is spent, or a worker ran past it.
+        """
+        out, run_dir = self.out, self.run_dir
+        seen = len(crashpoints.witness_events(run_dir))
+        code = self.engine.running(self.target, self.deployed)  # the code this worker runs (after a deploy: the next)
+        pids_before = len(_pids(run_dir))
+        argv = ["--run-dir", str(run_dir), "--probe", PROBE_SPEC,
+                "--probe-arg", crashpoints.probe_arg(run_dir, self.crash_point, witness=True),
+                "--durability", self.durability, "--phase", self.phase, "--entry", code.entry, *self.extra]
+        if self.server is not None:
+            if self.mode == "worker" and out.workers > 0:
+                self.server.restart()
+            argv += self.engine.server_args(self.server)
+        if self.deployed:
+            argv += ["--version", self.deployed]
+        out.workers += 1
+        log = run_dir / f"worker-{out.workers:03d}.log"
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise WorkerTimeout(f"over the budget of {self.target.budget_s:g} s")
+        env = {**forkserver.ISOLATED_ENV, RUN_MARKER: str(run_dir)}
+        for stale in [*run_dir.glob("barrier.*"), *run_dir.glob("rendezvous*")]:  # this phase's processes only
+            stale.unlink(missing_ok=True)
+        # each worker writes its own report: one left by an earlier worker must not stand for this one's
+        (run_dir / THREADS_FILE).unlink(missing_ok=True)
+        if self.phase == "recover" and self.case.workers > 1 and self.engine.worker_identities:
+            return self._several(code, argv, left, env, log, seen, pids_before)
+        if self.engine.worker_identities:
+            argv += self.engine.identity_args(EXECUTOR, EXECUTOR, self.identities)
+        twin = None
+        if self.case.duplicate == self.phase and not self.duplicated:  # the same request delivered twice, at once
+            twin = self._duplicate(code, argv, left, env, log)
+        rc, leftovers, started = _launch(code, self.warm, self.engine.worker_module, argv, left, env, log)
+        procs = [(started, rc)]  # (pid the harness started, its exit status) of every process of this turn
+        if twin is not None:
+            twin_rc, twin_left, twin_pid = twin.result()
+            procs.append((twin_pid, twin_rc))
+            out.workers += 1
+            leftovers += twin_left
+            if rc == 0 and twin_rc != 0:
+                rc, log = twin_rc, log.with_suffix(".twin.log")
+        pids = _pids(run_dir)
+        pid = pids[-1] if len(pids) > pids_before else None
+        if twin is not None:  # both processes of a duplicated request, in the order they started
+            out.pids += [{"pid": p, "phase": self.phase, "rc": rc, "duplicate": True} for p in pids[pids_before:-1]]
+        out.pids.append({"pid": pid, "phase": self.phase, "rc": rc})
+        return _Turn(self.phase, rc, log, leftovers, procs, twin is not None, seen)
+
+    def _duplicate(self, code: Target, argv: list[str], left: float, env: dict[str, str], log: Path) -> Future[Any]:
+        """Start the second process of a duplicated request beside the main one (``argv`` gets the barrier, and the
+        engine's rendezvous inside a step when it has one); both are forked from warm zygotes at once."""
+        self.duplicated = True
+        argv += ["--barrier", "2", *(["--rendezvous", "2"] if self.engine.rendezvous else [])]
+        twin_args = [*argv, *(["--duplicate"] if self.phase == "start" else [])]
+        twin_log = log.with_suffix(".twin.log")
+        module = self.engine.worker_module
+        if self.warm:  # each helper thread keeps its own warm zygote, so both processes start alike
+            ready, go = threading.Event(), threading.Event()
+            twin = _helper.submit(_warm_then_run, code, ready, go, module, twin_args, left, env, twin_log)
+            _warm_up(warm_server(code), left)
+            ready.wait(left)
+            go.set()
+        else:
+            twin = _helper.submit(_launch, code, False, module, twin_args, left, env, twin_log)
+        self.out.deliveries.append({"kind": f"duplicate_{self.phase}", "worker": self.out.workers})
+        return twin
+
+    def _several(self, code: Target, argv: list[str], left: float, env: dict[str, str], log: Path, seen: int,
+                 pids_before: int) -> _Turn:
+        """K workers recover at once, at a barrier, each with an identity of its own (``case.recovery``: new ones,
+        the dead worker's, or both); each process's exit is recorded under its identity."""
+        out, case, engine = self.out, self.case, self.engine
+        labels = [f"{EXECUTOR}-{out.kills}.{n}" for n in range(1, case.workers + 1)]
+        as_ids = {"explicit": labels, "launch": [self.dead] * case.workers,  # the engine ids they run with
+                  "mixed": [self.dead, *labels[1:]]}[case.recovery]
+        base = [*argv, "--barrier", str(case.workers)]
+        argv, *others = [[*base, *engine.identity_args(lb, ex, self.identities)] for lb, ex in zip(labels, as_ids)]
+        logs = [log.with_suffix(f".{n}.log") for n in range(2, case.workers + 1)]
+        together = [_helper.submit(_launch, code, self.warm, engine.worker_module, a, left, env, lg)
+                    for a, lg in zip(others, logs)]
+        self.identities += [n for n in dict.fromkeys(as_ids) if n not in self.identities]
+        out.deliveries.append({"kind": "workers", "worker": out.workers, "executors": as_ids,
+                               "recovery": case.recovery})
+        rc, leftovers, started = _launch(code, self.warm, engine.worker_module, argv, left, env, log)
+        procs = [(started, rc)]
+        ids = _pid_executors(self.run_dir)[pids_before:]
+        results = [(rc, argv, log)] + [(f.result()[0], a, lg) for f, a, lg in zip(together, others, logs)]
+        for f in together:
+            leftovers += f.result()[1]
+            procs.append((f.result()[2], f.result()[0]))
+        out.workers += len(together)
+        by_label = {ex: p for p, ex in ids}
+        for one_rc, one_argv, one_log in results:
+            name = one_argv[one_argv.index("--executor-id") + 1]
+            as_id = one_argv[one_argv.index("--as-executor") + 1] if "--as-executor" in one_argv else name
+            entry = {"pid": by_label.get(name), "phase": self.phase, "rc": one_rc, "executor": as_id,
+                     **({"worker_id": name} if as_id != name else {})}
+            out.pids.append(entry)
+            if one_rc == -signal.SIGKILL or (rc == 0 and one_rc != 0):
+                rc, log = one_rc, one_log
+        return _Turn(self.phase, rc, log, leftovers, procs, False, seen)
+
+    # -------------------------------------------------------------- kill and verify
+
+    def kill_landed(self, turn: _Turn) -> bool:
+        """Record what the turn's processes did beside their reports (a rendezvous, a duplicate that never
+        overlapped, processes left running), then verify the harness's kill
+        (:func:`~crashpoint.harness.process.kills.check_worker`). ``True``: a worker was killed (verified or not:
+        what was not goes to ``kill_problems``), the next phase set (``start`` while inputs remain unsubmitted, else
+        ``recover``)."""
+        out, run_dir = self.out, self.run_dir
+        met = {int(p.name.split(".", 1)[1]): sorted(int(x) for x in p.read_text().split())
+               for p in sorted(run_dir.glob("rendezvous-ok.*"))}
+        if met:  # who verified whom inside the step (a duplicated request's processes)
+            out.deliveries.append({"kind": "rendezvous", "worker": out.workers, "met": met})
+        # each process's own invoke errors (threads.json keeps the report of the last process of a duplicate)
+        self.raised = invoke_errors(run_dir, {p for p, _ in turn.procs}) if turn.pair else []
+        missed = run_dir / RENDEZVOUS_MISSED_FILE
+        if missed.exists():
+            out.not_tested.append(f"the duplicate {turn.phase} never overlapped: pid(s) "
+                                  f"{' '.join(missed.read_text().split())} met no other live process inside the step "
+                                  "(two processes at once were not tested)"
+                                  + "".join(f"; pid {e['pid']}'s invoke of {e['thread']} raised {e['error']}"
+                                            for e in self.raised))
+            missed.unlink()
+        if turn.leftovers:
+            out.notes.append(f"worker {out.workers} left {len(turn.leftovers)} process(es) running, killed: "
+                             + "; ".join(turn.leftovers))
+        self.extra = []
+        events = crashpoints.witness_events(run_dir)[turn.seen:]
+        shot = {e.pid for e in events if e.kind == "kill"}  # the process the probe killed, if the harness started it
+        victim, victim_rc = next(((p, r) for p, r in turn.procs if p in shot), turn.procs[0])
+        if not kills_judge.check_worker(out.kill_log, out.kill_problems, out.workers, victim, victim_rc, events):
+            return False
+        if out.kill_log and out.kill_log[-1]["worker"] == out.workers:
+            out.kills += 1
+            self.dead = next((p["executor"] for p in out.pids if p.get("pid") == victim and p.get("executor")),
+                             EXECUTOR)  # the engine identity that died (a K-worker recovery's is its own)
+            out.deliveries.append({"kind": "kill", "worker": out.workers, "pid": victim,
+                                   "crash_point": out.kill_log[-1]["crash_point"]})
+        self.phase = "start" if _unsubmitted(self.target, run_dir) else "recover"
+        return True
+
+    def report(self, turn: _Turn) -> dict[str, Any]:
+        """The worker's report (``threads.json``: thread -> status) of a turn no kill ended, its invoke errors and
+        traps noted.
+
+        Raises:
+            TargetUnsupported: the worker said the engine release lacks what the run needs.
+            EngineCrashed: it exited otherwise than 0, or without its report.
+        """
+        out, run_dir = self.out, self.run_dir
+        if turn.rc == UNSUPPORTED_RC:
+            text = turn.log.read_text(errors="replace") if turn.log.exists() else ""
+            raise TargetUnsupported(next((x for x in text.splitlines() if x.startswith("unsupported:")),
+                                         "unsupported by this engine release"))
+        if turn.rc != 0:
+            tail = _log_tail(turn.log)
+            raise EngineCrashed(f"worker {out.workers} exited with {turn.rc} (not a harness kill): " + " | ".join(tail))
+        if not (run_dir / THREADS_FILE).exists():
+            tail = _log_tail(turn.log)
+            raise EngineCrashed(f"worker {out.workers} exited with 0 without writing its report ({THREADS_FILE}): "
+                                "its pass did not finish (the team's code ending the process, os._exit or "
+                                "sys.exit, does this)" + "".join(f" | {x}" for x in tail))
+        threads = json.loads((run_dir / THREADS_FILE).read_text())
+        self.reported = threads
+        for thread, status in threads.items():
+            for error in () if turn.pair else status.get("invoke_errors", ()):
+                out.notes.append(f"thread {thread} (worker {out.workers}): invoke raised {error}")
+            if status.get("trap"):
+                out.notes.append(f"thread {thread} (worker {out.workers}): {status['trap']}")
+        for e in self.raised:  # both processes of a duplicate: threads.json holds only the last one's report
+            out.notes.append(f"thread {e['thread']} (worker {out.workers}, pid {e['pid']} of the duplicated "
+                             f"{turn.phase}): invoke raised {e['error']}")
+        return threads
+
+    # -------------------------------------------------------------- resubmit a lost start
+
+    def resubmit_lost(self, threads: dict[str, Any]) -> bool:
+        """Threads with no checkpoint after a kill (their start request was lost) are submitted again by the next
+        ``start`` worker, as their caller would; ``True`` when there were some."""
+        lost = [t for t, s in threads.items() if s["status"] == "no_checkpoint"]
+        if not lost:
+            return False
+        last = (crashpoints.fired_points(self.run_dir) or ["?"])[-1]
+        for thread in lost:
+            self.out.notes.append(f"thread {thread} had no checkpoint after the kill at {last}: its "
+                                  "start request was lost; crashpoint submitted it again, as its caller would")
+            self.out.deliveries.append({"kind": "resubmit", "thread": thread})
+            self.extra += ["--resubmit", thread]
+        self.phase = "start"
+        return True
+
+    # -------------------------------------------------------------- server crash, deploy code
+
+    def crash_server(self, running: bool) -> None:
+        """A case's server crash, once, while workflows wait: SIGKILL of the engine's server and a new one on the
+        same durable state."""
+        server = self.server
+        if not (self.case.server_crash and server is not None and not self.server_crashed and running):
+            return
+        self.server_crashed = True
+        old = server.pids[-1]
+        server.restart()
+        self.out.deliveries.append({"kind": "server_crash", "worker": self.out.workers, "killed": old,
+                                    "pid": server.pids[-1]})
+        self.out.notes.append(f"the {self.engine.title} server (pid {old}) was SIGKILLed after worker "
+                              f"{self.out.workers} and a new one (pid {server.pids[-1]}) started on the same database")
+
+    def deploy(self, running: bool) -> bool:
+        """A case's code deploy, once, while workflows wait: every later worker runs the version; ``True`` when it
+        happened now."""
+        if not (self.case.deploy and not self.deployed and running):
+            return False
+        self.deployed = self.case.deploy
+        self.out.deliveries.append({"kind": "deploy", "version": self.deployed, "worker": self.out.workers})
+        self.out.notes.append(f"deployed version {self.deployed} after worker {self.out.workers}: every later worker "
+                              "runs it")
+        return True
+
+    # -------------------------------------------------------------- answer a human
+
+    def answer(self, threads: dict[str, Any]) -> list[dict[str, Any]]:
+        """The answers to deliver now, each recorded (decisions in the ledger first): a late answer whose turn came,
+        an answer lost with a kill again, the next scripted answer to each interrupt waiting."""
+        pending = []
+        for thread, status in threads.items():
+            waiting = status.get("waiting", ())
+            late = self.due.get(thread) or []
+            if late and not any(w["interrupt"] == late[0]["after"] for w in waiting):
+                pending.append(self._late(thread, status, late.pop(0)))
+                continue
+            for wait in waiting:
+                item = self._answer_wait(thread, wait)
+                if item is not None:
+                    pending.append(item)
+        return pending
+
+    def _late(self, thread: str, status: dict[str, Any], held: dict[str, Any]) -> dict[str, Any]:
+        """The answer before it took effect: now the late one arrives, to whatever the thread waits on."""
+        waiting = status.get("waiting", ())
+        iid = waiting[0]["interrupt"] if waiting else None
+        item = {"thread": thread, "interrupt": iid, "resume": held["answer"]["resume"], "node": held["node"],
+                "late": True}
+        self.ledger.record_decision(f"{thread}@{held['node']}", bool(held["answer"]["grants"]), LATE_BY, time.time())
+        if iid is not None:
+            self.delivered[iid] = item
+        self.out.deliveries.append({"kind": "late_answer", "thread": thread, "node": held["node"],
+                                    "to": waiting[0]["node"] if waiting else None,
+                                    "thread_status": status["status"], "resume": item["resume"]})
+        return item
+
+    def _answer_wait(self, thread: str, wait: dict[str, Any]) -> dict[str, Any] | None:
+        """What one waiting interrupt gets: its answer again (lost with a kill), the node's next answer, or nothing
+        (the human never answers more; or redelivered :data:`MAX_REDELIVERIES` times already)."""
+        out = self.out
+        iid, node = wait["interrupt"], wait["node"]
+        if iid in self.delivered:
+            self.redelivered[iid] = self.redelivered.get(iid, 0) + 1
+            if self.redelivered[iid] > MAX_REDELIVERIES:
+                out.notes.append(f"thread {thread}: interrupt {iid} of {node} still waits after its "
+                                 f"answer was delivered {self.redelivered[iid]} times")
+                return None
+            out.notes.append(f"thread {thread}: the answer to {node}'s interrupt was lost with a kill "
+                             "(it waits on the same interrupt again); delivered again")
+            out.deliveries.append({"kind": "redeliver", "thread": thread, "node": node})
+            return self.delivered[iid]
+        queue = self.answers.get(node, [])
+        given = self.next_answer.get((thread, node), 0)
+        if given >= len(queue):
+            return None  # the human never answers (more): the thread ends waiting
+        answer, lates = queue[given], []
+        while answer.get("late"):  # it arrives after the next one (validated: a next one exists)
+            lates.append(answer)
+            given += 1
+            answer = queue[given]
+        self.next_answer[(thread, node)] = given + 1
+        self.due.setdefault(thread, []).extend({"answer": a, "node": node, "after": iid} for a in lates)
+        self.ledger.record_decision(f"{thread}@{node}", bool(answer["grants"]), "crashpoint", time.time())
+        item = {"thread": thread, "interrupt": iid, "resume": answer["resume"], "node": node}
+        self.delivered[iid] = item
+        out.deliveries.append({"kind": "answer", "thread": thread, "node": node,
+                               "grants": bool(answer["grants"]), "resume": answer["resume"]})
+        return item
+
+    def deliver(self, pending: list[dict[str, Any]]) -> None:
+        """Hand ``pending`` to the next worker, an ``answer`` one."""
+        (self.run_dir / "answers.json").write_text(json.dumps(pending, sort_keys=True))
+        self.phase = "answer"
+
+    # -------------------------------------------------------------- the end
+
+    def rest(self, threads: dict[str, Any]) -> None:
+        """The run came to rest: ``threads`` is its end.
+
+        Raises:
+            EngineCrashed: the case's deploy or server crash never happened (this run did not test it).
+        """
+        if self.case.deploy and not self.deployed:
+            raise EngineCrashed(f"the deploy of {self.case.deploy} never happened: no workflow was still running "
+                                "when the run came to rest (this run did not test it)")
+        if self.case.server_crash and not self.server_crashed:
+            raise EngineCrashed("the server crash never happened: no workflow was still running when the run "
+                                "came to rest (this run did not test it)")
+        self.out.threads = threads
+
+    def over_budget(self, exc: WorkerTimeout) -> None:
+        """The run ran past its budget: the last report stands for its end."""
+        self.out.over_budget = str(exc)
+        path = self.run_dir / THREADS_FILE  # the worker that ran over wrote none, as a rule: the last report then
+        self.out.threads = json.loads(path.read_text()) if path.exists() else self.reported
+
+    def finish(self) -> None:
+        """Kill the server (SIGKILL of its group, the pid checked gone), read what the run left (ledger, crash log,
+        steps, the engine's facts), drop the run's database."""
+        out, run_dir = self.out, self.run_dir
+        if self.server is not None:
+            self.server.kill()
+        out.calls = read_calls(self.ledger)
+        out.outside = outside_calls(run_dir)
+        out.faults_missed = missed_faults(self.ledger, self.case.faults)
+        out.decisions = self.ledger.decisions()
+        self.ledger.close()
+        out.crash_points = crashpoints.passed(run_dir)
+        out.fired = crashpoints.fired_points(run_dir)
+        out.steps = _steps(run_dir)
+        out.engine_facts = self.engine.facts(run_dir)
+        if self.drop_database is not None:
+            try:
+                self.drop_database()
+            except Exception as exc:  # the verdict stands; the leftover database is worth a note
+                out.notes.append(f"the run's database was not dropped: {exc}")
+        out.wall_s = time.monotonic() - self.began
+
+
 def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path, crash_point: str | None = None,
                *, warm: bool = True, write_latency_ms: float = 0.0, server: str = "shared") -> TargetOutcome:
     """Run ``case`` of ``target`` once in ``run_dir`` (new, or holding no earlier run), killing a worker at ``crash_point``.
 
     ``crash_point`` is a crash point id or a schedule ``"A >> B"`` (kill at A, then at B during the
-    recovery). ``server`` (engines with a server: Temporal; :data:`SERVER_MODES`): ``shared`` (the default) gives
-    the run a namespace of its own on a long-lived shared server (a case with a server crash gets a server of its
-    own), ``run`` a server of its own for the whole run, ``worker`` a new server on the run's database before every
-    worker, as crashpoint's Temporal adapter does (a benchmark's baseline). ``write_latency_ms`` delays every checkpoint write of the saver (after the probe's
-    ``before_put``), widening the window in which an ``async`` write is in flight.
+    recovery). ``server`` (an engine with a server; :data:`SERVER_MODES`): ``shared`` (the default) gives the run
+    its part of a long-lived shared server (a case with a server crash gets a server of its own), ``run`` a server of
+    its own for the whole run, ``worker`` a new server on the run's state before every worker (a benchmark's
+    baseline). ``write_latency_ms`` delays every checkpoint write of the engine (after the probe's point before it),
+    widening the window in which an ``async`` write is in flight.
 
-    A kill that cannot be verified is in the outcome's ``kill_problems`` (the verdict is ``error``).
+    The phases, each a method of :class:`_Run`: start (the server, then a ``start`` worker), kill and verify, recover
+    (a new worker), resubmit a lost start, answer a human, deploy code, server crash; the run ends when a worker exits
+    with nothing left to deliver. A kill that cannot be verified is in the outcome's ``kill_problems`` (the verdict
+    is ``error``).
 
     Raises:
         EngineCrashed: a worker died in a way the harness did not cause, or :data:`MAX_WORKERS_PER_RUN`
             workers did not bring the run to rest.
+        TargetUnsupported: the engine release lacks what the run needs (a durability mode).
         UsageError: ``run_dir`` holds an earlier run's files (``target.json``, the ledger, ``pids.log``), or its
             crash log (``RUN_DIR.probe``, :func:`~crashpoint.harness.process.crashpoints.witness_dir`) is there.
         ValueError: ``server`` is not one of :data:`SERVER_MODES`.
     """
     if server not in SERVER_MODES:
         raise ValueError(f"server must be one of {', '.join(SERVER_MODES)}, got {server!r}")
-    began = time.monotonic()
-    run_dir = Path(run_dir).resolve()  # the workers' RUN_MARKER: the reaper matches resolved folders only
-    earlier = [name for name in (TARGET_FILE, LEDGER_FILE, PIDS_FILE) if (run_dir / name).exists()]
-    earlier += [str(w) for w in [crashpoints.witness_dir(run_dir)] if w.exists()]  # its crash log, beside the folder
-    if earlier:  # its ledger, checkpoints and crash logs would stand for this run's (a finished thread runs nothing)
-        raise UsageError(f"{run_dir}: holds an earlier run ({', '.join(earlier)}); a run needs a folder of its own")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    out = TargetOutcome(case.name, durability, crash_point, run_dir)
-    data = target.to_data() | {"write_latency_ms": write_latency_ms}
-    drop_database = RUN_DATABASES[target.engine](data, run_dir) if target.engine in RUN_DATABASES else None
-    (run_dir / TARGET_FILE).write_text(json.dumps(data, sort_keys=True))
-    ledger = Ledger(run_dir / LEDGER_FILE, synchronous="OFF")
-    ensure_schema(ledger)
-    script_faults(ledger, case.faults)
-    answers = target.answers(case)
-    next_answer: dict[tuple[str, str], int] = {}  # (thread, node) -> answers given: each thread gets the node's list
-    delivered: dict[str, dict[str, Any]] = {}
-    redelivered: dict[str, int] = {}
-    due: dict[str, list[dict[str, Any]]] = {}  # thread -> late answers, each delivered once ``after`` is answered
-    phase, extra = "start", []
-    duplicated = False
-    executors: list[str] = [EXECUTOR]  # engine identities used so far (DBOS executor ids)
-    dead = EXECUTOR  # the engine identity of the last worker killed
-    others: list[list[str]] = []
-    deadline = began + target.budget_s
-    worker_module = WORKER_MODULES[target.engine]
-    mode = server  # the name ``server`` is the run's server object below
-    own_server = mode != "shared" or case.server_crash or target.engine not in SHARED_SERVERS
-    servers = SHARED_SERVERS if not own_server else OWN_SERVERS if mode == "shared" else SERVERS
-    server = servers[target.engine](run_dir) if target.engine in servers else None
-    deployed: str | None = None  # the version of the code new workers run after a deploy (case.deploy)
-    server_crashed = False
-    reported: dict[str, Any] = {}  # the last worker report read (threads.json)
+    run = _Run(target, case, durability, run_dir, crash_point, warm, write_latency_ms, server)
     try:
-        if server is not None:
-            server.start()
-            out.deliveries.append({"kind": "server", "address": server.address, "pid": server.pids[-1],
-                                   "namespace": server.namespace, "shared": not own_server,
-                                   **({"database": str(server.database)} if hasattr(server, "database") else {})})
+        run.start_server()
         for _ in range(MAX_WORKERS_PER_RUN):
-            seen = len(crashpoints.witness_events(run_dir))
-            # the code this worker runs: a deployed version's entry (LangGraph, DBOS), warmed by its own zygote
-            code = target.running(deployed) if deployed and target.versions else target
-            pids_before = len(_pids(run_dir))
-            argv = ["--run-dir", str(run_dir), "--probe", PROBE_SPEC,
-                    "--probe-arg", crashpoints.probe_arg(run_dir, crash_point, witness=True),
-                    "--durability", durability, "--phase", phase, "--entry", code.entry, *extra]
-            if server is not None:
-                if mode == "worker" and out.workers > 0:
-                    server.restart()
-                argv += ["--address", server.address, "--namespace", server.namespace]
-            if deployed:
-                argv += ["--version", deployed]
-            out.workers += 1
-            log = run_dir / f"worker-{out.workers:03d}.log"
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise WorkerTimeout(f"over the budget of {target.budget_s:g} s")
-            env = {**forkserver.ISOLATED_ENV, RUN_MARKER: str(run_dir)}
-            twin = None
-            for stale in [*run_dir.glob("barrier.*"), *run_dir.glob("rendezvous*")]:  # this phase's processes only
-                stale.unlink(missing_ok=True)
-            # each worker writes its own report: one left by an earlier worker must not stand for this one's
-            (run_dir / THREADS_FILE).unlink(missing_ok=True)
-            if phase == "recover" and case.workers > 1 and target.engine in IDENTITIES:  # K workers race
-                labels = [f"{EXECUTOR}-{out.kills}.{n}" for n in range(1, case.workers + 1)]
-                as_ids = {"explicit": labels, "launch": [dead] * case.workers,  # the engine ids they run with
-                          "mixed": [dead, *labels[1:]]}[case.recovery]
-                identity = IDENTITIES[target.engine]
-                base = [*argv, "--barrier", str(case.workers)]
-                argv, *others = [[*base, *identity(lb, ex, executors)] for lb, ex in zip(labels, as_ids)]
-                logs = [log.with_suffix(f".{n}.log") for n in range(2, case.workers + 1)]
-                together = [_helper.submit(_launch, code, warm, worker_module, a, left, env, lg)
-                            for a, lg in zip(others, logs)]
-                executors += [n for n in dict.fromkeys(as_ids) if n not in executors]
-                out.deliveries.append({"kind": "workers", "worker": out.workers, "executors": as_ids,
-                                       "recovery": case.recovery})
-                twin = _Together(together, logs)
-            elif target.engine in IDENTITIES:
-                argv += IDENTITIES[target.engine](EXECUTOR, EXECUTOR, executors)
-            if twin is None and case.duplicate == phase and not duplicated:  # the same request delivered twice, at once
-                duplicated = True
-                argv += ["--barrier", "2", *(["--rendezvous", "2"] if target.engine in RENDEZVOUS else [])]
-                twin_args = [*argv, *(["--duplicate"] if phase == "start" else [])]
-                twin_log = log.with_suffix(".twin.log")
-                if warm:  # each helper thread keeps its own warm zygote, so both processes start alike
-                    ready, go = threading.Event(), threading.Event()
-                    twin = _helper.submit(_warm_then_run, code, ready, go, worker_module, twin_args, left, env,
-                                          twin_log)
-                    _warm_up(warm_server(code), left)
-                    ready.wait(left)
-                    go.set()
-                else:
-                    twin = _helper.submit(_launch, code, False, worker_module, twin_args, left, env, twin_log)
-                out.deliveries.append({"kind": f"duplicate_{phase}", "worker": out.workers})
-            rc, leftovers, started = _launch(code, warm, worker_module, argv, left, env, log)
-            procs = [(started, rc)]  # (pid the harness started, its exit status) of every process of this turn
-            pid = None
-            if isinstance(twin, _Together):  # K recovering workers: each process's own exit code, by executor id
-                ids = _pid_executors(run_dir)[pids_before:]
-                results = [(rc, argv, log)] + [(*f.result()[:1], a, lg) for f, a, lg in
-                                                zip(twin.futures, others, twin.logs)]
-                for f in twin.futures:
-                    leftovers += f.result()[1]
-                    procs.append((f.result()[2], f.result()[0]))
-                out.workers += len(twin.futures)
-                by_label = {ex: p for p, ex in ids}
-                for n, (one_rc, one_argv, one_log) in enumerate(results):
-                    name = one_argv[one_argv.index("--executor-id") + 1]
-                    as_id = one_argv[one_argv.index("--as-executor") + 1] if "--as-executor" in one_argv else name
-                    entry = {"pid": by_label.get(name), "phase": phase, "rc": one_rc, "executor": as_id,
-                             **({"worker_id": name} if as_id != name else {})}
-                    out.pids.append(entry)
-                    if one_rc == -signal.SIGKILL or (rc == 0 and one_rc != 0):
-                        rc, log, pid = one_rc, one_log, entry["pid"]
-                if pid is None:
-                    pid = out.pids[-1]["pid"]
-            else:
-                if twin is not None:
-                    twin_rc, twin_left, twin_pid = twin.result()
-                    procs.append((twin_pid, twin_rc))
-                    out.workers += 1
-                    leftovers += twin_left
-                    if rc == 0 and twin_rc != 0:
-                        rc, log = twin_rc, log.with_suffix(".twin.log")
-                pids = _pids(run_dir)
-                pid = pids[-1] if len(pids) > pids_before else None
-                if twin is not None:  # both processes of a duplicated request, in the order they started
-                    out.pids += [{"pid": p, "phase": phase, "rc": rc, "duplicate": True} for p in pids[pids_before:-1]]
-                out.pids.append({"pid": pid, "phase": phase, "rc": rc})
-            met = {int(p.name.split(".", 1)[1]): sorted(int(x) for x in p.read_text().split())
-                   for p in sorted(run_dir.glob("rendezvous-ok.*"))}
-            if met:  # who verified whom inside the step (a duplicated request's processes)
-                out.deliveries.append({"kind": "rendezvous", "worker": out.workers, "met": met})
-            # each process's own invoke errors (threads.json keeps the report of the last process of a duplicate)
-            pair = twin is not None and not isinstance(twin, _Together)
-            raised = invoke_errors(run_dir, {p for p, _ in procs}) if pair else []
-            missed = run_dir / RENDEZVOUS_MISSED_FILE
-            if missed.exists():
-                out.not_tested.append(f"the duplicate {phase} never overlapped: pid(s) {' '.join(missed.read_text().split())}"
-                                      " met no other live process inside the step (two processes at once were not "
-                                      "tested)" + "".join(f"; pid {e['pid']}'s invoke of {e['thread']} raised "
-                                                          f"{e['error']}" for e in raised))
-                missed.unlink()
-            if leftovers:
-                out.notes.append(f"worker {out.workers} left {len(leftovers)} process(es) running, killed: "
-                                 + "; ".join(leftovers))
-            extra = []
-            events = crashpoints.witness_events(run_dir)[seen:]
-            shot = {e.pid for e in events if e.kind == "kill"}  # the process the probe killed, if the harness started it
-            victim, victim_rc = next(((p, r) for p, r in procs if p in shot), procs[0])
-            if kills_judge.check_worker(out.kill_log, out.kill_problems, out.workers, victim, victim_rc, events):
-                if out.kill_log and out.kill_log[-1]["worker"] == out.workers:
-                    out.kills += 1
-                    dead = next((p["executor"] for p in out.pids if p.get("pid") == victim and p.get("executor")),
-                                EXECUTOR)  # the engine identity that died (a K-worker recovery's is its own)
-                    out.deliveries.append({"kind": "kill", "worker": out.workers, "pid": victim,
-                                           "crash_point": out.kill_log[-1]["crash_point"]})
-                phase = "start" if _unsubmitted(target, run_dir) else "recover"
+            turn = run.launch()
+            if run.kill_landed(turn):
+                continue  # recover (or start what was never submitted)
+            threads = run.report(turn)
+            if run.resubmit_lost(threads):
                 continue
-            if rc == UNSUPPORTED_RC:
-                text = log.read_text(errors="replace") if log.exists() else ""
-                raise TargetUnsupported(next((x for x in text.splitlines() if x.startswith("unsupported:")),
-                                             "unsupported by this engine release"))
-            if rc != 0:
-                tail = _log_tail(log)
-                raise EngineCrashed(f"worker {out.workers} exited with {rc} (not a harness kill): " + " | ".join(tail))
-            if not (run_dir / THREADS_FILE).exists():
-                tail = _log_tail(log)
-                raise EngineCrashed(f"worker {out.workers} exited with 0 without writing its report ({THREADS_FILE}): "
-                                    "its pass did not finish (the team's code ending the process, os._exit or "
-                                    "sys.exit, does this)" + "".join(f" | {x}" for x in tail))
-            threads = json.loads((run_dir / THREADS_FILE).read_text())
-            reported = threads
-            for thread, status in threads.items():
-                for error in () if pair else status.get("invoke_errors", ()):
-                    out.notes.append(f"thread {thread} (worker {out.workers}): invoke raised {error}")
-                if status.get("trap"):
-                    out.notes.append(f"thread {thread} (worker {out.workers}): {status['trap']}")
-            for e in raised:  # both processes of a duplicate: threads.json holds only the last one's report
-                out.notes.append(f"thread {e['thread']} (worker {out.workers}, pid {e['pid']} of the duplicated "
-                                 f"{phase}): invoke raised {e['error']}")
-            lost = [t for t, s in threads.items() if s["status"] == "no_checkpoint"]
-            if lost:
-                last = (crashpoints.fired_points(run_dir) or ["?"])[-1]
-                for thread in lost:
-                    out.notes.append(f"thread {thread} had no checkpoint after the kill at {last}: its "
-                                     "start request was lost; crashpoint submitted it again, as its caller would")
-                    out.deliveries.append({"kind": "resubmit", "thread": thread})
-                    extra += ["--resubmit", thread]
-                phase = "start"
-                continue
-            just_deployed = False
             running = any(s["status"] in ("waiting", "running") for s in threads.values())
-            if case.server_crash and server is not None and not server_crashed and running:
-                server_crashed = True  # a server crash while workflows wait: SIGKILL, a new one on the same database
-                old = server.pids[-1]
-                server.restart()
-                out.deliveries.append({"kind": "server_crash", "worker": out.workers, "killed": old,
-                                       "pid": server.pids[-1]})
-                out.notes.append(f"the Temporal server (pid {old}) was SIGKILLed after worker {out.workers} and a new "
-                                 f"one (pid {server.pids[-1]}) started on the same database")
-            if case.deploy and not deployed and running:
-                deployed, just_deployed = case.deploy, True  # a code deploy while workflows wait
-                out.deliveries.append({"kind": "deploy", "version": deployed, "worker": out.workers})
-                out.notes.append(f"deployed version {deployed} after worker {out.workers}: every later worker runs it")
-            pending = []
-            for thread, status in threads.items():
-                waiting = status.get("waiting", ())
-                late = due.get(thread) or []
-                if late and not any(w["interrupt"] == late[0]["after"] for w in waiting):
-                    # the answer before it took effect: now the late one arrives, to whatever the thread waits on
-                    held = late.pop(0)
-                    iid = waiting[0]["interrupt"] if waiting else None
-                    item = {"thread": thread, "interrupt": iid, "resume": held["answer"]["resume"],
-                            "node": held["node"], "late": True}
-                    ledger.record_decision(f"{thread}@{held['node']}", bool(held["answer"]["grants"]), LATE_BY,
-                                           time.time())
-                    if iid is not None:
-                        delivered[iid] = item
-                    out.deliveries.append({"kind": "late_answer", "thread": thread, "node": held["node"],
-                                           "to": waiting[0]["node"] if waiting else None,
-                                           "thread_status": status["status"], "resume": item["resume"]})
-                    pending.append(item)
-                    continue
-                for wait in waiting:
-                    iid, node = wait["interrupt"], wait["node"]
-                    if iid in delivered:
-                        redelivered[iid] = redelivered.get(iid, 0) + 1
-                        if redelivered[iid] > MAX_REDELIVERIES:
-                            out.notes.append(f"thread {thread}: interrupt {iid} of {node} still waits after its "
-                                             f"answer was delivered {redelivered[iid]} times")
-                            continue
-                        out.notes.append(f"thread {thread}: the answer to {node}'s interrupt was lost with a kill "
-                                         "(it waits on the same interrupt again); delivered again")
-                        out.deliveries.append({"kind": "redeliver", "thread": thread, "node": node})
-                        pending.append(delivered[iid])
-                        continue
-                    queue = answers.get(node, [])
-                    given = next_answer.get((thread, node), 0)
-                    if given >= len(queue):
-                        continue  # the human never answers (more): the thread ends waiting
-                    answer, lates = queue[given], []
-                    while answer.get("late"):  # it arrives after the next one (validated: a next one exists)
-                        lates.append(answer)
-                        given += 1
-                        answer = queue[given]
-                    next_answer[(thread, node)] = given + 1
-                    due.setdefault(thread, []).extend({"answer": a, "node": node, "after": iid} for a in lates)
-                    ledger.record_decision(f"{thread}@{node}", bool(answer["grants"]), "crashpoint", time.time())
-                    item = {"thread": thread, "interrupt": iid, "resume": answer["resume"], "node": node}
-                    delivered[iid] = item
-                    out.deliveries.append({"kind": "answer", "thread": thread, "node": node,
-                                           "grants": bool(answer["grants"]), "resume": answer["resume"]})
-                    pending.append(item)
-            if just_deployed and not pending:
-                phase = "recover"  # a worker of the new code meets the waiting workflows
-                continue
-            if not pending:
-                if case.deploy and not deployed:
-                    raise EngineCrashed(f"the deploy of {case.deploy} never happened: no workflow was still running "
-                                        "when the run came to rest (this run did not test it)")
-                if case.server_crash and not server_crashed:
-                    raise EngineCrashed("the server crash never happened: no workflow was still running when the run "
-                                        "came to rest (this run did not test it)")
-                out.threads = threads
+            run.crash_server(running)
+            deployed_now = run.deploy(running)
+            pending = run.answer(threads)
+            if pending:
+                run.deliver(pending)
+            elif deployed_now:
+                run.phase = "recover"  # a worker of the new code meets the waiting workflows
+            else:
+                run.rest(threads)
                 break
-            (run_dir / "answers.json").write_text(json.dumps(pending, sort_keys=True))
-            phase = "answer"
         else:
             raise EngineCrashed(f"{MAX_WORKERS_PER_RUN} worker processes without the run coming to rest")
     except WorkerTimeout as exc:
-        out.over_budget = str(exc)
-        path = run_dir / THREADS_FILE  # the worker that ran over wrote none, as a rule: the last report then
-        out.threads = json.loads(path.read_text()) if path.exists() else reported
+        run.over_budget(exc)
     finally:
-        if server is not None:
-            server.kill()  # SIGKILL of its group, the pid checked gone
-        out.calls = read_calls(ledger)
-        out.outside = outside_calls(run_dir)
-        out.faults_missed = missed_faults(ledger, case.faults)
-        out.decisions = ledger.decisions()
-        ledger.close()
-        out.crash_points = crashpoints.passed(run_dir)
-        out.fired = crashpoints.fired_points(run_dir)
-        out.steps = _steps(run_dir)
-        out.engine_facts = ENGINE_FACTS[target.engine](run_dir) if target.engine in ENGINE_FACTS else {}
-        if drop_database is not None:
-            try:
-                drop_database()
-            except Exception as exc:  # the verdict stands; the leftover database is worth a note
-                out.notes.append(f"the run's database was not dropped: {exc}")
-        out.wall_s = time.monotonic() - began
-    return out
+        run.finish()
+    return run.out
 
 
 def _unsubmitted(target: Target, run_dir: Path) -> bool:

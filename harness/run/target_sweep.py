@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from crashpoint.harness.engines.base import engine_for
 from crashpoint.harness.model.results import TargetRunResult, TargetSweep
 from crashpoint.errors import UsageError
 from crashpoint.harness.model.rules import Finding as Failure
@@ -38,27 +39,20 @@ from crashpoint.harness.load.target import Target, TargetCase
 
 #: ``crash`` values: ``sampled`` is ``every`` plus, per case and durability mode, a second kill during the recovery
 #: from :data:`crashpoint.harness.run.sweep.SAMPLED_PAIRS` single kills spread over the golden run (the reference
-#: engine's pairs, :func:`~crashpoint.harness.run.sweep.sampled_points`), at the first checkpoint write of each
-#: recovery (:func:`_sampled_second`). (The reference engine's other sampled extras, a second live worker beside a held one and several
+#: engine's pairs, :func:`~crashpoint.harness.run.sweep.sampled_points`), at the point the target's engine picks in
+#: each recovery (:meth:`~crashpoint.harness.engines.base.Engine.sampled_second`). (The reference engine's other sampled extras, a second live worker beside a held one and several
 #: workers recovering at once, need a hold and worker identities a target engine does not have: a target's
 #: ``duplicate`` and ``workers`` cases are where those are tested.)
 CRASH_MODES = ("sampled", "every", "none", "recovery")
-#: Crash point kinds a recovery is killed at again with ``crash="recovery"`` (the first of each kind).
-RECOVERY_KINDS = ("node:", "before_effect:", "after_effect:", "before_put:", "before_writes:",
-                  "step:", "before_result:", "dequeued:")  # the last three: DBOS's (a step, its result, a claim)
-
-#: Engine -> runs at once per CPU when a sweep is given no ``workers``: a Temporal run mostly waits (a kill costs
-#: the team's activity timeout or the workflow task timeout, 2 s each in the example, with no CPU used), so more runs
-#: than CPUs keep them busy. Other engines: :data:`DEFAULT_WORKERS`. 5 per CPU since 2026-12-02 (3 before): the
-#: example's cases ``approved`` and ``denied`` at 16 crash points took 22.6 s at 6 runs at once and 18.3 s at 12
-#: (a server per worker: 51.5 s and 57.3 s, CPU-bound), load 1 to 20 (benchmarks/temporal_sweep.py --points 16).
-WORKERS_PER_CPU = {"temporal": 5}
+#: Runs at once of a sweep given no ``workers``, for an engine that declares no
+#: :attr:`~crashpoint.harness.engines.base.Engine.workers_per_cpu`.
 DEFAULT_WORKERS = 2
 
 
 def default_workers(target: Target) -> int:
-    """Runs at once for a sweep of ``target`` given no ``workers`` (see :data:`WORKERS_PER_CPU`)."""
-    per_cpu = WORKERS_PER_CPU.get(target.engine)
+    """Runs at once for a sweep of ``target`` given no ``workers``: its engine's ``workers_per_cpu`` times the CPUs,
+    else :data:`DEFAULT_WORKERS`."""
+    per_cpu = engine_for(target.engine).workers_per_cpu
     return per_cpu * (os.cpu_count() or 1) if per_cpu else DEFAULT_WORKERS
 
 
@@ -87,40 +81,6 @@ def run_one(target: Target, case: TargetCase, durability: str, run_dir: Path, cr
         result.outcome = out if (keep or crash_point is None or result.verdict != "passed") else None
     result.wall_s = time.monotonic() - began
     return result
-
-
-def _subject(point: str) -> str:
-    """What a crash point id is about: the workflow (thread) or effect between its kind and its ``@``/``#``
-    (``before_result:refund-1002@issue`` -> ``refund-1002``; ``after_effect:issue_refund#2`` -> ``issue_refund``)."""
-    rest = point.partition(":")[2]
-    return rest.split("@", 1)[0].split("#", 1)[0]
-
-
-def _sampled_second(recovery: list[str], first: str = "") -> list[str]:
-    """The second kill of a sampled pair: the recovery's first checkpoint write (``before_put:``/``after_put:``),
-    else its first crash point about what the first kill (``first``) was about, else its first crash point. A write
-    comes between supersteps, so its id (numbered by occurrence, ``#2``) is the same in every run; a node or effect
-    point of the superstep the first kill cut is not (parallel branches of the killed process may or may not have
-    passed it: the pair would miss its second point). Without writes (DBOS, Temporal), the workflow the first kill
-    cut resumes from where that kill left it, while another workflow's first point depends on which one the
-    recovery picks up first (a race: ``before_result:refund-1002@issue >>
-    dequeued:refund-1001@_dbos_internal_queue#2`` was never reached in about 1 sweep in 4 of examples/dbos_refund)."""
-    puts = [p for p in recovery if p.startswith(("before_put:", "after_put:"))]
-    if puts:
-        return puts[:1]
-    subject = _subject(first) if first else ""
-    own = [p for p in recovery if subject and _subject(p) == subject]
-    return (own or recovery)[:1]
-
-
-def _recovery_points(log: list[str], first: str) -> list[str]:
-    after = crashpoints.recovery_points(log, first)
-    chosen = []
-    for kind in RECOVERY_KINDS:
-        hit = next((p for p in after if p.startswith(kind)), None)
-        if hit:
-            chosen.append(hit)
-    return chosen
 
 
 def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Sequence[str] | None = None,
@@ -169,6 +129,7 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
     pair_from: dict[tuple[str, str], set[str]] = {}  # (sampled) single kills whose recovery gets a second kill
     counter = iter(range(10**9))
     opts = {"warm": warm, "write_latency_ms": write_latency_ms, "server": server}
+    engine = engine_for(target.engine)
 
     def folder(label: str) -> Path:  # never one an earlier sweep left in ``workdir`` (a fixture called twice)
         while (path := root / f"{next(counter):05d}-{label}").exists():
@@ -209,10 +170,11 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
             r = done(result_of(future))
             if r.outcome is None or crashpoints.THEN.strip() in (r.crash_point or ""):
                 continue
+            after = crashpoints.recovery_points(r.outcome.crash_points, r.crash_point)
             if crash == "recovery":
-                seconds = _recovery_points(r.outcome.crash_points, r.crash_point)
+                seconds = engine.recovery_points(after)
             elif r.crash_point in pair_from.get((r.case, r.durability), ()) and r.repeat == 1:
-                seconds = _sampled_second(crashpoints.recovery_points(r.outcome.crash_points, r.crash_point), r.crash_point)
+                seconds = engine.sampled_second(after, r.crash_point)
             else:
                 continue
             case = target.case(r.case)
@@ -229,21 +191,11 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
         if own:
             # each pool thread's zygote dies with its thread (PR_SET_PDEATHSIG follows the creating thread)
             executor.shutdown(wait=True, cancel_futures=True)
-            if target.engine == "temporal":
-                from crashpoint.harness.engines.temporal import close_idle
-                from crashpoint.harness.engines.temporal_ahead import close_ahead
-
-                close_idle()  # the shared servers this sweep's runs used (SIGKILLed, verified)
-                close_ahead()  # the servers started ahead that no run took
+            engine.close_after_sweep()  # what this sweep's runs shared (a server no run uses now)
         # what the runs' workers started and left (it carries a run's marker), whatever group or session it is in
         reap_under(root, wait_s=5.0)
         if workdir is None:
             shutil.rmtree(root, ignore_errors=True)
-    from crashpoint.harness.engines import dbos
-    from crashpoint.harness.engines import langgraph
-    from crashpoint.harness.engines import temporal
-
-    version = {"dbos": dbos.engine_version, "langgraph": langgraph.engine_version,
-               "temporal": temporal.engine_version}[target.engine]()
+    version = engine.version()
     ran = "every" if crash == "sampled" and crash_points else crash  # chosen points run once each: no sampled pairs
     return TargetSweep(target, results, points, time.monotonic() - began, version, ran)

@@ -41,7 +41,7 @@ def _databases(url: str) -> set[str]:
 @pytest.mark.slow
 def test_a_dbos_target_runs_and_recovers_on_a_postgresql_system_database(pg_url: str, tmp_path: Path) -> None:
     base = Target.from_file(TARGET)
-    target = Target.from_data(base.to_data() | {"dbos": {**base.dbos, "database_url": pg_url}}, file=base.file)
+    target = Target.from_data(base.to_data() | {"dbos": {**base.options, "database_url": pg_url}}, file=base.file)
     golden = run_one(target, target.case("approved"), "sync", tmp_path / "golden", None, None, keep=True)
     assert golden.verdict == "passed", (golden.error, [f.message for f in golden.failures])
     assert {t["status"] for t in golden.outcome.threads.values()} == {"finished"}

@@ -240,9 +240,9 @@ class _AmnesicServer:
 @pytest.mark.slow
 def test_a_server_that_loses_its_database_in_a_crash_is_caught(target: Target, golden, tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    from crashpoint.harness.run import target_driver as driver
+    from crashpoint.harness.engines import temporal_ahead
 
-    monkeypatch.setitem(driver.OWN_SERVERS, "temporal", _AmnesicServer)  # the server-crash case's own server
+    monkeypatch.setattr(temporal_ahead, "ahead", _AmnesicServer)  # the server-crash case's own server
     out = run_target(target, target.case("server-crash"), "sync", tmp_path)
     failures, _ = judge(target, out, golden)
     assert failures, out.threads
@@ -275,7 +275,7 @@ def test_the_target_file_round_trips() -> None:
     target = Target.from_file(TARGET)
     assert Target.from_data(target.to_data()).to_data() == target.to_data()
     assert target.case("deploy-v2-patched").deploy == "v2-patched"
-    assert target.temporal["task_queue"] == "refunds"
+    assert target.options["task_queue"] == "refunds"
     assert os.path.isdir(target.pythonpath[0])
 
 

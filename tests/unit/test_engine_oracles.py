@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from crashpoint.harness.run.target_driver import TargetOutcome
-from crashpoint.harness.judge.engine_rules import one_live_execution, queued_once, replay_deterministic
+from crashpoint.harness.engines.dbos import one_live_execution, queued_once, replay_deterministic
 from crashpoint.harness.load.target import Target
 
 TARGET = Target(name="t", entry="m:wf", engine="dbos", inputs=[{"thread": "w1", "queue": "q", "input": 1}])

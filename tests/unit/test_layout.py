@@ -147,3 +147,86 @@ def test_one_name_per_module() -> None:
             if path.name != "__init__.py":
                 seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
     assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
+
+
+def _engine_mentions(path: Path, names: list[str]) -> list[str]:
+    """``FILE:LINE: TEXT`` of each line of ``path`` naming one of the engines ``names`` (in lower case, as a word's
+    start: ``dbos``, ``dbos_worker``, ``temporalio``), a module path of a pack adapter left out (``adapters.NAME_adapter``:
+    the engines a pack runs on, another protocol)."""
+    import re
+
+    word = re.compile(rf"(?<![A-Za-z0-9])({'|'.join(map(re.escape, names))})")
+    adapter = re.compile(r"adapters[./][a-z0-9_]+")
+    return [f"{path.relative_to(ROOT)}:{n}: {line.strip()}" for n, line in enumerate(path.read_text().splitlines(), 1)
+            if word.search(adapter.sub("", line))]
+
+
+def test_no_engine_is_named_outside_its_own_modules() -> None:
+    """Issue 23: the driver, the sweep, the loader, the judge and the command line name no engine; everything about
+    one is asked of its engine object (harness/engines/base.py). An engine's name appears only in its own modules,
+    ``harness/engines/NAME.py``, ``NAME_worker.py`` and ``NAME_*.py`` (its helpers), which name no other engine;
+    harness/adapters (a pack's engines) is another protocol."""
+    from crashpoint.harness.engines.base import engines
+
+    names = [e.name for e in engines()]
+    assert len(names) >= 3, names
+    found = []
+    for path in sorted((ROOT / "harness").rglob("*.py")):
+        parts = path.relative_to(ROOT / "harness").parts
+        if parts[0] == "adapters":
+            continue
+        own = next((n for n in names if parts[0] == "engines" and (path.stem == n or path.stem.startswith(n + "_"))),
+                   None)
+        found += _engine_mentions(path, [n for n in names if n != own])
+    assert found == []
+
+
+def test_the_engine_name_check_finds_a_name() -> None:
+    """The check above fails where a module names an engine (here: a per-engine dict, as the driver had)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(dir=ROOT) as folder:
+        path = Path(folder) / "driver.py"
+        path.write_text('SERVERS = {"temporal": RunServer}\nhelp = "crashpoint.harness.adapters.dbos_adapter:X"\n'
+                        "import crashpoint.harness.engines.dbos_worker\n")
+        assert [m.split(": ", 1)[1] for m in _engine_mentions(path, ["dbos", "temporal"])] == \
+            ['SERVERS = {"temporal": RunServer}', "import crashpoint.harness.engines.dbos_worker"]
+
+
+#: Lines a function of harness/ may take at most (issue 23: ``run_target`` was 316).
+MAX_FUNCTION_LINES = 120
+#: The two sweeps the lead is merging into one sweep loop (issue 23 item 1); that merge removes these exemptions.
+LONG_FUNCTIONS_ALLOWED = {"harness/run/sweep.py::sweep", "harness/run/target_sweep.py::sweep"}
+
+
+def _long_functions(root: Path, limit: int) -> dict[str, int]:
+    """``FILE::QUALNAME -> lines`` of each function (or method) of the ``*.py`` under ``root`` longer than ``limit``
+    lines, from its ``def`` (decorators left out) to its last line."""
+    found = {}
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        stack: list[tuple[ast.AST, str]] = [(tree, "")]
+        while stack:
+            node, prefix = stack.pop()
+            for child in ast.iter_child_nodes(node):
+                name = f"{prefix}{child.name}" if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                      ast.ClassDef)) else prefix
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    lines = child.end_lineno - child.lineno + 1
+                    if lines > limit:
+                        found[f"{path.relative_to(root.parent).as_posix()}::{name}"] = lines
+                stack.append((child, f"{name}." if name != prefix else prefix))
+    return found
+
+
+def test_no_function_in_harness_is_over_120_lines() -> None:
+    found = _long_functions(ROOT / "harness", MAX_FUNCTION_LINES)
+    assert {k: v for k, v in found.items() if k not in LONG_FUNCTIONS_ALLOWED} == {}
+
+
+def test_the_function_length_check_finds_a_long_function(tmp_path: Path) -> None:
+    (tmp_path / "harness").mkdir()
+    (tmp_path / "harness" / "m.py").write_text(
+        "def short():\n" + "    x = 1\n" * 5 + "\n\nclass C:\n    def long(self):\n" + "        x = 1\n" * 5
+        + "        def inner():\n" + "            y = 2\n" * 5)
+    assert _long_functions(tmp_path / "harness", 6) == {"harness/m.py::C.long": 12}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crashpoint.harness.engines import langgraph
+from crashpoint.harness.engines.langgraph import LangGraph
 from crashpoint.harness.run import target_sweep as sweep_mod
 from crashpoint.harness.run.target_driver import TargetOutcome
 from crashpoint.harness.run.target_sweep import TargetRunResult, sweep
@@ -25,7 +25,7 @@ def _fake_run_one(target, case, durability, run_dir, crash_point, golden, repeat
 
 def _sweep(tmp_path: Path, monkeypatch, **kw):
     monkeypatch.setattr(sweep_mod, "run_one", _fake_run_one)
-    monkeypatch.setattr(langgraph, "engine_version", lambda: "langgraph test")
+    monkeypatch.setattr(LangGraph, "version", lambda self: "langgraph test")
     target = Target(name="t", entry="m:g", inputs=[{"thread": "a", "input": 1}])
     return sweep(target, durability=["sync"], warm=False, workers=2, workdir=tmp_path, **kw)
 
