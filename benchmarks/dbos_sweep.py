@@ -70,7 +70,7 @@ def main() -> None:
             for r in result.results:
                 if r.verdict != "passed":
                     print(f"    {r.verdict}: {r.crash_point or 'golden'}: "
-                          f"{sorted({f.rule for f in r.failures}) or r.error or r.unknown}", flush=True)
+                          f"{sorted({f.rule for f in r.failures}) or r.error}", flush=True)
         print(f"{case:22s} ratio crashpoint / naive: {wall['crashpoint'] / wall['naive']:.3f}", flush=True)
     for pool in pools.values():
         pool.shutdown()  # each thread's zygote dies with its thread (PR_SET_PDEATHSIG)

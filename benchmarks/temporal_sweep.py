@@ -94,7 +94,7 @@ def main() -> None:
             for r in result.results:
                 if r.verdict != "passed":
                     print(f"    {r.verdict} at {r.crash_point or 'golden run'}: "
-                          f"{r.error or [f.message for f in r.failures] or r.unknown}", flush=True)
+                          f"{r.error or [f.message for f in r.failures]}", flush=True)
     for pool in pools.values():
         pool.shutdown()
     print("way                 cases  wall s   shared / way (on the cases both ran)")

@@ -137,14 +137,14 @@ def run_target_command(args: argparse.Namespace, path: Path) -> int:
             print(f"  {f.rule}: {f.message}")
             for e in f.evidence[:3]:
                 print(f"      {e}")
-        for u in r.unknown:
-            print(f"  unknown: {u}")
         if r.error:
-            print(f"  error: {r.error}")
-        print(f"  repro: {r.repro(target)}")
+            print(f"  {'unknown' if r.verdict == 'unknown' else 'error'}: {r.error}")
+        print(f"  repro: {r.reproduce}")
     if args.json:
+        from crashpoint.harness.judge.document import sweep_data
+
         tmp = Path(args.json).with_name(Path(args.json).name + ".tmp")
-        tmp.write_text(json.dumps(result.to_dict(), indent=1, default=str))
+        tmp.write_text(json.dumps(sweep_data(result), indent=1, default=str))
         os.replace(tmp, args.json)
     sys.stdout.flush()
     return 0 if result.passed else 1

@@ -19,31 +19,38 @@ from crashpoint.harness.faults.kinds.duplicate import event_cells as delivery_ce
 from crashpoint.harness.faults.kinds.kill import point_cells
 from crashpoint.harness.faults.kinds.tool import event_cells as tool_event_cells
 from crashpoint.harness.process.crashpoints import schedule
-from crashpoint.harness.model.outcomes import RunOutcome
+from crashpoint.harness.model.outcomes import RunOutcome, TargetOutcome
 
 #: Columns of the matrix, in order: each registered fault kind's (:mod:`crashpoint.harness.faults.kinds`).
 KINDS = fault_kinds.columns()
 
 
-def vacuity(outcome: RunOutcome, golden: bool) -> tuple[list[str], bool]:
-    """``(findings, exercised_nothing)`` for one run.
+def vacuity(outcome: "RunOutcome | TargetOutcome", golden: bool) -> tuple[list[str], bool]:
+    """``(findings, exercised_nothing)`` for one run, of a pack or of a target.
 
     Findings: scheduled tool faults that no call consumed, events that had nothing to act on,
-    every tool call failing. ``exercised_nothing`` is ``True`` for a golden run that made no
+    every tool (effect) call failing. ``exercised_nothing`` is ``True`` for a golden run that made no
     tool call at all (nothing a kill could interrupt).
     """
     findings = [n for n in outcome.notes if n.startswith(("tool script never used", "event "))]
     findings += [f"fault never fired: {f}" for f in outcome.faults_missed]
     calls = outcome.calls
-    if calls and not any(c["outcome"] == "applied" for c in calls):
+    if calls and not any((c["outcome"] if isinstance(c, dict) else c.outcome) == "applied" for c in calls):
         findings.append(f"every one of the {len(calls)} tool calls failed: no effect was exercised")
     return findings, golden and not calls
 
 
-def step_of(point: str, workflow: dict[str, Any]) -> str:
-    """The workflow step (task id, ``PHASE.human_gate``, or ``workflow``) a crash point belongs to."""
+def step_of(point: str, workflow: dict[str, Any] | None) -> str:
+    """The workflow step a crash point belongs to: for a pack's workflow (``workflow``, its definition) the task
+    id, ``PHASE.human_gate``, or ``workflow``; for a target's (``workflow`` ``None``) the node, step or effect the
+    point names (``node:order-1@approve`` -> ``approve``, ``after_effect:issue_refund#2`` -> ``issue_refund``), or
+    the kind of durable write (``before_put:order-1@2`` -> ``checkpoint``)."""
     kind, _, name = point.partition(":")
     name = name.split("#", 1)[0]
+    if workflow is None:
+        if kind.endswith(("_put", "_writes")):
+            return "checkpoint"
+        return name.rsplit("@", 1)[-1] if "@" in name else (name or kind)
     for phase in workflow["phases"]:
         gate = phase.get("human_gate") or {}
         if gate and (name in (gate.get("approval_id"), gate.get("checkpoint")) or name == "approvals.request"):

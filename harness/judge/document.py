@@ -30,6 +30,8 @@ re-runs that case at that crash point.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import Counter
 from datetime import datetime, timezone
 from typing import Any
@@ -48,8 +50,27 @@ def _counts(verdicts: Counter[str]) -> dict[str, int]:
             "errors": verdicts["error"], "unknown": verdicts["unknown"], "unsupported": verdicts["unsupported"]}
 
 
+def subject_of(result: SweepResult) -> dict[str, Any]:
+    """``{"kind", "name", "version", "path"}`` of what a sweep ran: a pack (its name, version and folder) or a
+    target (its name, the digest of its file's contents as its version, and the file)."""
+    subject = result.subject
+    if result.kind == "target":
+        digest = hashlib.sha256(json.dumps(subject.to_data(), sort_keys=True, default=str).encode()).hexdigest()[:12]
+        return {"kind": "target", "name": subject.name, "version": f"sha256:{digest}",
+                "path": str(subject.file) if subject.file else None}
+    return {"kind": "pack", "name": subject.name, "version": subject.version, "path": str(subject.root)}
+
+
+def _units(result: SweepResult) -> dict[str, dict[str, Any]]:
+    """unit -> ``{"events", "workflow", "faults"}`` for the coverage matrix (a pack's from its cases)."""
+    if result.units:
+        return result.units
+    return {c.case_id: {"case": c.case_id, "variant": None, "events": c.events, "faults": c.faults,
+                        "workflow": result.subject.workflows[c.workflow]} for c in result.cases}
+
+
 def sweep_data(result: SweepResult) -> dict[str, Any]:
-    """Build the result document of a sweep (see the module docstring)."""
+    """Build the result document of a sweep, of a pack or of a target (see the module docstring)."""
     metrics = aggregate(result.results)
     per_case: dict[str, Any] = {}
     for case_id, points in result.crash_points.items():
@@ -59,28 +80,30 @@ def sweep_data(result: SweepResult) -> dict[str, Any]:
         per_case[case_id] = _counts(verdicts) | {"crash_points": len(points), "recovery_pairs": pairs,
                                                  "metrics": metrics["per_case"].get(case_id, {})}
     verdicts = Counter(r.verdict for r in result.results)
-    cases = {c.case_id: c for c in result.cases}
-    events_of = {cid: cases[cid].events if cid in cases else [] for cid in per_case}
-    workflows_of = {cid: result.pack.workflows[cases[cid].workflow] if cid in cases else {"phases": []}
-                    for cid in per_case}
+    units = _units(result)
+    unit = {cid: units.get(cid) or {"events": [], "faults": [], "workflow": None} for cid in per_case}
+    subject = subject_of(result)
     return {
         "format": FORMAT,
         "crashpoint_version": __version__,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "engine": {"name": result.engine, "version": result.engine_version},
-        "pack": {"name": result.pack.name, "version": result.pack.version, "path": str(result.pack.root)},
+        "subject": subject,
+        "pack": {k: subject[k] for k in ("name", "version", "path")},
         "crash": result.crash,
         "crash_mode": result.crash_mode,
         "wall_s": round(result.wall_s, 3),
         "summary": {"cases": len(result.crash_points)} | _counts(verdicts) | {
             "crash_points": sum(len(p) for p in result.crash_points.values()),
             "recovery_pairs": sum(c["recovery_pairs"] for c in per_case.values()),
-            "kills_verified": sum(1 for r in result.results if r.crash_point and r.outcome and r.outcome.crash_fired),
+            "kills_verified": sum(1 for r in result.results if r.crash_point and r.crash_fired),
+            "runs_by_kind": result.runs_by_kind(),
+            "findings": result.findings(),
             "metrics": metrics["overall"]},
         "per_case": per_case,
         "results": (rows := [r.to_dict() for r in result.results]),
-        "coverage": matrix(rows, {c: events_of[c] for c in per_case}, {c: workflows_of[c] for c in per_case},
-                           {c: cases[c].faults if c in cases else [] for c in per_case}),
+        "coverage": matrix(rows, {c: unit[c]["events"] for c in per_case}, {c: unit[c]["workflow"] for c in per_case},
+                           {c: unit[c]["faults"] for c in per_case}),
         "vacuity": {"runs_with_findings": sum(1 for r in rows if r["vacuity"]),
                     "findings": sorted({f for r in rows for f in r["vacuity"]})},
     }

@@ -29,20 +29,29 @@ if TYPE_CHECKING:
     from crashpoint.harness.model.results import RunResult
 
 
+def _duplicates_sent(out: Any) -> int:
+    """Events a run delivered more than once: a pack run's count, or a target run's duplicated requests."""
+    if out is None:
+        return 0
+    if isinstance(out.deliveries, dict):
+        return out.deliveries["duplicates_sent"]
+    return sum(1 for d in out.deliveries if str(d.get("kind", "")).startswith("duplicate_"))
+
+
 def _row(r: "RunResult") -> dict[str, Any]:
     out = r.outcome
-    trace = out.trace if out else []
+    trace = getattr(out, "trace", None) or []  # a target's run has no engine trace
     retried = {e["task"] for e in trace if e["kind"] == "retry_scheduled"}
     recovered = {e["task"] for e in trace if e["kind"] == "tool_result" and e.get("ok")}
     compensating = any(e["kind"] == "transition" and e["to"] == "compensating" for e in trace)
     comp_ok = compensating and all(e.get("ok") for e in trace if e["kind"] == "compensation_result") and \
         out is not None and out.status in ("failed", "cancelled") and "compensation of" not in (out.stop_reason or "")
-    dup_sent = out.deliveries["duplicates_sent"] if out else 0
+    dup_sent = _duplicates_sent(out)
     dup_effect = any(f.rule in DUPLICATE_RULES for f in r.failures)
     return {
         "case_id": r.case_id,
         "point": r.crash_point,
-        "crashed": bool(out and r.crash_point and out.crash_fired),
+        "crashed": bool(r.crash_point and r.crash_fired),
         "is_crash_run": r.crash_point is not None,
         "passed": r.verdict == "passed",
         "dup": dup_sent > 0,

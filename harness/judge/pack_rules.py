@@ -66,7 +66,7 @@ def call_line(call: dict[str, Any]) -> str:
 
 # --------------------------------------------------------------------------- final_status
 
-@rule("final_status.expected", description="the run ends in the case's expected.final_status "
+@rule("final_status.expected", kind="expectation", description="the run ends in the case's expected.final_status "
                                             "(waiting_or_escalated: waiting_approval or escalated)")
 def _status_expected(ctx: RuleContext) -> list[Finding]:
     out, expected = ctx.outcome, ctx.case.expected.get("final_status")
@@ -75,7 +75,7 @@ def _status_expected(ctx: RuleContext) -> list[Finding]:
     return []
 
 
-@rule("final_status.stop_reason", description="the stop reason contains the case's expected.stop_reason")
+@rule("final_status.stop_reason", kind="expectation", description="the stop reason contains the case's expected.stop_reason")
 def _status_stop_reason(ctx: RuleContext) -> list[Finding]:
     out, reason = ctx.outcome, ctx.case.expected.get("stop_reason")
     if reason and reason not in (out.stop_reason or ""):
@@ -192,20 +192,20 @@ def _compensation_at_most_once(ctx: RuleContext) -> list[Finding]:
             for name, info, _, _ in _effects(ctx) if len(undone := _undone(ctx, info)) > 1]
 
 
-@rule("side_effects.must_not", description="an effect the case forbids (expected.must_not_EFFECT) is never applied")
+@rule("side_effects.must_not", kind="expectation", description="an effect the case forbids (expected.must_not_EFFECT) is never applied")
 def _must_not(ctx: RuleContext) -> list[Finding]:
     return [found(f"must_not_{name}: effect {name} was applied {len(done)} time(s)", lines)
             for name, _, done, lines in _effects(ctx) if ctx.case.expected.get(f"must_not_{name}") and done]
 
 
-@rule("side_effects.expected_count", description="each effect is applied as many times as the case's expected.effects says")
+@rule("side_effects.expected_count", kind="expectation", description="each effect is applied as many times as the case's expected.effects says")
 def _expected_count(ctx: RuleContext) -> list[Finding]:
     wanted = ctx.case.expected.get("effects", {})
     return [found(f"expected effect {name} applied {wanted[name]} time(s), got {len(done)}", lines)
             for name, _, done, lines in _effects(ctx) if wanted.get(name) is not None and len(done) != wanted[name]]
 
 
-@rule("side_effects.expected_compensated", description="each effect in the case's expected.compensated was compensated")
+@rule("side_effects.expected_compensated", kind="expectation", description="each effect in the case's expected.compensated was compensated")
 def _expected_compensated(ctx: RuleContext) -> list[Finding]:
     return [found(f"expected effect {name} compensated, but its compensation "
                   f"{info.get('compensation') or '(none in the pack)'} was never applied", lines)
@@ -293,14 +293,14 @@ def _deadline(out: RunOutcome, approval_id: str, revision: int = 0) -> float | N
 
 # --------------------------------------------------------------------------- trace
 
-@rule("trace.required_events", description="every kind in the case's expected.required_trace_events is in the trace")
+@rule("trace.required_events", kind="expectation", description="every kind in the case's expected.required_trace_events is in the trace")
 def _required_events(ctx: RuleContext) -> list[Finding]:
     kinds = [e["kind"] for e in ctx.trace]
     missing = [k for k in ctx.case.expected.get("required_trace_events", ()) if k not in kinds]
     return [found(f"required trace events missing: {missing}")] if missing else []
 
 
-@rule("trace.forbidden_events", description="no kind in the case's expected.forbidden_trace_events is in the trace")
+@rule("trace.forbidden_events", kind="expectation", description="no kind in the case's expected.forbidden_trace_events is in the trace")
 def _forbidden_events(ctx: RuleContext) -> list[Finding]:
     kinds = [e["kind"] for e in ctx.trace]
     present = [k for k in ctx.case.expected.get("forbidden_trace_events", ()) if k in kinds]
@@ -308,7 +308,7 @@ def _forbidden_events(ctx: RuleContext) -> list[Finding]:
                   [trace_line(e) for e in ctx.trace if e["kind"] in present][:5])] if present else []
 
 
-@rule("trace.required_checkpoints", description="every checkpoint in the case's expected.requires_checkpoint was written")
+@rule("trace.required_checkpoints", kind="expectation", description="every checkpoint in the case's expected.requires_checkpoint was written")
 def _required_checkpoints(ctx: RuleContext) -> list[Finding]:
     names = {e.get("name") for e in ctx.trace if e["kind"] == "checkpoint"}
     lost = [c for c in ctx.case.expected.get("requires_checkpoint", ()) if c not in names]

@@ -59,10 +59,10 @@ def measures(r: "RunResult") -> dict[str, Any]:
     """The per-run measures stored with a result (see the module docstring), computed from its
     outcome (:func:`crashpoint.harness.judge.verdict.judge` keeps them on the result)."""
     out = r.outcome
-    trace = out.trace if out else []
+    trace = getattr(out, "trace", None) or []  # a target's run has no engine trace
     base = run_row(r)
-    cancel = bool(out and any(d.get("kind") == "cancel" for d in out.deliveries_log))
-    wait, overdue = _approval(trace, out.status if out else None)
+    cancel = bool(out and any(d.get("kind") == "cancel" for d in getattr(out, "deliveries_log", ())))
+    wait, overdue = _approval(trace, r.final_status)
     return {
         "crashed": bool(base["crashed"]), "dup": bool(base["dup"]), "dup_safe": bool(base["dup_safe"]),
         "retry": bool(base["retry"]), "retry_ok": bool(base["retry_ok"]), "comp": bool(base["comp"]),
@@ -80,6 +80,11 @@ def timeline(r: "RunResult") -> dict[str, Any]:
     out = r.outcome
     if out is None:
         return {"events": [], "deliveries": [], "truncated": 0}
+    if not hasattr(out, "trace"):  # a target's run: its deliveries (answers, kills, deploys), its effect calls
+        calls = [{"seq": c.seq, "at": None, "kind": "effect",
+                  "text": f"{c.effect} key={c.key} {c.outcome} pid={c.pid} {c.thread}@{c.node}"} for c in out.calls]
+        cut = max(0, len(calls) - TIMELINE_MAX)
+        return {"events": calls[cut:], "deliveries": [dict(d) for d in out.deliveries], "truncated": cut}
     events = [{"seq": e.get("seq"), "at": e.get("at"), "kind": e.get("kind"),
                "text": trace_line(e).split(" ", 2)[2] if trace_line(e).count(" ") >= 2 else ""}
               for e in out.trace]

@@ -56,18 +56,16 @@ _ATTEMPT = re.compile(r"attempt (\d+)")
 RULES: dict[str, Rule] = {}
 
 
-def rule(rule_id: str, description: str) -> Callable[[Rule], Rule]:
+def rule(rule_id: str, description: str, kind: str = "property") -> Callable[[Rule], Rule]:
     """Register ``fn(target, run, golden)`` as rule ``rule_id`` (``target.NAME``) here and in the project's
-    registry (:mod:`crashpoint.harness.model.rules`), where it judges target runs only (a pack's run
-    gives it nothing to read: no finding)."""
+    registry (:mod:`crashpoint.harness.model.rules`), judging target runs (``subjects=("target",)``), of ``kind``
+    ``property`` or ``expectation``."""
     def register(fn: Rule) -> Rule:
         def check(ctx: registry.RuleContext) -> list[Failure]:
-            if not isinstance(ctx.outcome, TargetOutcome):
-                return []
-            return fn(ctx.case, ctx.outcome, ctx.golden)  # type: ignore[arg-type]
+            return fn(ctx.subject, ctx.outcome, ctx.golden)  # type: ignore[arg-type]
 
         check.__module__, check.__qualname__, check.__doc__ = fn.__module__, fn.__qualname__, fn.__doc__
-        registry.rule(rule_id, description=description)(check)
+        registry.rule(rule_id, description=description, subjects=("target",), kind=kind)(check)
         RULES[rule_id] = fn
         return fn
     return register
@@ -257,7 +255,8 @@ def _mismatch(want: Any, got: Any, path: str) -> list[str]:
     return []
 
 
-@rule("target.expected_end", "each thread named in the case's expect ends in its status and with its values, golden run included")
+@rule("target.expected_end", "each thread named in the case's expect ends in its status and with its values, golden run included",
+      kind="expectation")
 def expected_end(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
     found = []
     for thread, want in sorted(target.expected(target.case(run.case)).items()):
@@ -343,7 +342,7 @@ def view(run: TargetOutcome) -> RunView:
 def judge(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> tuple[list[Failure], list[str]]:
     """Every target rule (through the project's registry) and invariant on ``run``: ``(failures, unknown)``,
     ``unknown`` naming the rules and invariants that raised instead of judging."""
-    judgement = registry.evaluate(registry.RuleContext(case=target, pack=None, outcome=run, golden=golden),  # type: ignore[arg-type]
+    judgement = registry.evaluate(registry.RuleContext(case=None, pack=target, outcome=run, golden=golden),  # type: ignore[arg-type]
                                   [registry.get(rule_id) for rule_id in RULES])
     failures = list(judgement.findings)
     unknown = [f"{rule_id}: {exc}" for rule_id, exc in judgement.broken]

@@ -31,11 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from crashpoint.harness.model.results import VERDICTS, RunResult
+from crashpoint.harness.model.results import VERDICTS, RunResult, unit_id
+from crashpoint.harness.model.verdicts import Verdict
 from crashpoint.errors import Unsupported, WorkerTimeout
 from crashpoint.harness.process.kills import unverified
 from crashpoint.harness.judge.invariants import point_at_cause
-from crashpoint.harness.model.rules import Finding, Judgement, Rule, RuleContext, evaluate
+from crashpoint.harness.model.rules import Finding, Judgement, Rule, RuleContext, evaluate, is_property
 
 if TYPE_CHECKING:
     from crashpoint.harness.load.loader import Case, Pack
@@ -109,45 +110,70 @@ def needs_fault_free(case: "Case") -> bool:
     return bool(case.expected.get("like_fault_free"))
 
 
-def judge(case: "Case", pack: "Pack", run: "RunOutcome | BaseException", *, crash_point: str | None = None,
-          golden: "RunOutcome | None" = None, fault_free: "RunOutcome | BaseException | None" = None,
-          masked: bool = False, how: Invocation | None = None, wall_s: float | None = None,
-          began: float | None = None, rules: Sequence[Rule] | None = None) -> RunResult:
-    """The result record of one run (see the module docstring for the order of the decision).
+def judge(case: Any, subject: Any, run: Any, *, crash_point: str | None = None, golden: Any = None,
+          fault_free: "RunOutcome | BaseException | None" = None, masked: bool = False, how: Invocation | None = None,
+          wall_s: float | None = None, began: float | None = None, rules: Sequence[Rule] | None = None,
+          variant: str | None = None, repeat: int = 1, reached: bool | None = None) -> RunResult:
+    """The result record of one run, of a pack's case or of a target's case (see the module docstring for the order
+    of the decision): the one place a run's verdict is reached.
 
     Args:
-        case, pack: the case as run (faults applied) and its pack.
-        run: the run's :class:`~crashpoint.harness.run.pack_driver.RunOutcome`, or the exception it raised.
+        case, subject: what ran: a pack's :class:`~crashpoint.harness.load.loader.Case` (faults applied) and its
+            :class:`~crashpoint.harness.load.loader.Pack`, or a target's
+            :class:`~crashpoint.harness.load.target.TargetCase` and its :class:`~crashpoint.harness.load.target.Target`.
+        run: the run's :class:`~crashpoint.harness.model.outcomes.RunOutcome` (a pack's) or
+            :class:`~crashpoint.harness.model.outcomes.TargetOutcome` (a target's), or the exception it raised.
         crash_point: the crash point the harness targeted (``None``: a golden run, or a schedule whose
             kills are the case's own faults).
-        golden: the case's golden run (``None`` for the golden run itself); a crashed run must end like it.
+        golden: the unit's golden run (``None`` for the golden run itself); a crashed run must end like it.
         fault_free: for a ``like_fault_free`` case (:func:`needs_fault_free`), the fault-free run's
             outcome or the exception it raised.
         masked: the run's faults are ones a correct engine masks (a generated schedule of kills and
             duplicates): it must end like ``golden`` too.
-        how: how to name the engine in the reproduce command (for runs that did not pass).
+        how: how to name the engine in a pack run's reproduce command (for runs that did not pass).
         wall_s / began: the run's wall seconds, or its ``time.perf_counter()`` start (default 0).
-        rules: the rules to apply (default: every registered rule).
+        rules: the rules to apply (default: every registered rule that judges this kind of run).
+        variant / repeat: a target run's durability mode and which try of its crash point.
+        reached: every kill of ``crash_point`` fired (default: what the outcome says).
 
     Returns:
-        The :class:`RunResult`, with ``measures`` and, unless passed, ``reproduce``.
+        The :class:`RunResult` (its ``case_id`` the unit, :func:`~crashpoint.harness.model.results.unit_id`), with
+        ``measures`` and, unless passed, ``reproduce``.
     """
-    result = _decide(case, pack, run, crash_point, golden, fault_free, masked, rules)
+    target = hasattr(subject, "entry")
+    unit = unit_id(case.name if target else case.case_id, variant if target else None)
+    result = _decide(case, subject, run, crash_point, golden, fault_free, masked, rules, target, reached)
+    result.case_id, result.variant, result.repeat = unit, variant if target else None, repeat
     if wall_s is None:
         wall_s = time.perf_counter() - began if began is not None else 0.0
     result.wall_s = wall_s
     from crashpoint.harness.judge.record import measures
 
     result.measures = measures(result)
-    if result.verdict != "passed" and case.path is not None:
-        result.reproduce = repro_command(case.path, crash_point, how)
+    if result.verdict != "passed":
+        if target:
+            result.reproduce = target_repro(subject, case.name, variant, crash_point)
+        elif case.path is not None:
+            result.reproduce = repro_command(case.path, crash_point, how)
     return result
+
+
+def target_repro(target: Any, case: str, durability: str | None, crash_point: str | None) -> str:
+    """The one-line command that re-runs one run of a target (``crashpoint run TARGET.yaml --case C --durability D
+    --crash-point P``, or ``--crash none`` for a golden run), every word quoted for a POSIX shell."""
+    where = str(target.file or "TARGET.yaml")
+    try:
+        where = str(Path(where).resolve().relative_to(Path.cwd()))
+    except (ValueError, OSError):
+        pass
+    cp = ["--crash-point", crash_point] if crash_point else ["--crash", "none"]
+    return shlex.join(["crashpoint", "run", where, "--case", str(case),
+                       *(["--durability", str(durability)] if durability else []), *cp])
 
 
 def decide(raised: BaseException | None = None, not_tested: Iterable[str | None] = (), *, found: bool = False,
            broken: str = "") -> tuple[str, str | None]:
-    """The one decision order of a run's verdict (the module docstring's list), shared by :func:`judge` and
-    :func:`judge_target`.
+    """The one decision order of a run's verdict (the module docstring's list).
 
     Args:
         raised: the exception the run raised instead of finishing, or ``None``.
@@ -161,19 +187,19 @@ def decide(raised: BaseException | None = None, not_tested: Iterable[str | None]
         ``failed`` when no rule raised).
     """
     if isinstance(raised, Unsupported):
-        return "unsupported", str(raised)
+        return Verdict.UNSUPPORTED, str(raised)
     if isinstance(raised, WorkerTimeout):
-        return "unknown", str(raised)
+        return Verdict.UNKNOWN, str(raised)
     if raised is not None:  # the engine or its adapter broke: a verdict, never a silent skip
-        return "error", exception_text(raised)
+        return Verdict.ERROR, exception_text(raised)
     reason = next((r for r in not_tested if r), None)
     if reason:
-        return "error", reason
+        return Verdict.ERROR, reason
     if found:
-        return "failed", broken or None
+        return Verdict.FAILED, broken or None
     if broken:
-        return "unknown", broken
-    return "passed", None
+        return Verdict.UNKNOWN, broken
+    return Verdict.PASSED, None
 
 
 def unreached(crash_point: str | None, reached: bool, passed: str) -> str | None:
@@ -184,16 +210,23 @@ def unreached(crash_point: str | None, reached: bool, passed: str) -> str | None
     return f"crash point {crash_point} was never reached, so nothing was tested; {passed}"
 
 
-def _decide(case: "Case", pack: "Pack", run: "RunOutcome | BaseException", crash_point: str | None,
-            golden: "RunOutcome | None", fault_free: "RunOutcome | BaseException | None", masked: bool,
-            rules: Sequence[Rule] | None) -> RunResult:
+#: Why a golden run that called no effect tested nothing, per kind of subject.
+NO_CALL = {"pack": "the golden run made no tool call: the case exercised nothing",
+           "target": "the golden run made no tool call: no effect of the target was called (mark the team's side "
+                     "effects with crashpoint.effect, or name them under effects:), so the effect rules had nothing "
+                     "to judge"}
+
+
+def _decide(case: Any, subject: Any, run: Any, crash_point: str | None, golden: Any,
+            fault_free: "RunOutcome | BaseException | None", masked: bool, rules: Sequence[Rule] | None,
+            target: bool, reached: bool | None) -> RunResult:
     from crashpoint.harness.judge.coverage import vacuity
 
-    cid = case.case_id
+    cid = case.name if target else case.case_id
     if isinstance(run, BaseException):
         verdict, error = decide(run)
         return RunResult(cid, crash_point, verdict, error=error)
-    refs: list[tuple[str, RunOutcome]] = []
+    refs: list[tuple[str, Any]] = []
     if golden is not None and (crash_point is not None or masked):
         refs.append(("golden", golden))
     ff_broke = None
@@ -201,72 +234,48 @@ def _decide(case: "Case", pack: "Pack", run: "RunOutcome | BaseException", crash
         ff_broke = f"the fault-free run broke: {type(fault_free).__name__}: {fault_free}"
     elif fault_free is not None:
         refs.append(("fault-free", fault_free))
-    judgement: Judgement = evaluate(RuleContext(case, pack, run, golden, tuple(refs)), rules)
-    findings = point_at_cause(judgement.findings, run)  # end-state findings name the delivery or kill before it
+    if target:
+        from crashpoint.harness.judge.target_rules import judge as judge_target_rules
+
+        findings, unknown = judge_target_rules(subject, run, golden)
+        broken_ids = [u.split(":", 1)[0] if not u.startswith("target.invariant:") else ":".join(u.split(":", 2)[:2])
+                      for u in unknown]
+        broken, passed_points = "; ".join(unknown), f"fired: {', '.join(run.fired) or 'none'}; with --repeat, a " \
+                                                     "racy point may be reached in some tries only"
+        reached = reached if reached is not None else True
+    else:
+        judgement: Judgement = evaluate(RuleContext(case, subject, run, golden, tuple(refs)), rules)
+        findings = point_at_cause(judgement.findings, run)  # end-state findings name the delivery or kill before it
+        broken, broken_ids = judgement.broken_text(), [rid for rid, _ in judgement.broken]
+        known = ", ".join(golden.crash_points) if golden else "(no golden run)"
+        passed_points = f"the golden run of {cid} passes: {known}"
+        reached = run.crash_fired if reached is None else reached
     notes, nothing = vacuity(run, golden=crash_point is None)
-    known = ", ".join(golden.crash_points) if golden else "(no golden run)"
+    # a golden run's vacuity (faults that never fired, no effect call) is an ``error`` unless a property rule found
+    # something: that finding holds whatever the faults did (an expectation's does not: it was written for them)
+    vacuous_ok = crash_point is None and not any(is_property(f.rule) for f in findings)
     verdict, error = decide(None, [
         ff_broke,
         unverified(run),  # a kill that did not land, or a changed crash log: nothing was tested
+        "; ".join(getattr(run, "outside", ())),  # effects called where the ledger never saw them (a subprocess)
         ("the case's faults never fired, so nothing was tested: " + "; ".join(run.faults_missed)
-         if run.faults_missed and crash_point is None else None),
-        "the golden run made no tool call: the case exercised nothing" if nothing else None,
-        unreached(crash_point, run.crash_fired, f"the golden run of {cid} passes: {known}"),
-    ], found=bool(findings), broken=judgement.broken_text())
+         if run.faults_missed and vacuous_ok else None),
+        NO_CALL["target" if target else "pack"] if nothing and vacuous_ok else None,
+        "; ".join(getattr(run, "not_tested", ())),  # a duplicate whose processes never overlapped
+        unreached(crash_point, reached, passed_points),
+    ], found=bool(findings), broken=broken)
     return RunResult(cid, crash_point, verdict, findings, error=error, outcome=run, vacuity=notes,
-                     rules_unknown=[rid for rid, _ in judgement.broken])
+                     rules_unknown=broken_ids)
 
 
 def judge_target(target: Any, case: Any, durability: str, run: Any, *, crash_point: str | None = None,
-                 golden: Any = None, reached: bool = True, repeat: int = 1, wall_s: float = 0.0) -> Any:
-    """The result record of one run of a target (the team's own code), decided by :func:`decide` as
-    :func:`judge` decides a pack's run. ``crashpoint run TARGET.yaml``, ``pytest --chaos`` (the
-    ``crashpoint_sweep`` fixture) and the benchmarks all reach a target run's verdict here (through
-    :func:`crashpoint.harness.run.target_sweep.run_one`). An engine release that lacks what the run needs
-    raises :class:`~crashpoint.harness.run.target_driver.TargetUnsupported` (an
-    :class:`~crashpoint.errors.Unsupported`); what the run did not test is a kill not verified
-    (``run.kill_problems``, as a pack run's), then effects called outside a worker process (``run.outside``: a node's
-    subprocess; the ledger never saw them), then, on a golden run no rule failed, the case's faults that never
-    fired (``run.faults_missed``) and no effect call at all, then ``run.not_tested`` (a duplicate whose processes never
-    overlapped), then an unreached ``crash_point``.
-
-    Args:
-        target, case, durability: what ran (:class:`~crashpoint.harness.load.target.Target`, its
-            ``TargetCase``, the durability mode).
-        run: the :class:`~crashpoint.harness.run.target_driver.TargetOutcome`, or the exception the run raised.
-        crash_point: the targeted crash point (``None``: the golden run). ``golden``: the golden run's outcome.
-        reached: every kill of ``crash_point`` fired. ``repeat``: which try of the crash point. ``wall_s``: seconds.
-
-    Returns:
-        A :class:`~crashpoint.harness.run.target_sweep.TargetRunResult` (findings kept whatever the verdict;
-        ``unknown`` names the rules and invariants that raised).
-    """
-    from crashpoint.harness.judge.target_rules import judge as judge_rules
-    from crashpoint.harness.model.results import TargetRunResult
-
-    result = TargetRunResult(case.name, durability, crash_point, repeat, "error", wall_s=wall_s)
-    if isinstance(run, BaseException):
-        result.verdict, result.error = decide(run)
-        return result
-    result.kills, result.workers, result.pids, result.notes = run.kills, run.workers, run.pids, run.notes
-    result.failures, result.unknown = judge_rules(target, run, golden)
-    result.kill_log = [dict(k) for k in run.kill_log]
-    # vacuity is judged on a golden run that found nothing, as a pack's is: a finding made before a fault could fire
-    # (the workflow failed earlier) stands
-    golden_run = crash_point is None and not result.failures
-    result.verdict, result.error = decide(None, [
-        unverified(run),  # a kill that did not land, or a resume by no new process: nothing was tested
-        "; ".join(run.outside),  # effects called where the ledger never saw them (a subprocess)
-        ("the case's faults never fired, so nothing was tested: " + "; ".join(run.faults_missed)
-         if golden_run and run.faults_missed else None),
-        ("the golden run made no tool call: no effect of the target was called (mark the team's side effects with "
-         "crashpoint.effect, or name them under effects:), so the effect rules had nothing to judge"
-         if golden_run and not run.calls else None),
-        "; ".join(run.not_tested),
-        unreached(crash_point, reached, f"fired: {', '.join(run.fired) or 'none'}; with --repeat, a racy point "
-                                        "may be reached in some tries only"),
-    ], found=bool(result.failures), broken="; ".join(result.unknown))
-    return result
+                 golden: Any = None, reached: bool = True, repeat: int = 1, wall_s: float = 0.0) -> RunResult:
+    """:func:`judge` of one run of a target (the team's own code) in durability mode ``durability``: the same
+    verdict, findings and vacuity a pack's run in the same situation gets. An engine release that lacks what the run
+    needs raises :class:`~crashpoint.harness.run.target_driver.TargetUnsupported` (an
+    :class:`~crashpoint.errors.Unsupported`); ``reached``: every kill of ``crash_point`` fired."""
+    return judge(case, target, run, crash_point=crash_point, golden=golden, variant=durability, repeat=repeat,
+                 wall_s=wall_s, reached=reached)
 
 
 #: The starts of the ``error`` texts that say only that nothing was tested (no finding involved).

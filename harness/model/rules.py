@@ -108,6 +108,16 @@ class RuleContext:
     references: Sequence[tuple[str, "RunOutcome"]] = ()
 
     @property
+    def subject(self) -> Any:
+        """What was run: the pack (a pack's run) or the target (a target's run), as ``pack`` holds it."""
+        return self.pack
+
+    @property
+    def kind(self) -> str:
+        """``target`` for a run of a team's own code (its outcome has threads), else ``pack``."""
+        return "target" if hasattr(self.outcome, "threads") else "pack"
+
+    @property
     def ledger(self) -> list[dict[str, Any]]:
         """The world's ledger calls of the run, in order (``outcome.calls``)."""
         return self.outcome.calls
@@ -131,15 +141,27 @@ class RuleContext:
 RuleFunc = Callable[[RuleContext], "list[Finding]"]
 
 
+#: What a rule judges: a pack's run (on an adapter), a target's run (the team's own code), or both.
+SUBJECTS = ("pack", "target")
+#: ``property``: a rule that must hold for any run (at most once per key); its finding fails the run whatever else
+#: happened. ``expectation``: a rule that reads what the case says its faults lead to (``expected.final_status``,
+#: a target case's ``expect``); its finding counts only on a run that tested what its case claims (on a golden run
+#: whose faults never fired, the expectation was written for a run that did not happen: the verdict is ``error``).
+KINDS = ("property", "expectation")
+
+
 @dataclass(frozen=True)
 class Rule:
-    """A registered rule: ``id`` (``family.name``), ``description`` (one line, for README and
-    ``--list``), ``check`` (the function), ``module`` (where it was defined)."""
+    """A registered rule: ``id`` (``family.name``), ``description`` (one line, for the docs and
+    ``--list``), ``check`` (the function), ``module`` (where it was defined), ``subjects`` (what it judges: a
+    subset of :data:`SUBJECTS`), ``kind`` (one of :data:`KINDS`)."""
 
     id: str
     description: str
     check: RuleFunc
     module: str
+    subjects: tuple[str, ...] = ("pack",)
+    kind: str = "property"
 
     @property
     def family(self) -> str:
@@ -151,26 +173,32 @@ _RULES: dict[str, Rule] = {}
 _loaded = False
 
 
-def rule(rule_id: str, *, description: str) -> Callable[[RuleFunc], RuleFunc]:
-    """Register the decorated function ``f(ctx: RuleContext) -> list[Finding]`` as rule ``rule_id``.
+def rule(rule_id: str, *, description: str, subjects: tuple[str, ...] = ("pack",),
+         kind: str = "property") -> Callable[[RuleFunc], RuleFunc]:
+    """Register the decorated function ``f(ctx: RuleContext) -> list[Finding]`` as rule ``rule_id``, judging the
+    runs of ``subjects`` (``("pack",)``, ``("target",)`` or both), of ``kind`` ``property`` or ``expectation``
+    (:data:`KINDS`).
 
     Raises:
         ValueError: ``rule_id`` is not ``family.name`` in lower case (see :data:`RULE_ID`), is longer
-            than :data:`RULE_ID_MAX`, is already registered by another function, or ``description``
-            is empty.
+            than :data:`RULE_ID_MAX`, is already registered by another function, ``description``
+            is empty, or ``subjects`` / ``kind`` hold an unknown value.
     """
     if not RULE_ID.match(rule_id) or len(rule_id) > RULE_ID_MAX:
         raise ValueError(f"rule id {rule_id!r}: expected family.name in lower case (letters, digits, _), "
                          f"at most {RULE_ID_MAX} characters")
     if not description.strip():
         raise ValueError(f"rule {rule_id}: give a one-line description")
+    if not subjects or set(subjects) - set(SUBJECTS) or kind not in KINDS:
+        raise ValueError(f"rule {rule_id}: subjects must be a non-empty subset of {SUBJECTS} and kind one of {KINDS}, "
+                         f"got {subjects!r}, {kind!r}")
 
     def register(func: RuleFunc) -> RuleFunc:
         old = _RULES.get(rule_id)
         where = f"{func.__module__}.{func.__qualname__}"
         if old is not None and f"{old.module}.{old.check.__qualname__}" != where:
             raise ValueError(f"rule id {rule_id} is already registered by {old.module}.{old.check.__qualname__}")
-        _RULES[rule_id] = Rule(rule_id, description.strip(), func, func.__module__)
+        _RULES[rule_id] = Rule(rule_id, description.strip(), func, func.__module__, tuple(subjects), kind)
         return func
     return register
 
@@ -188,14 +216,16 @@ def _load() -> None:
             importlib.import_module(name)
 
 
-def registered(families: Iterable[str] | None = None, module: str | None = None) -> list[Rule]:
+def registered(families: Iterable[str] | None = None, module: str | None = None,
+               subject: str | None = None) -> list[Rule]:
     """The registered rules in report order (:data:`RULE_MODULES` order, then registration order),
-    only those of ``families`` and of ``module`` when given."""
+    only those of ``families``, of ``module`` and judging ``subject`` (``pack`` or ``target``) when given."""
     _load()
     order = {name: n for n, name in enumerate(RULE_MODULES)}
     rules = sorted(_RULES.values(), key=lambda r: order.get(r.module, len(order)))  # stable: registration order
     wanted = set(families) if families is not None else None
-    return [r for r in rules if (wanted is None or r.family in wanted) and (module is None or r.module == module)]
+    return [r for r in rules if (wanted is None or r.family in wanted) and (module is None or r.module == module)
+            and (subject is None or subject in r.subjects)]
 
 
 def get(rule_id: str) -> Rule:
@@ -223,12 +253,25 @@ class Judgement:
         """One line naming every rule that raised, or ``""``."""
         return "; ".join(f"rule {rid} raised {exc} (it could not judge this run)" for rid, exc in self.broken)
 
+    def properties_found(self) -> bool:
+        """``True`` when a finding comes from a ``property`` rule (:func:`is_property`)."""
+        return any(is_property(f.rule) for f in self.findings)
+
+
+def is_property(rule_id: str) -> bool:
+    """``True`` for the id of a ``property`` rule (one that must hold for any run: its finding fails the run even
+    where the run did not test what its case claims); a rule id not registered (a team invariant,
+    ``target.invariant:NAME``) is a property."""
+    _load()
+    found_rule = _RULES.get(rule_id)
+    return found_rule is None or found_rule.kind == "property"
+
 
 def evaluate(ctx: RuleContext, rules: Sequence[Rule] | None = None) -> Judgement:
-    """Run ``rules`` (default: every registered rule) on ``ctx``; a rule that raises is recorded in
-    ``broken`` (never propagated), the others still run."""
+    """Run ``rules`` (default: every registered rule that judges ``ctx``'s kind of run, :attr:`RuleContext.kind`)
+    on ``ctx``; a rule that raises is recorded in ``broken`` (never propagated), the others still run."""
     judgement = Judgement()
-    for r in registered() if rules is None else rules:
+    for r in registered(subject=ctx.kind) if rules is None else rules:
         try:
             found_now = list(r.check(ctx) or ())
         except Exception as exc:  # a broken rule is an unknown, never a crashed sweep
@@ -244,10 +287,10 @@ def run_family(ctx: RuleContext, *families: str, module: str | None = None) -> l
     when given, on ``ctx``, each with its rule's id. Unlike :func:`evaluate`, a rule that raises
     propagates its exception (for callers that judge one family directly, like its tests)."""
     findings: list[Finding] = []
-    for r in registered(families or None, module):
+    for r in registered(families or None, module, subject=ctx.kind):
         findings += [f if f.rule == r.id else dataclasses.replace(f, rule=r.id) for f in r.check(ctx) or ()]
     return findings
 
 
 __all__ = ["Finding", "Failure", "RuleContext", "Rule", "Judgement", "rule", "found", "evaluate", "registered",
-           "get", "unregister", "run_family", "RULE_MODULES"]
+           "get", "unregister", "run_family", "RULE_MODULES", "SUBJECTS", "KINDS", "is_property"]

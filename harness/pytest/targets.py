@@ -31,9 +31,9 @@ class SweepReport:
         lines = [f"{len(result.results)} runs: {result.counts()}"]
         for r in result.results:
             if r.verdict != "passed":
-                rules = ", ".join(sorted({f.rule for f in r.failures})) or r.error or "; ".join(r.unknown)
+                rules = ", ".join(sorted({f.rule for f in r.failures})) or r.error
                 lines.append(f"{r.verdict} {r.case} [{r.durability}] at {r.crash_point or 'golden run'}: {rules}\n"
-                             f"    {r.repro(result.target)}")
+                             f"    {r.reproduce}")
                 for f in r.failures:  # what each rule saw, so a failure in CI explains itself
                     lines.append(f"      {f.rule}: {f.message}")
                     lines.extend(f"        {e}" for e in f.evidence[:4])

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from crashpoint.harness.engines.base import engine_for
-from crashpoint.harness.model.results import TargetRunResult, TargetSweep
+from crashpoint.harness.model.results import RunResult, SweepResult, unit_id
 from crashpoint.errors import UsageError
 from crashpoint.harness.model.rules import Finding as Failure
 from crashpoint.harness.process import crashpoints
@@ -62,7 +62,7 @@ def default_workers(target: Target) -> int:
 
 def run_one(target: Target, case: TargetCase, durability: str, run_dir: Path, crash_point: str | None,
             golden: TargetOutcome | None, repeat: int = 1, *, warm: bool = True, server: str = "shared",
-            write_latency_ms: float = 0.0, keep: bool = False) -> TargetRunResult:
+            write_latency_ms: float = 0.0, keep: bool = False) -> RunResult:
     """One run and its verdict (a module-level function on picklable arguments, for any executor); the verdict
     is :func:`crashpoint.harness.judge.verdict.judge_target`'s, the one every front end gets."""
     from crashpoint.harness.judge.verdict import judge_target
@@ -87,7 +87,7 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
           crash: str = "every", crash_points: Sequence[str] | None = None, repeat: int = 1,
           executor: Executor | None = None, workers: int | None = None, warm: bool = True,
           write_latency_ms: float = 0.0, workdir: Path | None = None, server: str = "shared",
-          on_result: Callable[[TargetRunResult], None] | None = None) -> TargetSweep:
+          on_result: Callable[[RunResult], None] | None = None) -> SweepResult:
     """Sweep ``target`` (see the module docstring).
 
     Args:
@@ -124,7 +124,7 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
 
         workers = workers or default_workers(target)
         executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="crashpoint-target")
-    results: list[TargetRunResult] = []
+    results: list[RunResult] = []
     points: dict[tuple[str, str], list[str]] = {}
     pair_from: dict[tuple[str, str], set[str]] = {}  # (sampled) single kills whose recovery gets a second kill
     counter = iter(range(10**9))
@@ -136,7 +136,7 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
             pass
         return path
 
-    def done(r: TargetRunResult) -> TargetRunResult:
+    def done(r: RunResult) -> RunResult:
         results.append(r)
         if on_result:
             on_result(r)
@@ -198,4 +198,7 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
             shutil.rmtree(root, ignore_errors=True)
     version = engine.version()
     ran = "every" if crash == "sampled" and crash_points else crash  # chosen points run once each: no sampled pairs
-    return TargetSweep(target, results, points, time.monotonic() - began, version, ran)
+    units = {unit_id(c.name, m): {"case": c.name, "variant": m, "events": [], "faults": list(c.faults), "workflow": None}
+             for c in chosen for m in modes}
+    return SweepResult(target, target.engine, version, ran, results, {unit_id(c, m): pts for (c, m), pts in points.items()},
+                       time.monotonic() - began, units=units, crash_mode="kill" if warm else "kill-cold")

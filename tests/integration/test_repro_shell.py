@@ -36,12 +36,10 @@ def test_every_repro_line_survives_a_shell_with_hostile_names(tmp_path: Path, mo
     case = tmp_path / "x$(touch P).yaml"
     from types import SimpleNamespace
 
-    from crashpoint.harness.run.target_sweep import TargetRunResult
+    from crashpoint.harness.judge.verdict import target_repro
 
-    target_run = TargetRunResult(case="c;touch W", durability="sync", crash_point=HOSTILE_POINT, repeat=0,
-                                 verdict="failed")
     lines = {"run": repro_command(case, HOSTILE_POINT, "m:E;touch S", "kill-cold", "a:B|touch T"),
-             "target": target_run.repro(SimpleNamespace(file=str(case))),
+             "target": target_repro(SimpleNamespace(file=str(case)), "c;touch W", "sync", HOSTILE_POINT),
              "certify": repro(case, HOSTILE_POINT, "a:B'$(touch U)"),
              "search": repro_line(case, "m:E&&touch V")}
     argv = {name: _argv_in_shell(line, tmp_path) for name, line in lines.items()}
@@ -50,7 +48,7 @@ def test_every_repro_line_survives_a_shell_with_hostile_names(tmp_path: Path, mo
                            "--crash-mode", "kill-cold", "--adapter", "a:B|touch T"]
     assert argv["certify"] == ["run", case.name, "--crash-point", HOSTILE_POINT, "--adapter", "a:B'$(touch U)"]
     assert argv["search"] == ["run", case.name, "--crash", "none", "--engine", "m:E&&touch V"]
-    assert argv["target"] == ["run", str(case), "--case", "c;touch W", "--durability", "sync",
+    assert argv["target"] == ["run", case.name, "--case", "c;touch W", "--durability", "sync",
                               "--crash-point", HOSTILE_POINT]
 
 

@@ -47,7 +47,7 @@ def test_the_cli_and_pytest_chaos_give_one_run_the_same_verdict(pytester: pytest
                           "--durability", "sync", "--crash-point", POINT, "--json", str(report)],
                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert cli.returncode == 1, cli.stdout + cli.stderr
-    from_cli = _verdicts(json.loads(report.read_text())["runs"])
+    from_cli = _verdicts(json.loads(report.read_text())["results"])
 
     out = pytester.path / "pytest.json"
     pytester.makepyfile(test_refund=f'''
@@ -55,13 +55,14 @@ import json
 
 def test_sweep(crashpoint_sweep):
     result = crashpoint_sweep({str(target)!r}, cases=["approved"], durability=["sync"], crash_points=[{POINT!r}])
+    from crashpoint.harness.judge.document import sweep_data
     with open({str(out)!r}, "w") as f:
-        json.dump(result.result.to_dict(), f)
+        json.dump(sweep_data(result.result), f, default=str)
     assert result.passed, result.summary
 ''')
     run = pytester.runpytest_subprocess("--crashpoint-chaos", "-p", "no:ordeal", "-q")
     run.assert_outcomes(failed=1)
-    from_pytest = _verdicts(json.loads(out.read_text())["runs"])
+    from_pytest = _verdicts(json.loads(out.read_text())["results"])
 
     assert from_cli == from_pytest == [("none", "passed", []),
                                        (POINT, "failed", ["target.at_most_once_per_key", "target.effects_like_golden"])

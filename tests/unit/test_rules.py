@@ -142,8 +142,8 @@ def test_a_missing_effect_does_not_lower_duplicate_event_safety(happy_run: RunOu
 def test_metrics_of_restored_results_come_from_their_stored_measures(happy_run: RunOutcome) -> None:
     from crashpoint.harness.run.resume import StoredResult
 
+    happy_run.crash_fired = True  # a result copies what its outcome showed when it is made
     live = RunResult("c", "after_checkpoint:x", "passed", outcome=happy_run)
-    live.outcome.crash_fired = True
     data = live.to_dict() | {"measures": measures(live)}
     restored = StoredResult(data)
     assert restored.outcome is None and restored.measures == data["measures"]

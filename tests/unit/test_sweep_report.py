@@ -10,8 +10,7 @@ from crashpoint.harness.pytest.targets import SweepReport
 
 def _result(failures: list[Finding]) -> SimpleNamespace:
     run = SimpleNamespace(verdict="failed", case="approved", durability="sync", crash_point="after_effect:issue",
-                          failures=failures, error=None, unknown=[],
-                          repro=lambda target: f"crashpoint run {target} --case approved")
+                          failures=failures, error=None, reproduce="crashpoint run t.yaml --case approved")
     return SimpleNamespace(results=[run], passed=False, target="t.yaml",
                            counts=lambda: {"passed": 0, "failed": 1})
 

@@ -10,7 +10,8 @@ from pathlib import Path
 from crashpoint.harness.engines.langgraph import LangGraph
 from crashpoint.harness.run import target_sweep as sweep_mod
 from crashpoint.harness.run.target_driver import TargetOutcome
-from crashpoint.harness.run.target_sweep import TargetRunResult, sweep
+from crashpoint.harness.model.results import RunResult, unit_id
+from crashpoint.harness.run.target_sweep import sweep
 from crashpoint.harness.load.target import Target
 
 POINTS = [f"node:a@n{i}" for i in range(12)]
@@ -19,8 +20,8 @@ POINTS = [f"node:a@n{i}" for i in range(12)]
 def _fake_run_one(target, case, durability, run_dir, crash_point, golden, repeat=1, **_):
     out = TargetOutcome(case.name, durability, crash_point, run_dir, threads={"a": {"status": "finished"}},
                         crash_points=list(POINTS), fired=[crash_point] if crash_point else [])
-    return TargetRunResult(case=case.name, durability=durability, crash_point=crash_point, repeat=repeat,
-                           verdict="passed", outcome=out)
+    return RunResult(unit_id(case.name, durability), crash_point, "passed", outcome=out, variant=durability,
+                     repeat=repeat)
 
 
 def _sweep(tmp_path: Path, monkeypatch, **kw):
@@ -33,7 +34,9 @@ def _sweep(tmp_path: Path, monkeypatch, **kw):
 def test_sampled_with_crash_points_is_reported_as_every(tmp_path: Path, monkeypatch) -> None:
     result = _sweep(tmp_path, monkeypatch, crash="sampled", crash_points=[POINTS[3]])
     assert result.runs_by_kind()["double"] == 0
-    assert result.crash == "every" and result.to_dict()["crash"] == "every"
+    from crashpoint.harness.judge.document import sweep_data
+
+    assert result.crash == "every" and sweep_data(result)["crash"] == "every"
 
 
 def test_sampled_without_crash_points_stays_sampled(tmp_path: Path, monkeypatch) -> None:
