@@ -89,11 +89,20 @@ class EffectFault(Exception):
     Attributes:
         effect: the effect's name. ``retryable``: whether retrying can succeed. ``maybe_applied``: the
         effect happened and only its answer was lost (a ``lost_response``).
+
+    Pickles and unpickles whole (class, message, attributes).
     """
 
     def __init__(self, message: str, *, effect: str, retryable: bool, maybe_applied: bool = False) -> None:
         super().__init__(message)
         self.effect, self.retryable, self.maybe_applied = effect, retryable, maybe_applied
+
+    def __reduce__(self) -> tuple:
+        """Pickles and unpickles to an equal fault (DBOS pickles a failed step's exception and raises it again when
+        it replays the workflow): the default, ``cls(*args)``, lacks the keyword-only arguments."""
+        from crashpoint.errors import rebuilt
+
+        return rebuilt, (type(self), self.args), self.__dict__
 
 
 class EffectTimeout(EffectFault, TimeoutError):

@@ -9,8 +9,22 @@ Hypothesis' ``errors.py`` and attrs' validators).
 from __future__ import annotations
 
 
+def rebuilt(cls: type[BaseException], args: tuple) -> BaseException:
+    """An exception of class ``cls`` with ``args``, made without calling its ``__init__`` (pickle then restores its
+    attributes): how :meth:`CrashpointError.__reduce__` and :meth:`crashpoint.api.EffectFault.__reduce__` cross
+    processes whatever their ``__init__`` requires (keyword-only arguments)."""
+    exc = cls.__new__(cls)
+    exc.args = args
+    return exc
+
+
 class CrashpointError(Exception):
-    """Root of every error crashpoint raises on purpose."""
+    """Root of every error crashpoint raises on purpose. Every one pickles and unpickles to an equal exception (its
+    class, ``args``, ``str()`` and attributes), whatever its ``__init__`` takes: engines pickle the exceptions a
+    team's code raises (DBOS records a failed step's exception and raises it again on recovery)."""
+
+    def __reduce__(self) -> tuple:
+        return rebuilt, (type(self), self.args), self.__dict__
 
 
 class UsageError(CrashpointError, ValueError):
