@@ -81,6 +81,16 @@ def _outside_session() -> _Outside | None:
 _session: Any = _outside_session()
 #: Invariants registered with :func:`invariant`, by name, in registration order.
 _invariants: dict[str, Callable[["RunView"], Any]] = {}
+#: Names two different checks registered (name -> ``module:qualname`` of each, in order): the later one replaced the
+#: earlier in :data:`_invariants`, so :func:`resolve_invariants` refuses the name.
+_invariant_clashes: dict[str, list[str]] = {}
+#: Effects made in this process by :func:`effect` and :func:`wrap` (name -> ``module:qualname`` of each function).
+_effects: dict[str, list[str]] = {}
+
+
+def _origin(fn: Any) -> str:
+    """``module:qualname`` of a function (what names a check or an effect in messages)."""
+    return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', repr(fn))}"
 
 
 class EffectFault(Exception):
@@ -157,6 +167,9 @@ def wrap(fn: Callable[..., Any], name: str | None = None, key: str | Callable[..
     if getattr(fn, "__crashpoint_effect__", None) is not None:
         return fn
     spec = EffectSpec(name or getattr(fn, "__qualname__", repr(fn)), key)
+    origins = _effects.setdefault(spec.name, [])
+    if _origin(fn) not in origins:
+        origins.append(_origin(fn))
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -198,7 +211,13 @@ def invariant(fn: Callable[["RunView"], Any] | None = None, *, name: str | None 
     never a skip of the calling test, never an exit of the process. Returns ``fn`` unchanged.
     """
     def register(check: Callable[["RunView"], Any]) -> Callable[["RunView"], Any]:
-        _invariants[name or check.__name__] = check
+        key = name or check.__name__
+        previous = _invariants.get(key)
+        if previous is not None and _origin(previous) != _origin(check):  # not the same check imported again
+            clash = _invariant_clashes.setdefault(key, [_origin(previous)])
+            if _origin(check) not in clash:
+                clash.append(_origin(check))
+        _invariants[key] = check
         return check
 
     return register(fn) if fn is not None else register
@@ -207,6 +226,56 @@ def invariant(fn: Callable[["RunView"], Any] | None = None, *, name: str | None 
 def registered_invariants() -> dict[str, Callable[["RunView"], Any]]:
     """The invariants registered so far (name -> check)."""
     return dict(_invariants)
+
+
+def registered_effects() -> dict[str, list[str]]:
+    """The effects made so far in this process (:func:`effect`, :func:`wrap`): name -> the ``module:qualname`` of each
+    function made that effect."""
+    return {k: list(v) for k, v in _effects.items()}
+
+
+class InvariantClash(ValueError):
+    """Two different checks of a target share one name (one rule id ``target.invariant:NAME``): one of them would be
+    dropped. ``name``: the name; ``origins``: ``module:qualname`` of each."""
+
+    def __init__(self, name: str, origins: Sequence[str]) -> None:
+        super().__init__(f"two invariants are named {name!r}: {', '.join(origins)}; one would never be judged "
+                         "(give one another name: crashpoint.invariant(name=...))")
+        self.name, self.origins = name, list(origins)
+
+    def __reduce__(self) -> tuple:
+        return InvariantClash, (self.name, self.origins)
+
+
+def resolve_invariants(specs: Sequence[str]) -> dict[str, Callable[["RunView"], Any]]:
+    """The checks a target's ``invariants:`` means: each ``module:attr`` it names (under the name it was registered
+    with, else ``attr``) and every other check registered by those modules, imported here (the target's folders must
+    already be on ``sys.path``).
+
+    Raises:
+        ImportError / AttributeError: a spec names nothing.
+        InvariantClash: two different checks of those modules (or named) share a name.
+    """
+    import importlib
+
+    named: list[tuple[str, Callable[["RunView"], Any]]] = []
+    for spec in specs:
+        module, _, attr = spec.partition(":")
+        fn: Any = importlib.import_module(module)
+        for part in attr.split("."):
+            fn = getattr(fn, part)
+        as_registered = next((n for n, f in _invariants.items() if f is fn), None)
+        named.append((as_registered or attr.rsplit(".", 1)[-1], fn))
+    modules = {s.partition(":")[0] for s in specs}
+    for key, origins in _invariant_clashes.items():
+        if any(o.partition(":")[0] in modules for o in origins):
+            raise InvariantClash(key, origins)
+    checks: dict[str, Callable[["RunView"], Any]] = {}
+    for key, fn in [*((n, f) for n, f in _invariants.items() if getattr(f, "__module__", None) in modules), *named]:
+        if key in checks and checks[key] is not fn:
+            raise InvariantClash(key, [_origin(checks[key]), _origin(fn)])
+        checks[key] = fn
+    return checks
 
 
 @dataclass(frozen=True)

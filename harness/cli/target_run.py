@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,71 +19,60 @@ from typing import Any
 from crashpoint.errors import UsageError
 
 
+#: A top-level key of a YAML target file, at the start of a line (what :func:`is_target_file` looks for in a file it
+#: cannot parse); in JSON, a quoted key.
+_TOP_KEY = re.compile(r'^(target|engine|entry)\s*:|"(target|engine|entry)"\s*:', re.MULTILINE)
+
+
 def is_target_file(path: Path) -> bool:
-    """``True`` when ``path`` is a YAML file whose top level names a ``target``, an ``engine`` and an ``entry``."""
+    """``True`` when ``path`` is a YAML (or JSON) file whose top level names a ``target``, an ``engine`` and an
+    ``entry``; also when it cannot be parsed (a YAML error, over 1 MB, nesting too deep for the parser) but its text
+    has those three keys, so that :meth:`~crashpoint.harness.load.target.Target.from_file` refuses it with its line
+    (not the pack loader, with "no pack.yaml in this folder")."""
     if not path.is_file() or path.suffix not in (".yaml", ".yml", ".json"):
         return False
     import yaml
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8", errors="replace")[:1_000_000])
-    except Exception:  # noqa: BLE001 - YAMLError, or ValueError & co. from SafeLoader (!!float nope): not a target;
-        return False      # the pack loader then refuses the file with its line and field
-    return isinstance(data, dict) and {"target", "engine", "entry"} <= set(data)
-
-
-_IMPORT_CHECK = """
-import json, sys
-from crashpoint.harness.engines.workerlib import load_object
-sys.path[:0] = json.loads(sys.argv[1])
-for field, spec in json.loads(sys.argv[2]):
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_TARGET_BYTES + 1)
+    except OSError:
+        return False
+    if len(raw) <= MAX_TARGET_BYTES:
+        try:
+            data = yaml.safe_load(raw.decode("utf-8", errors="replace"))
+        except Exception:  # noqa: BLE001 - YAMLError, RecursionError (deep nesting), ValueError (!!float nope) & co.
+            data = None
+        else:
+            return isinstance(data, dict) and {"target", "engine", "entry"} <= set(data)
+    found: set[str] = set()
     try:
-        load_object(spec)
-    except BaseException as exc:
-        print(json.dumps([field, spec, f"{type(exc).__name__}: {exc}"]))
-        break
-"""
+        with open(path, "rb") as fh:  # the whole file, line by line: a large one may name its keys anywhere
+            for line in fh:
+                found |= {m.group(1) or m.group(2) for m in _TOP_KEY.finditer(line.decode("utf-8", errors="replace"))}
+                if {"target", "engine", "entry"} <= found:
+                    return True
+    except OSError:
+        return False
+    return False
 
 
-def named_objects(target: Any) -> list[tuple[str, list[str | int], str]]:
-    """``(field, its path in the file, "module:attr")`` for each object the target file names: the entry, the
-    invariants, the effects, the objects its engine's options name (:meth:`~crashpoint.harness.engines.base.Engine.
-    named_objects`)."""
-    from crashpoint.harness.engines.base import engine_for
-
-    names: list[tuple[str, list[str | int], str]] = [("entry", ["entry"], target.entry)]
-    names += [(f"invariants[{i}]", ["invariants", i], s) for i, s in enumerate(target.invariants)]
-    names += [(f"effects[{i}]", ["effects", i], e["path"]) for i, e in enumerate(target.effects)]
-    names += engine_for(target.engine).named_objects(target)
-    return [n for n in names if ":" in n[2]]
+#: Bytes of a file :func:`is_target_file` reads (the loader's own limit, ``MAX_FILE_BYTES``, refuses larger ones).
+MAX_TARGET_BYTES = 1 << 20
 
 
 def check_names(target: Any, path: Path, timeout_s: float = 120.0) -> None:
-    """Import, in a child interpreter (the team's import-time code stays out of this process), every object the
-    target file names, with its ``pythonpath``.
+    """Check the target file at ``path`` against the team's code, in a child interpreter (the team's import-time
+    code stays out of this process): every object it names imports with its ``pythonpath``, and nothing it says
+    cannot be meant (:func:`crashpoint.harness.load.target_check.check_target`: gates on effects no effect has,
+    human nodes the graph lacks, two invariants of one name, a version that is the entry itself).
 
     Raises:
-        CaseError: the first that names nothing, with the file, its line and field, and Python's error.
+        CaseError: the first problem, with the file, its line and field.
     """
-    import subprocess
+    from crashpoint.harness.load.target_check import check_target
 
-    from crashpoint.errors import CaseError
-    from crashpoint.harness.load.loader import _load_mapping
-
-    names = named_objects(target)
-    try:
-        out = subprocess.run([sys.executable, "-c", _IMPORT_CHECK, json.dumps(target.pythonpath),
-                              json.dumps([[f, s] for f, _, s in names])],
-                             capture_output=True, text=True, timeout=timeout_s, cwd=Path(path).resolve().parent)
-    except subprocess.TimeoutExpired:
-        raise CaseError(f"importing the target's code took over {timeout_s:.0f} s", file=str(path)) from None
-    if not out.stdout.strip():
-        return
-    field, spec, error = json.loads(out.stdout.strip().splitlines()[-1])
-    _, locator = _load_mapping(Path(path), "target")
-    steps = next(p for f, p, _ in names if f == field)
-    raise CaseError(f"{spec!r} names nothing importable (pythonpath {target.pythonpath}): {error}"[:800],
-                    file=str(path), line=locator.line(steps), field=field)
+    check_target(target, path, timeout_s)
 
 
 def add_target_options(run: argparse.ArgumentParser) -> None:
@@ -104,6 +94,7 @@ def run_target_command(args: argparse.Namespace, path: Path) -> int:
     from crashpoint.harness.load.target import Target
 
     target = Target.from_file(path)
+    check_names(target, path)  # before a sweep: what validate refuses is never swept
     if args.repeat < 1 or args.write_latency_ms < 0:
         raise UsageError("--repeat must be >= 1 and --write-latency-ms >= 0")
     if args.crash_mode not in ("kill", "kill-cold"):

@@ -37,14 +37,13 @@ A rule that raises is reported under its id with verdict ``unknown``, never as a
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 import sys
 from collections import Counter, defaultdict
 from typing import Any, Callable
 
-from crashpoint.api import EffectCall, RunView, registered_invariants
+from crashpoint.api import EffectCall, RunView, resolve_invariants
 from crashpoint.harness.model import rules as registry
 from crashpoint.harness.model.rules import Finding as Failure
 from crashpoint.harness.model.outcomes import LATE_BY, TargetOutcome
@@ -302,17 +301,16 @@ def effects_like_golden(target: Target, run: TargetOutcome, golden: TargetOutcom
 
 def invariants(target: Target) -> dict[str, Callable[[RunView], Any]]:
     """The target's invariants: those named in ``invariants:`` (``module:attr``) and every other check registered
-    with :func:`crashpoint.invariant` by those modules (imported with ``pythonpath``)."""
+    with :func:`crashpoint.invariant` by those modules (imported with ``pythonpath``); see
+    :func:`crashpoint.api.resolve_invariants`.
+
+    Raises:
+        crashpoint.api.InvariantClash: two different checks share a name (validation refuses such a target first).
+    """
     for folder in reversed(target.pythonpath):
         if folder not in sys.path:
             sys.path.insert(0, folder)
-    named = {}
-    for spec in target.invariants:
-        module, _, attr = spec.partition(":")
-        named[attr] = getattr(importlib.import_module(module), attr)
-    modules = {s.partition(":")[0] for s in target.invariants}
-    return {**{n: f for n, f in registered_invariants().items()
-               if getattr(f, "__module__", None) in modules}, **named}
+    return resolve_invariants(target.invariants)
 
 
 def strict_failure(name: str, verdict: Any) -> str | None:

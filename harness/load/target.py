@@ -185,6 +185,12 @@ class Target:
         engine.validate(self)  # its own checks (a deploy names a version it has)
         for c in self.cases:
             _check_capabilities(c, self.cases.index(c), engine, self.file)
+        names = [c.name for c in self.cases]
+        for n, name in enumerate(names):
+            if name in names[:n]:  # runs, folders and golden runs are found by case name: the second would stand for both
+                raise CaseError(f"two cases are named {name!r} (cases[{names.index(name)}] and cases[{n}]): a case's "
+                                "runs are found by its name, so one case's crash runs would be judged against the "
+                                "other's golden run", file=self.file, field=f"cases[{n}].name")
         threads = [i["thread"] for i in self.inputs]
         if not threads or len(set(threads)) != len(threads):
             raise CaseError(f"inputs need distinct threads, got {threads!r}", file=self.file, field="inputs")
@@ -236,8 +242,21 @@ class Target:
 
     @classmethod
     def from_data(cls, data: dict[str, Any], file: str | None = None) -> "Target":
-        """Build from the YAML form (defaults as the schema's); ``pythonpath`` is resolved against ``file``'s folder."""
+        """Build from the YAML form: checked against the file schema first (``scenarios/schemas/target.schema.json``,
+        exactly what :meth:`from_file` checks: a thread id or a case name that is not a name, an unknown field, ...); an
+        absent field takes the schema's default; ``pythonpath`` is resolved against ``file``'s folder.
+
+        Raises:
+            CaseError: the schema's best error (its field; no line: the data has none), or a rule of
+                :meth:`__post_init__`.
+        """
+        from crashpoint.harness.load.loader import Locator, validate
+
         data = copy.deepcopy(data)
+        try:
+            validate(data, "target", file or "<data>", Locator())
+        except CaseError as exc:  # the data has no lines (from_file validated with its own, before)
+            raise CaseError(exc.message, file=file, field=exc.field) from None
         base = Path(file).resolve().parent if file else Path.cwd()
         effects = [e if isinstance(e, dict) else {"path": e} for e in data.get("effects", [])]
         cases = [TargetCase(c["name"], c.get("human"), [f for f in c.get("faults", []) if f.get("kind") != WORKERS_KIND],

@@ -59,9 +59,12 @@ def crashpoint_sweep(request: pytest.FixtureRequest, tmp_path: Path) -> Callable
         from crashpoint.harness.run.target_sweep import sweep
         from crashpoint.harness.load.target import Target
 
+        from crashpoint.harness.load.target_check import check_target
+
         if not isinstance(target, Target):
             path = Path(target)
             target = Target.from_file(path if path.is_absolute() else Path(request.path).parent / path)
+        check_target(target)  # before a sweep: what crashpoint validate refuses is never swept
         options.setdefault("workdir", tmp_path / "runs")
         options.setdefault("crash", "sampled")  # crashpoint run's default (harness/cli/main.py, --crash)
         return SweepReport(sweep(target, **options))

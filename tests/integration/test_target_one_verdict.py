@@ -105,6 +105,7 @@ def test_the_fixture_sweeps_with_the_clis_default_crash_selection(pytester: pyte
     pytester.makepyfile(test_default=f'''
 import json
 import crashpoint.harness.run.target_sweep as sweep_module
+import crashpoint.harness.load.target_check as target_check
 from crashpoint.harness.load.target import Target
 
 class Done:
@@ -115,6 +116,7 @@ class Done:
 def test_default(crashpoint_sweep, monkeypatch):
     seen = {{}}
     monkeypatch.setattr(sweep_module, "sweep", lambda target, **options: seen.update(options) or Done())
+    monkeypatch.setattr(target_check, "check_target", lambda target, *a, **k: {{}})  # m:b imports nothing
     crashpoint_sweep(Target(name="t", entry="m:b", inputs=[{{"thread": "a", "input": 1}}]))
     crashpoint_sweep(Target(name="t", entry="m:b", inputs=[{{"thread": "a", "input": 1}}]), crash="every")
     with open({str(out)!r}, "w") as f:

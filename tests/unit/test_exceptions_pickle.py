@@ -62,3 +62,11 @@ def test_the_issue_line_unpickles_to_the_timeout_it_was() -> None:
     back = pickle.loads(pickle.dumps(crashpoint.EffectTimeout("x", effect="e", retryable=True)))
     assert isinstance(back, TimeoutError) and isinstance(back, crashpoint.EffectFault)
     assert (str(back), back.effect, back.retryable, back.maybe_applied) == ("x", "e", True, False)
+
+
+def test_an_invariant_clash_pickles_too() -> None:
+    from crashpoint.api import InvariantClash
+
+    back = pickle.loads(pickle.dumps(InvariantClash("paid_once", ["a:paid_once", "b:paid_once"])))
+    assert (back.name, back.origins, str(back)) == ("paid_once", ["a:paid_once", "b:paid_once"],
+                                                    str(InvariantClash("paid_once", ["a:paid_once", "b:paid_once"])))
