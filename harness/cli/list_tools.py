@@ -47,8 +47,8 @@ def _cmd_tools(args: argparse.Namespace) -> int:
 
     if args.path is None:
         print(render(BUILTIN_TOOLS, {}, {}))
-        print(f"\n{len(BUILTIN_TOOLS)} built-in tool(s); a pack adds its own with pack.yaml world.tools (README, "
-              "'Tools')")
+        print(f"\n{len(BUILTIN_TOOLS)} built-in tool(s); a pack adds its own with pack.yaml world.tools "
+              "(docs/how-to/pack-tools.md)")
         return ExitCode.OK
     from crashpoint.harness.load.loader import APPROVAL_TOOL, find_pack_dir, load_pack
     from crashpoint.harness.load.pack_world import provided_tools

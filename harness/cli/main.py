@@ -35,7 +35,7 @@ from crashpoint.harness.run.modes import CRASH_MODES
 
 
 class ExitCode(IntEnum):
-    """Process exit codes (documented in README)."""
+    """Process exit codes (documented in docs/reference/cli.md, generated from the comments here)."""
 
     OK = 0  #: every run passed (or every file is valid)
     FAILED = 1  #: at least one run failed, errored, or could not be decided (unknown)
@@ -373,7 +373,7 @@ def build_parser() -> argparse.ArgumentParser:
                                   "(TARGET.yaml: the team's own workflow code)")
     run.add_argument("--crash", choices=("sampled", "every", "none", "recovery"), default="sampled",
                      help="sampled (default): every, plus per case 2 kills during a recovery, 1 second live "
-                          "worker next to a held one, 1 recovery by 3 workers at once (README, 'CLI'); "
+                          "worker next to a held one, 1 recovery by 3 workers at once (docs/reference/cli.md); "
                           "every: kill at each crash point of the golden run; none: golden runs only; "
                           "recovery: every, plus a second kill at each crash point of each recovery")
     run.add_argument("--budget", type=int, default=None, metavar="N",
@@ -386,7 +386,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="kill (default): a real SIGKILL, workers forked from a warm parent, crash runs start "
                           "from the golden run's snapshot; kill-cold: a real SIGKILL, a new interpreter per "
                           "worker, every run from the start (the naive baseline); inprocess: simulated crashes "
-                          "in this process (fast, approximate: see README)")
+                          "in this process (fast, approximate: see docs/explanation/speed.md)")
     run.add_argument("--engine", metavar="MODULE:CLASS", help="engine class for the reference adapter")
     run.add_argument("--adapter", metavar="MODULE:CLASS",
                      help="an EngineAdapter class or factory (any engine), e.g. "

@@ -1,4 +1,4 @@
-"""Exit codes of the ``crashpoint`` command: one test per code (README, "Exit codes")."""
+"""Exit codes of the ``crashpoint`` command: one test per code (docs/reference/cli.md, "Exit codes")."""
 
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ SEED = ROOT / "scenarios" / "refunds" / "cases" / "approval_timeout_after_refund
 def test_the_codes_are_an_int_enum_with_the_documented_values() -> None:
     assert [(c.name, int(c)) for c in ExitCode] == [("OK", 0), ("FAILED", 1), ("USAGE", 2), ("INTERNAL", 3),
                                                     ("INTERRUPTED", 130)]
-    readme = (ROOT / "README.md").read_text()
+    page = (ROOT / "docs" / "reference" / "cli.md").read_text()
     for code in ExitCode:
-        assert f"| {int(code)} |" in readme, code
+        assert f"| {int(code)} |" in page, code
 
 
 @pytest.mark.parametrize("exc, code", [

@@ -153,9 +153,7 @@ def test_tools_lists_the_builtin_and_the_pack_tools_with_their_arguments(
     assert main(["tools", str(desk / "nope")]) == ExitCode.USAGE
 
 
-def test_readme_documents_every_builtin_tool() -> None:
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("\n## Tools"):]
-    section = section[:section.index("\n## ", 1)]
+def test_the_docs_document_every_builtin_tool() -> None:
+    section = (ROOT / "docs" / "reference" / "tools.md").read_text()
     assert all(f"`{name}`" in section for name in BUILTIN_TOOLS)
     assert "world:" in section and "TOOLS = {" in section

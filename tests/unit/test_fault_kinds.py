@@ -1,5 +1,5 @@
 """The fault-kind registry (``crashpoint.harness.faults.kinds``): one module per kind, one spelling,
-the schema and README in step with it, and case files of the old spelling still read."""
+the schema and the docs' table in step with it, and case files of the old spelling still read."""
 
 from __future__ import annotations
 
@@ -40,9 +40,9 @@ def test_each_injected_kind_has_its_schema_definition_and_only_those_are_allowed
         assert branch in defs["fault"]["then"]["allOf"]
 
 
-def test_readme_fault_kinds_table_is_the_registry_table() -> None:
-    readme = (ROOT / "README.md").read_text()
-    assert kinds.table() in readme
+def test_the_docs_fault_kinds_table_is_the_registry_table() -> None:
+    page = (ROOT / "docs" / "reference" / "fault-kinds.md").read_text()
+    assert kinds.table() in page
     for kind in kinds.all_kinds():
         assert kind.summary and kind.__doc__
 
