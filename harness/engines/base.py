@@ -260,7 +260,7 @@ def rule(rule_id: str, description: str) -> Callable[[Callable[..., list[Finding
         def check(ctx: registry.RuleContext) -> list[Finding]:
             if not isinstance(ctx.outcome, TargetOutcome):
                 return []
-            return fn(ctx.case, ctx.outcome, ctx.golden)
+            return fn(ctx.subject, ctx.outcome, ctx.golden)  # a target run's context holds its Target as the subject
 
         check.__module__, check.__qualname__, check.__doc__ = fn.__module__, fn.__qualname__, fn.__doc__
         registry.rule(rule_id, description=description)(check)
