@@ -81,9 +81,9 @@ def _outside_session() -> _Outside | None:
 _session: Any = _outside_session()
 #: Invariants registered with :func:`invariant`, by name, in registration order.
 _invariants: dict[str, Callable[["RunView"], Any]] = {}
-#: Names two different checks registered (name -> ``module:qualname`` of each, in order): the later one replaced the
-#: earlier in :data:`_invariants`, so :func:`resolve_invariants` refuses the name.
-_invariant_clashes: dict[str, list[str]] = {}
+#: Every registration, in order: ``(name, check)`` (two targets' modules may each register a check of one name: each
+#: target's own are told apart by :func:`resolve_invariants`).
+_registrations: list[tuple[str, Callable[["RunView"], Any]]] = []
 #: Effects made in this process by :func:`effect` and :func:`wrap` (name -> ``module:qualname`` of each function).
 _effects: dict[str, list[str]] = {}
 
@@ -212,12 +212,8 @@ def invariant(fn: Callable[["RunView"], Any] | None = None, *, name: str | None 
     """
     def register(check: Callable[["RunView"], Any]) -> Callable[["RunView"], Any]:
         key = name or check.__name__
-        previous = _invariants.get(key)
-        if previous is not None and _origin(previous) != _origin(check):  # not the same check imported again
-            clash = _invariant_clashes.setdefault(key, [_origin(previous)])
-            if _origin(check) not in clash:
-                clash.append(_origin(check))
         _invariants[key] = check
+        _registrations.append((key, check))
         return check
 
     return register(fn) if fn is not None else register
@@ -258,23 +254,26 @@ def resolve_invariants(specs: Sequence[str]) -> dict[str, Callable[["RunView"], 
     """
     import importlib
 
-    named: list[tuple[str, Callable[["RunView"], Any]]] = []
-    for spec in specs:
+    named = []
+    for spec in specs:  # imported first: importing a module registers its checks
         module, _, attr = spec.partition(":")
         fn: Any = importlib.import_module(module)
         for part in attr.split("."):
             fn = getattr(fn, part)
-        as_registered = next((n for n, f in _invariants.items() if f is fn), None)
-        named.append((as_registered or attr.rsplit(".", 1)[-1], fn))
+        named.append((attr.rsplit(".", 1)[-1], fn))
     modules = {s.partition(":")[0] for s in specs}
-    for key, origins in _invariant_clashes.items():
-        if any(o.partition(":")[0] in modules for o in origins):
-            raise InvariantClash(key, origins)
+    found: dict[str, dict[str, Callable[["RunView"], Any]]] = {}  # name -> origin -> check (a module imported again
+    for key, fn in _registrations:                                 # registers its checks again: one origin)
+        if getattr(fn, "__module__", None) in modules:
+            found.setdefault(key, {})[_origin(fn)] = fn
+    for attr, fn in named:
+        as_registered = next((n for n, f in reversed(_registrations) if f is fn), None)
+        found.setdefault(as_registered or attr, {})[_origin(fn)] = fn
     checks: dict[str, Callable[["RunView"], Any]] = {}
-    for key, fn in [*((n, f) for n, f in _invariants.items() if getattr(f, "__module__", None) in modules), *named]:
-        if key in checks and checks[key] is not fn:
-            raise InvariantClash(key, [_origin(checks[key]), _origin(fn)])
-        checks[key] = fn
+    for key, by_origin in found.items():
+        if len(by_origin) > 1:
+            raise InvariantClash(key, list(by_origin))
+        checks[key] = next(iter(by_origin.values()))
     return checks
 
 

@@ -231,3 +231,20 @@ def test_a_broken_target_file_is_named_as_one_not_as_a_missing_pack(tmp_path: Pa
             code = main([command, str(path)])
         assert code == 2 and said in err.getvalue() and "pack.yaml" not in err.getvalue(), err.getvalue()
         assert f"{path}:" in err.getvalue()
+
+
+def test_checks_of_one_name_in_two_targets_modules_do_not_clash(tmp_path: Path) -> None:
+    """Two targets judged in one process (a pytest session) whose check modules each define a check of one name: each
+    target gets its own (only the modules a target names count)."""
+    from crashpoint.api import resolve_invariants
+    import sys
+
+    (tmp_path / "own_a.py").write_text("import crashpoint\n@crashpoint.invariant\ndef shared_name(run):\n    return None\n")
+    (tmp_path / "own_b.py").write_text("import crashpoint\n@crashpoint.invariant\ndef shared_name(run):\n    return False\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        a, b = resolve_invariants(["own_a:shared_name"]), resolve_invariants(["own_b:shared_name"])
+        assert a["shared_name"].__module__ == "own_a" and b["shared_name"].__module__ == "own_b"
+        assert resolve_invariants(["own_a:shared_name"])["shared_name"].__module__ == "own_a"
+    finally:
+        sys.path.remove(str(tmp_path))
