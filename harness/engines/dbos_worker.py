@@ -125,13 +125,29 @@ def app_name(target_name: str) -> str:
     return (name + "-app")[:256] if len(name) < 3 else name[:256]
 
 
+#: The node of an effect called from a workflow's own code, outside any step (DBOS runs it again on every recovery and
+#: records nothing of it).
+WORKFLOW_CODE = "workflow code"
+
+
 def where_am_i() -> dict[str, Any]:
-    """The workflow, step (name and DBOS function id) the calling thread runs in (``{}`` outside a step)."""
+    """The workflow, step (name and DBOS function id) the calling thread runs in; in a workflow's own code outside
+    any step, the workflow with node :data:`WORKFLOW_CODE` (``task``: "not a step"); ``{}`` outside both (a thread the
+    team's code started: :func:`~crashpoint.harness.engines.effects.follow_threads` places it). DBOS's context says
+    which (``is_step``); the step hook's last record (``_position``) names the step (it is left behind when the step
+    returns: the context tells the workflow's own code from its last step)."""
     pos = getattr(_position, "value", None)
-    if pos is None:
+    try:
+        from dbos._context import get_local_dbos_context
+    except ImportError:  # a dbos without that context: the step hook's record alone
+        return {} if pos is None else {"thread": pos[0], "node": pos[2], "task": None, "step": pos[1]}
+    ctx = get_local_dbos_context()
+    if ctx is None or not ctx.workflow_id:
         return {}
-    wf, fid, name = pos
-    return {"thread": wf, "node": name, "task": None, "step": fid}
+    if ctx.is_step() and pos is not None and pos[0] == ctx.workflow_id:
+        wf, fid, name = pos
+        return {"thread": wf, "node": name, "task": None, "step": fid}
+    return {"thread": ctx.workflow_id, "node": WORKFLOW_CODE, "task": "not a step", "step": None}
 
 
 _held: dict[str, int] = {}

@@ -30,6 +30,7 @@ import threading
 import time
 from typing import Any, Callable, Mapping, Sequence
 
+import crashpoint.api as effect_api
 from crashpoint.api import OUTSIDE_FILE, EffectCall, EffectFault, EffectSpec, EffectTimeout, _Outside, bound_arguments
 from crashpoint.fakes.ledger import Ledger
 from crashpoint.harness.engines.workerlib import alive, held_lock, rendezvous
@@ -43,6 +44,85 @@ CREATE TABLE IF NOT EXISTS effect_calls (
 """
 #: Real seconds a scripted ``slow`` call sleeps when its script gives none.
 SLOW_DEFAULT_S = 0.2
+
+
+#: The engine position (``{"thread", "node", "task", "step"}``) the calling thread inherited from the code that started
+#: it or submitted its task (:func:`follow_threads`), in ``where``; absent: none.
+_inherited = threading.local()
+_following = False
+
+
+def position(context: Callable[[], Mapping[str, Any]]) -> dict[str, Any]:
+    """Where the calling code runs, as the engine says (``context()``), or, when the engine names no thread here (a
+    thread the team's node, step or activity started: a ``ThreadPoolExecutor`` inside it), the position its thread
+    inherited from the code that started it (:func:`follow_threads`); ``{}`` when neither knows."""
+    try:
+        where = dict(context() or {})
+    except Exception:  # noqa: BLE001 - an engine asked outside its own threads may raise: no position there
+        where = {}
+    if where.get("thread") is None:
+        inherited = getattr(_inherited, "where", None)
+        if inherited:
+            return dict(inherited)
+    return where
+
+
+def _here() -> dict[str, Any] | None:
+    """The position of the calling code in this worker process (``None``: no effect session of this process is
+    installed, or the engine and the thread know none)."""
+    session = effect_api._session
+    if not isinstance(session, EffectSession) or session.pid != os.getpid():
+        return None
+    where = position(session.context)
+    return where if where.get("thread") is not None else None
+
+
+def follow_threads() -> None:
+    """Make the engine position follow the team's threads, once per process: a thread started
+    (``threading.Thread.start``, so ``threading.Timer`` too) and a task submitted to a thread pool
+    (``concurrent.futures.ThreadPoolExecutor.submit``, so ``loop.run_in_executor`` and ``asyncio.to_thread`` too)
+    while the calling code runs in a node, DBOS step or Temporal activity carry that position into the new thread or
+    task, where an effect call whose engine names no thread (its context does not follow threads: LangGraph's config,
+    DBOS's step, Temporal's activity info) is placed with it (:func:`position`). Only crashpoint's own record of the
+    position follows: the engine's context in the new thread is what it would be without crashpoint. A pool thread
+    reused for another task takes that task's position (or none)."""
+    global _following
+    if _following:
+        return
+    _following = True
+    from concurrent.futures import ThreadPoolExecutor
+
+    start, submit = threading.Thread.start, ThreadPoolExecutor.submit
+
+    def start_following(self: threading.Thread) -> None:
+        where = _here()
+        if where is not None:
+            run = self.run
+
+            def run_at_position() -> None:
+                _inherited.where = where
+                run()
+
+            self.run = run_at_position  # type: ignore[method-assign]
+        start(self)
+
+    def submit_following(self: Any, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        where = _here()
+
+        def at_position(*a: Any, **k: Any) -> Any:
+            before = getattr(_inherited, "where", None)
+            _inherited.where = where
+            try:
+                return fn(*a, **k)
+            finally:
+                _inherited.where = before
+
+        return submit(self, at_position, *args, **kwargs)
+
+    start_following.__wrapped__ = start  # type: ignore[attr-defined]
+    submit_following.__wrapped__ = submit  # type: ignore[attr-defined]
+    threading.Thread.start = start_following  # type: ignore[method-assign]
+    ThreadPoolExecutor.submit = submit_following  # type: ignore[method-assign]
 
 
 def digest(args: Mapping[str, Any]) -> str:
@@ -63,7 +143,8 @@ class EffectSession:
             parallel branches in a thread pool).
         probe: the crash probe (``before_effect:NAME`` / ``after_effect:NAME``).
         context: returns ``{"thread", "node", "task", "step"}`` for the engine's current position (values may be
-            ``None``); called once per effect call.
+            ``None``); called once per effect call, and when the team's code starts a thread or submits a task to a
+            thread pool (:func:`follow_threads`: the position follows into it).
         durable: ``durable(thread) -> bool``: whether the engine holds a durable record of the thread now.
         rendezvous: ``N >= 2``: this process is one of N delivering the same request at once; its first effect
             call waits until the N - 1 others are inside a step too (:func:`~crashpoint.harness.engines.
@@ -78,6 +159,7 @@ class EffectSession:
         self._local = threading.local()
         self._rendezvous, self._met = rendezvous, threading.Lock()
         ensure_schema(self.ledger)
+        follow_threads()  # an effect called from a thread the team's node starts is placed in that node
 
     def _meet(self) -> None:
         """The rendezvous of a duplicated request, once per process (a node's parallel branches wait for it too)."""
@@ -138,7 +220,7 @@ class EffectSession:
         shown = {k: v for k, v in bound_arguments(fn, args, kwargs).items()}
         args_json = json.dumps(shown, sort_keys=True, default=repr)
         dig = digest(shown)
-        where = dict(self.context() or {})
+        where = position(self.context)
         thread, node, task, step = where.get("thread"), where.get("node"), where.get("task"), where.get("step")
         durable = self.durable(thread)
         ledger = self.ledger

@@ -236,6 +236,22 @@ class ProbedRunner(WorkflowRunner):
 
 
 # ------------------------------------------------------------------ the team's code
+#: The node of an effect called from workflow code (a signal or update handler, the run method), not an activity:
+#: Temporal replays that code on every new worker and records nothing of the call.
+WORKFLOW_CODE = "workflow code"
+
+
+def workflow_code() -> dict[str, Any]:
+    """Where an effect called outside an activity runs: in workflow code, the workflow (its id) with node
+    :data:`WORKFLOW_CODE` and ``task`` ``workflow TYPE``; ``{}`` elsewhere (a thread the team's code started:
+    :func:`~crashpoint.harness.engines.effects.follow_threads` places it)."""
+    try:
+        info = workflow.info()
+    except Exception:  # noqa: BLE001 - not in a workflow's event loop (the SDK raises its own RuntimeError subclass)
+        return {}
+    return {"thread": info.workflow_id, "node": WORKFLOW_CODE, "task": f"workflow {info.workflow_type}", "step": None}
+
+
 def _specs(specs: list[str]) -> list[Any]:
     out: list[Any] = []
     for spec in specs:
@@ -658,7 +674,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             info = activity.info()
         except RuntimeError:
-            return {}
+            return workflow_code()
         return {"thread": info.workflow_id, "node": info.activity_type, "task": f"attempt {info.attempt}",
                 "step": int(info.activity_id) if info.activity_id.isdigit() else None}
 

@@ -23,7 +23,9 @@ which runs them, records a rule that raises, and lists them with the other rules
   a stuck thread quotes the engine's own error.
 * ``target.durable_before_effect``: no effect applied while the engine held no durable record of its thread.
 * ``target.approval_gate``: a gated effect is applied only while its approval's latest answer grants it; a
-  ``late`` answer (delivered after the workflow moved on) is no answer: it grants nothing.
+  ``late`` answer (delivered after the workflow moved on) is no answer: it grants nothing. A gated call crashpoint
+  could not place in a thread (none of the engine's positions, not even through the thread that started it) is a
+  finding that says so, not "no answer yet".
 * ``target.expected_end``: each thread the case's ``expect`` (else the target's) names ends in its status and with
   its values (a subset: a mapping matches key by key, any other value by JSON equality: true is not 1), on every run, the golden run
   included: a golden run that is itself wrong fails here, where ``final_state_like_golden`` would take it for right.
@@ -216,6 +218,12 @@ def approval_gate(target: Target, run: TargetOutcome, golden: TargetOutcome | No
     for call in run.calls:
         node = target.gates.get(call.effect)
         if node is None or call.outcome != "applied":
+            continue
+        if call.thread is None:  # no approval can be matched with it: say so, never "no answer yet"
+            found.append(Failure("target.approval_gate", f"{call.effect} applied where crashpoint could not place it (no "
+                                 "workflow, node, step or activity of the engine ran in its thread, nor in the code "
+                                 f"that started that thread): whether the approval of {node} had granted it cannot be "
+                                 "told", [line(call)]))
             continue
         mine = [d for d in run.decisions if d["approval_id"] == f"{call.thread}@{node}" and d["gseq"] < call.gseq]
         before = [d for d in mine if d.get("by") != LATE_BY]  # an answer after the deadline approves nothing
