@@ -23,7 +23,8 @@ Adding an engine ``NAME`` is two modules in this package and one schema block:
   ``--phase``: ``start`` submits each input not yet in ``submitted.log``, ``recover`` resumes what is unfinished
   from the engine's durable state alone (a new process), ``answer`` delivers ``answers.json``'s answers; it appends
   ``PID PHASE [IDENTITY]`` to ``pids.log`` first and writes ``threads.json`` last (thread -> ``{"status":
-  finished | waiting | running | failed | no_checkpoint, "values", "waiting": [{"interrupt", "node"}], ...}``),
+  finished | waiting | running | stuck | no_checkpoint | not_submitted, "values", "waiting": [{"interrupt",
+  "node"}], ...}``),
   and exits with :data:`~.workerlib.UNSUPPORTED_RC` after a line ``unsupported: WHY`` when the installed release
   lacks what the run asks (a durability mode it does not declare).
 * the target file's block of its options (``scenarios/schemas/target.schema.json``, ``properties.OPTIONS_KEY``)
