@@ -252,11 +252,12 @@ def point_subject(point: str) -> str:
 RULES: dict[str, Callable[..., list[Finding]]] = {}
 
 
-def rule(rule_id: str, description: str) -> Callable[[Callable[..., list[Finding]]], Callable[..., list[Finding]]]:
+def rule(rule_id: str, description: str,
+         kind: str = "property") -> Callable[[Callable[..., list[Finding]]], Callable[..., list[Finding]]]:
     """Register ``fn(target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Finding]`` as rule ``rule_id``
-    (``target.NAME``) in the project's registry (:mod:`crashpoint.harness.model.rules`), judging target runs only (a
-    pack's run gives it nothing to read: no finding), and in :data:`RULES`. For rules over an engine's
-    ``engine_facts``, defined in its engine module: a run of another engine records none (no finding)."""
+    (``target.NAME``) in the project's registry (:mod:`crashpoint.harness.model.rules`), judging target runs
+    (``subjects=("target",)``), of ``kind`` ``property`` or ``expectation``, and in :data:`RULES`. For rules over an
+    engine's ``engine_facts``, defined in its engine module: a run of another engine records none (no finding)."""
     def register(fn: Callable[..., list[Finding]]) -> Callable[..., list[Finding]]:
         def check(ctx: registry.RuleContext) -> list[Finding]:
             if not isinstance(ctx.outcome, TargetOutcome):
@@ -264,7 +265,7 @@ def rule(rule_id: str, description: str) -> Callable[[Callable[..., list[Finding
             return fn(ctx.subject, ctx.outcome, ctx.golden)  # a target run's context holds its Target as the subject
 
         check.__module__, check.__qualname__, check.__doc__ = fn.__module__, fn.__qualname__, fn.__doc__
-        registry.rule(rule_id, description=description)(check)
+        registry.rule(rule_id, description=description, subjects=("target",), kind=kind)(check)
         RULES[rule_id] = fn
         return fn
     return register
