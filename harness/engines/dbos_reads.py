@@ -4,11 +4,22 @@ PostgreSQL: whether a workflow has a status row, a message waiting for it, or ``
 DBOS keeps its tables in the system database (SQLite: no schema; PostgreSQL: schema ``dbos``, DBOS's default
 ``dbos_system_schema``): ``workflow_status``, ``notifications``, ``operation_outputs``. A read that fails (no
 table yet, a lock held past the timeout) answers ``None``: callers say what that means.
+
+On SQLite every thread reads through a connection of its own. One ``sqlite3`` connection shared by DBOS's executor
+threads (each effect call asks whether its workflow has a status row) and the worker's main thread gave wrong
+answers, although SQLite is built serialized: a read that failed (``database is locked`` after the 5 s busy
+timeout, held up by a commit of DBOS's in the same process) is reported by CPython from the connection's *last*
+result code, which another thread's call had meanwhile set: ``DatabaseError: another row available``
+(``SQLITE_ROW``) or ``no more rows available`` (``SQLITE_DONE``) raised inside the team's step (DBOS then ended the
+workflow ``ERROR``), or no error at all: reads that came back after 5 or 10 s with
+no row for a workflow whose row was written 0.5 to 7.5 s before they began, and ``target.durable_before_effect``
+failed on correct code (20 queued workflows recovered by two workers, dbos 3.4.0: 20 of 403 runs; issue 27 item 8).
 """
 
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -22,27 +33,36 @@ SNAPSHOT_SQL = ("SELECT * FROM workflow_status ORDER BY workflow_uuid",
 
 class SystemReads:
     """Reads of one system database: ``SystemReads(sqlite_file=PATH)`` or ``SystemReads(url=URL)`` (PostgreSQL,
-    through SQLAlchemy). Thread-safe enough for the worker's one reading thread plus effect calls (SQLite: one
-    connection, ``check_same_thread=False``; PostgreSQL: a small connection pool)."""
+    through SQLAlchemy). Safe to call from any thread (the worker's main thread and every effect call): SQLite, a
+    connection per thread, opened at the thread's first read and used by no other thread (``sqlite3``'s own check
+    is on); PostgreSQL, a small connection pool."""
 
     def __init__(self, sqlite_file: Path | None = None, url: str | None = None) -> None:
         if (sqlite_file is None) == (url is None):
             raise ValueError("give exactly one of sqlite_file and url")
-        self._db = sqlite3.connect(sqlite_file, check_same_thread=False) if sqlite_file is not None else None
+        self._file = sqlite_file
+        self._local = threading.local()
         self._engine = None
         if url is not None:
             import sqlalchemy as sa
 
             self._engine = sa.create_engine(url, pool_size=2, max_overflow=2, pool_pre_ping=False)
-        self.prefix = "" if self._db is not None else f"{PG_SCHEMA}."
+        self.prefix = "" if sqlite_file is not None else f"{PG_SCHEMA}."
+
+    def _sqlite(self) -> sqlite3.Connection:
+        """The calling thread's connection to the SQLite file (opened on first use; closed when the thread ends)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = sqlite3.connect(self._file)  # type: ignore[arg-type]
+        return conn
 
     def one(self, sql: str, params: dict[str, Any]) -> tuple[tuple[Any, ...] | bool | None, bool]:
         """``(the first row of sql, a table was missing)`` (``:name`` parameters; ``{p}`` is the table prefix); the
         row is ``False`` when there is none, ``None`` when the read failed."""
         sql = sql.format(p=self.prefix)
-        if self._db is not None:
+        if self._file is not None:
             try:
-                row = self._db.execute(sql, params).fetchone()
+                row = self._sqlite().execute(sql, params).fetchone()
             except sqlite3.OperationalError as exc:
                 return None, "no such table" in str(exc)
             return (False if row is None else tuple(row)), False
@@ -85,10 +105,11 @@ class SystemReads:
         ``notifications``, the keys of ``operation_outputs``), read with one plain SQLite connection (a few
         hundred microseconds; DBOS's API takes milliseconds of SQLAlchemy per call). Two equal snapshots mean
         those answers did not change. ``None`` (always different) on PostgreSQL or when a read fails."""
-        if self._db is None:
+        if self._file is None:
             return None
         try:
-            return tuple(tuple(self._db.execute(sql).fetchall()) for sql in SNAPSHOT_SQL)
+            db = self._sqlite()
+            return tuple(tuple(db.execute(sql).fetchall()) for sql in SNAPSHOT_SQL)
         except sqlite3.OperationalError:
             return None
 
