@@ -51,11 +51,13 @@ and exits 0 (without ``DBOS.destroy()``: its background threads die with the pro
 
 from __future__ import annotations
 
+import base64
 import fcntl
 import hashlib
 import importlib
 import json
 import os
+import pickle
 import re
 import threading
 import time
@@ -335,6 +337,54 @@ def _state(db: SystemReads, run_dir: Path) -> tuple[Any, ...] | None:
     return snap, tuple(sorted(marks))
 
 
+def stored_error(error: Any) -> str | None:
+    """A workflow's error as DBOS reports it, quoted decoded: ``Name: message`` of an exception; DBOS hands back the
+    stored form when it cannot unpickle it (a team's exception whose ``__init__`` takes keyword-only arguments, or a
+    class this process cannot import): a base64 pickle, whose class and text are read here without running it
+    (``pickletools``: the class named, the strings it was built with), "(stored pickled; not unpickled: ...)" after
+    it. ``None``: no error. At most :data:`ERROR_CHARS` characters."""
+    if error is None:
+        return None
+    if isinstance(error, BaseException):
+        return f"{type(error).__name__}: {error}"[:ERROR_CHARS]
+    text = str(error)
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (ValueError, TypeError):
+        return text[:ERROR_CHARS]
+    if not raw.startswith(b"\x80"):  # not a pickle (protocol 2 and later start with PROTO)
+        return text[:ERROR_CHARS]
+    try:
+        exc = pickle.loads(raw)
+    except Exception as why:  # noqa: BLE001 - what DBOS met too: read the pickle's class and strings instead
+        reason = f"{type(why).__name__}: {why}"
+    else:
+        return (f"{type(exc).__name__}: {exc}" if isinstance(exc, BaseException) else repr(exc))[:ERROR_CHARS]
+    return f"{_pickled_text(raw)} (stored pickled; not unpickled: {reason})"[:ERROR_CHARS]
+
+
+def _pickled_text(raw: bytes) -> str:
+    """``Class: first string, ...`` of a pickled object, read opcode by opcode (nothing of it is run); the raw text's
+    start when the pickle cannot be read."""
+    import pickletools
+
+    strings: list[str] = []
+    name = None
+    try:
+        for op, arg, _ in pickletools.genops(raw):
+            if op.name in ("GLOBAL",) and name is None:
+                name = str(arg).replace(" ", ".")
+            elif op.name == "STACK_GLOBAL" and name is None and len(strings) >= 2:
+                name = f"{strings[-2]}.{strings[-1]}"
+                strings = strings[:-2]
+            elif isinstance(arg, str) and op.name.endswith("UNICODE"):
+                strings.append(arg)
+    except Exception:  # noqa: BLE001 - a torn pickle: what was read so far
+        pass
+    shown = name.rsplit(".", 1)[-1] if name else "an object"
+    return f"{shown}: {strings[0]}" if strings else shown
+
+
 def report(dbos: Any, threads: list[str], done: set[str], run_dir: Path,
            db: SystemReads) -> tuple[dict[str, Any], bool]:
     """``(threads.json's content, every submitted workflow at rest)`` from DBOS's own workflow statuses."""
@@ -350,7 +400,7 @@ def report(dbos: Any, threads: list[str], done: set[str], run_dir: Path,
             continue
         st = status.status
         values = {"output": _jsonable(getattr(status, "output", None)),
-                  "error": None if getattr(status, "error", None) is None else str(status.error)[:ERROR_CHARS]}
+                  "error": stored_error(getattr(status, "error", None))}
         entry: dict[str, Any] = {"dbos_status": st, "executor": getattr(status, "executor_id", None),
                                  "app_version": getattr(status, "app_version", None), "values": values, "waiting": []}
         wait = _blocked(run_dir, db, thread, st)
