@@ -117,6 +117,10 @@ def run_target_command(args: argparse.Namespace, path: Path) -> int:
     print("  " + ", ".join(f"{v} {n}" for v, n in counts.items()))
     for rule, n in sorted(result.findings().items()):
         print(f"  {rule}: {n} run(s)")
+    from crashpoint.harness.engines.effects import unseen_summary
+
+    for line in unseen_summary(result.results):  # processes whose effects no run could see
+        print(f"  {line}")
     shown = 0
     for r in result.results:
         if r.verdict == "passed" or (args.quiet and shown >= 10):

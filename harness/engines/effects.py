@@ -125,6 +125,127 @@ def follow_threads() -> None:
     ThreadPoolExecutor.submit = submit_following  # type: ignore[method-assign]
 
 
+#: File of a run folder: one JSON line ``{"pid", "command", "thread", "node", "worker"}`` per process a worker started
+#: outside the ledger's view (:func:`watch_processes`).
+UNSEEN_FILE = "unseen-processes.log"
+#: The start of each note :func:`unseen_processes` writes (what a summary looks for).
+UNSEEN_NOTE = "a process started outside the ledger's view"
+_watching = False
+
+
+def _unseen(pid: int | None, command: Any, env: Any) -> None:
+    """Note process ``pid`` (started with ``command``) when its environment ``env`` (``None``: this process's own,
+    which carries the run's marker) lacks this run's marker: effects it makes are not observed."""
+    session = effect_api._session
+    if env is None or pid is None or not isinstance(session, EffectSession) or session.pid != os.getpid():
+        return
+    run_dir = os.path.dirname(os.fspath(session.path))
+    try:
+        marker = env.get(effect_api.RUN_MARKER, env.get(effect_api.RUN_MARKER.encode()))
+    except Exception:  # noqa: BLE001 - an env that is no mapping: Popen itself refuses it first
+        return
+    if isinstance(marker, bytes):
+        marker = marker.decode(errors="replace")
+    if marker is not None and os.path.realpath(marker) == os.path.realpath(run_dir):
+        return
+    if isinstance(command, (str, bytes, os.PathLike)):
+        shown = os.fsdecode(command)
+    else:
+        import shlex
+
+        shown = shlex.join(os.fsdecode(a) for a in command)
+    where = _here() or {}
+    line = json.dumps({"pid": pid, "command": shown[:300], "thread": where.get("thread"), "node": where.get("node"),
+                       "worker": os.getpid()}) + "\n"
+    fd = os.open(os.path.join(run_dir, UNSEEN_FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
+def watch_processes() -> None:
+    """Note every process the team's code starts outside the ledger's view, once per process: ``subprocess.Popen``
+    (so ``subprocess.run`` and the rest) and ``os.posix_spawn`` / ``os.posix_spawnp`` given an environment without
+    this run's marker (``env={}``, a cleared or rebuilt environment) start a process in which ``crashpoint.effect``
+    cannot know it belongs to the run: an effect made there reaches neither the ledger nor the outside-effects log
+    (a process that inherits the marker is seen: :func:`outside_calls`). Each is appended to
+    ``RUN_DIR/``:data:`UNSEEN_FILE` with its pid, command and the thread and node that started it, for the run's notes
+    (:func:`unseen_processes`)."""
+    global _watching
+    if _watching:
+        return
+    _watching = True
+    import inspect
+    import subprocess
+
+    init = subprocess.Popen.__init__
+    params = inspect.signature(init)
+
+    def init_watched(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        try:
+            bound = params.bind(self, *args, **kwargs).arguments
+        except TypeError:
+            return
+        _unseen(getattr(self, "pid", None), bound.get("args"), bound.get("env"))
+
+    init_watched.__wrapped__ = init  # type: ignore[attr-defined]
+    subprocess.Popen.__init__ = init_watched  # type: ignore[method-assign]
+    for name in ("posix_spawn", "posix_spawnp"):
+        spawn = getattr(os, name, None)
+        if spawn is None:
+            continue
+
+        def spawn_watched(path: Any, argv: Any, env: Any, *rest: Any, _spawn: Any = spawn, **kwargs: Any) -> int:
+            pid = _spawn(path, argv, env, *rest, **kwargs)
+            _unseen(pid, argv, env)
+            return pid
+
+        spawn_watched.__wrapped__ = spawn  # type: ignore[attr-defined]
+        setattr(os, name, spawn_watched)
+
+
+def unseen_processes(run_dir: str | os.PathLike[str]) -> list[str]:
+    """The run's notes on processes its workers started outside the ledger's view (:func:`watch_processes`), one per
+    process: ":data:`UNSEEN_NOTE` (pid P, started by worker W in THREAD@NODE: COMMAND): ... effects it makes are not
+    observed"; ``[]`` when none was (a torn last line, its writer killed, is left out)."""
+    path = os.path.join(os.fspath(run_dir), UNSEEN_FILE)
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    notes = []
+    for text in lines:
+        try:
+            row = json.loads(text)
+        except ValueError:
+            continue
+        where = f"{row['thread']}@{row['node']}" if row.get("thread") is not None else "no node crashpoint could place"
+        notes.append(f"{UNSEEN_NOTE} (pid {row['pid']}, started by worker {row['worker']} in {where}: "
+                     f"{row['command'][:200]}): its environment lacks the run's marker {effect_api.RUN_MARKER}, so effects it makes "
+                     "are not observed (no ledger, no crash point, no outside-effects log)")
+    return notes
+
+
+def unseen_summary(results: Sequence[Any]) -> list[str]:
+    """The summary lines of a sweep's processes started outside the ledger's view (each result's ``notes``, as
+    :func:`unseen_processes` wrote them): ``[]`` when none; else one line with the number of runs, then the distinct
+    notes (at most 3; the pid varies from run to run, so one per command and node)."""
+    notes = [(r, n) for r in results for n in getattr(r, "notes", None) or () if n.startswith(UNSEEN_NOTE)]
+    if not notes:
+        return []
+    import re
+
+    distinct: dict[str, str] = {}
+    for _, note in notes:
+        distinct.setdefault(re.sub(r"pid \d+, started by worker \d+ ", "", note), note)
+    runs = len({id(r) for r, _ in notes})
+    return [f"not observed: {runs} run(s) started a process outside the ledger's view (effects it makes are not "
+            "observed)"] + [f"  {n}" for n in list(distinct.values())[:3]]
+
+
 def digest(args: Mapping[str, Any]) -> str:
     """SHA-256 prefix (16 hex digits) of the arguments' canonical JSON (``repr`` for what JSON cannot hold)."""
     return hashlib.sha256(json.dumps(args, sort_keys=True, default=repr).encode()).hexdigest()[:16]
@@ -160,6 +281,7 @@ class EffectSession:
         self._rendezvous, self._met = rendezvous, threading.Lock()
         ensure_schema(self.ledger)
         follow_threads()  # an effect called from a thread the team's node starts is placed in that node
+        watch_processes()  # a process started without the run's marker is named in the run's notes
 
     def _meet(self) -> None:
         """The rendezvous of a duplicated request, once per process (a node's parallel branches wait for it too)."""

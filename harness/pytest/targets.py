@@ -28,7 +28,9 @@ class SweepReport:
     def __init__(self, result: Any) -> None:
         self.result = result
         self.passed = result.passed
-        lines = [f"{len(result.results)} runs: {result.counts()}"]
+        from crashpoint.harness.engines.effects import unseen_summary
+
+        lines = [f"{len(result.results)} runs: {result.counts()}", *unseen_summary(result.results)]
         for r in result.results:
             if r.verdict != "passed":
                 rules = ", ".join(sorted({f.rule for f in r.failures})) or r.error

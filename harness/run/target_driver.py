@@ -62,7 +62,7 @@ from crashpoint.harness.process import crashpoints
 from crashpoint.harness.process import forkserver
 from crashpoint.harness.run.delivery import PROBE_SPEC
 from crashpoint.harness.process.launch import RUN_MARKER, run_process
-from crashpoint.harness.engines.effects import ensure_schema, outside_calls, read_calls
+from crashpoint.harness.engines.effects import ensure_schema, outside_calls, read_calls, unseen_processes
 from crashpoint.harness.load.target import Target, TargetCase
 from crashpoint.harness.engines.workerlib import PIDS_FILE, RENDEZVOUS_MISSED_FILE, TARGET_FILE, THREADS_FILE, UNSUPPORTED_RC
 from crashpoint.harness.engines.workerlib import invoke_errors
@@ -624,6 +624,7 @@ class _Run:
             self.server.kill()
         out.calls = read_calls(self.ledger)
         out.outside = outside_calls(run_dir)
+        out.notes += unseen_processes(run_dir)  # processes started without the run's marker: their effects unseen
         out.faults_missed = missed_faults(self.ledger, self.case.faults)
         out.decisions = self.ledger.decisions()
         self.ledger.close()

@@ -28,7 +28,7 @@ def pay(order, k=None):
 '''
 
 GRAPH = '''
-import subprocess, sys
+import os, subprocess, sys
 from typing import TypedDict
 from langgraph.graph import END, START, StateGraph
 from sub_effects import draft
@@ -43,7 +43,7 @@ def issue(s):
     draft(s["order"], k="d-" + s["order"])
     if {spawn}:
         subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, %r); import sub_effects; "
-                        "sub_effects.pay(%r, k='p-1')" % (CODE, s["order"])], check=True)
+                        "sub_effects.pay(%r, k='p-1')" % (CODE, s["order"])], check=True, env={env})
     return {"done": True}
 
 builder = StateGraph(S)
@@ -53,12 +53,16 @@ builder.add_edge("issue", END)
 '''
 
 
-def _target(tmp_path: Path, spawn: bool) -> Target:
+#: The start of the note on a process started outside the ledger's view (effects.UNSEEN_NOTE).
+UNSEEN = "a process started outside the ledger's view"
+
+
+def _target(tmp_path: Path, spawn: bool, env: str = "None") -> Target:
     code = tmp_path / "code"
     code.mkdir()
     (code / "sub_effects.py").write_text(textwrap.dedent(EFFECTS))
     (code / "sub_graph.py").write_text(textwrap.dedent(GRAPH).replace("{code!r}", repr(str(code)))
-                                       .replace("{spawn}", str(spawn)))
+                                       .replace("{spawn}", str(spawn)).replace("{env}", env))
     return Target.from_data({"target": "subproc", "engine": "langgraph", "entry": "sub_graph:builder",
                              "pythonpath": [str(code)], "inputs": [{"thread": "o1", "input": {"order": "1"}}],
                              "budget_s": 60})
@@ -80,3 +84,26 @@ def test_the_same_node_without_the_subprocess_passes(tmp_path: Path) -> None:
     target = _target(tmp_path, spawn=False)
     r = run_one(target, target.cases[0], "sync", tmp_path / "run", None, None)
     assert r.verdict == "passed", (r.error, r.failures)
+
+
+def test_a_subprocess_started_with_a_cleared_environment_is_named_in_the_runs_notes(tmp_path: Path) -> None:
+    """The issue's case (item 7): the payment made in a subprocess started with a cleared environment (no
+    CRASHPOINT_RUN_DIR) is invisible to the ledger and to the outside-effects log; the run cannot see it, so it says
+    so: a note naming the pid, the command and the node that started it. Before, nothing said it (48 of 48 passed)."""
+    target = _target(tmp_path, spawn=True, env="{'PATH': '/usr/bin:/bin'}")
+    r = run_one(target, target.cases[0], "sync", tmp_path / "run", None, None, keep=True)
+    unseen = [n for n in r.notes if n.startswith(UNSEEN)]
+    assert len(unseen) == 1, r.notes
+    assert "in o1@issue: " in unseen[0] and " -c " in unseen[0] and "are not observed" in unseen[0], unseen
+    assert [c.effect for c in r.outcome.calls] == ["draft"] and not r.outcome.outside
+    from crashpoint.harness.engines.effects import unseen_summary
+
+    assert unseen_summary([r])[0].startswith("not observed: 1 run(s) started a process outside the ledger's view")
+
+
+def test_a_subprocess_that_keeps_the_runs_marker_is_not_named_unseen(tmp_path: Path) -> None:
+    """The control: an environment rebuilt from the worker's own keeps the marker (its effect is an outside call)."""
+    target = _target(tmp_path, spawn=True, env="dict(os.environ)")
+    r = run_one(target, target.cases[0], "sync", tmp_path / "run", None, None)
+    assert not [n for n in r.notes if n.startswith(UNSEEN)], r.notes
+    assert r.verdict == "error" and "not a worker process: pay" in r.error
