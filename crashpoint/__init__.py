@@ -9,15 +9,15 @@ The repository's top-level folders are the subpackages of this distribution:
 * ``crashpoint.reports``   (``reports/``)   report renderers that read result data only
 
 The target API (a team's own workflow code under crashpoint) is at the top level:
-:func:`effect`, :func:`invariant`, :class:`RunView`, :class:`Target` (see :mod:`crashpoint.api`).
+:func:`effect`, :func:`invariant`, :func:`run_dir`, :class:`RunView`, :class:`Target` (see :mod:`crashpoint.api`).
 """
 
-from crashpoint.api import EffectFault, EffectTimeout, RunView, effect, invariant
+from crashpoint.api import EffectFault, EffectTimeout, RunView, effect, invariant, run_dir
 from crashpoint.errors import CaseError, CrashpointError, StoreError, UsageError
 
 __version__ = "0.1.0"
 __all__ = ["CaseError", "CrashpointError", "EffectFault", "EffectTimeout", "RunView", "StoreError", "Target",
-           "UsageError", "__version__", "effect", "invariant"]
+           "UsageError", "__version__", "effect", "invariant", "run_dir"]
 
 
 def __getattr__(name: str):  # Target loads PyYAML and jsonschema: only when asked for

@@ -337,6 +337,23 @@ class RunView:
                 and thread in (None, c.thread)]
 
 
+def run_dir() -> "os.PathLike[str] | None":
+    """The folder of the crashpoint run this process belongs to, as a ``pathlib.Path``; ``None`` outside a run.
+
+    Every worker of a run, and every process it starts that inherits its environment, has it (the run's marker
+    ``CRASHPOINT_RUN_DIR``); each run has its own, so a team's fake provider that keeps its state in a file keeps it
+    per run there (``Path(crashpoint.run_dir() or ".") / "payments.json"``), where a file in the working directory is
+    shared by every run of a sweep at once (runs go in parallel) and outlives the run. Read it when a call is made, not
+    at import time: a worker is forked from a zygote that imported the team's modules before any run existed.
+    """
+    folder = os.environ.get(RUN_MARKER)
+    if not folder:
+        return None
+    from pathlib import Path
+
+    return Path(folder)
+
+
 def _install(session: Any) -> None:
     """Make ``session`` (an object with ``call(spec, fn, args, kwargs)``) receive every effect call of this
     process; ``None`` turns the pass-through back on. Called by crashpoint workers only."""

@@ -13,7 +13,9 @@ order:
 2. the run did not test what it claims: ``error`` with the first reason, in this order: the fault-free
    run a ``like_fault_free`` case is compared with broke; a kill was not verified; an effect was called in a
    process that is not a worker (targets: a node's subprocess); the case's own faults
-   never fired on its golden run; the golden run made no tool call; a duplicate whose processes never
+   never fired on its golden run; the golden run made no tool call (a target's case may say its path makes none:
+   ``no_effect``); a target's golden run never called an ``effects:`` entry or never asked for a human answer the
+   case gives (:mod:`~crashpoint.harness.judge.target_scope`); a duplicate whose processes never
    overlapped (targets); the targeted crash point was never reached;
 3. a rule found something: ``failed``;
 4. a rule raised instead of judging: ``unknown`` (that rule could not decide the run);
@@ -260,12 +262,21 @@ def _decide(case: Any, subject: Any, run: Any, crash_point: str | None, golden: 
         "; ".join(getattr(run, "outside", ())),  # effects called where the ledger never saw them (a subprocess)
         ("the case's faults never fired, so nothing was tested: " + "; ".join(run.faults_missed)
          if run.faults_missed and vacuous_ok else None),
-        NO_CALL["target" if target else "pack"] if nothing and vacuous_ok else None,
+        NO_CALL["target" if target else "pack"] if nothing and vacuous_ok and not (target and case.makes_no()) else None,
+        _untested(subject, case, run) if target and vacuous_ok else None,  # effects: never called, answers never asked
         "; ".join(getattr(run, "not_tested", ())),  # a duplicate whose processes never overlapped
         unreached(crash_point, reached, passed_points),
     ], found=bool(findings), broken=broken)
     return RunResult(cid, crash_point, verdict, findings, error=error, outcome=run, vacuity=notes,
                      rules_unknown=broken_ids)
+
+
+def _untested(target: Any, case: Any, run: Any) -> str | None:
+    """What a target's golden run did not test of what its file names (:func:`crashpoint.harness.judge.target_scope.
+    untested`: ``effects:`` entries never called, answers never asked for)."""
+    from crashpoint.harness.judge.target_scope import untested
+
+    return untested(target, case, run)
 
 
 def judge_target(target: Any, case: Any, durability: str, run: Any, *, crash_point: str | None = None,
@@ -279,7 +290,7 @@ def judge_target(target: Any, case: Any, durability: str, run: Any, *, crash_poi
 
 
 #: The starts of the ``error`` texts that say only that nothing was tested (no finding involved).
-NOTHING_TESTED = ("the case's faults never fired", "the golden run made no tool call")
+NOTHING_TESTED = ("the case's faults never fired", "the golden run made no tool call", "the golden run never")
 
 
 def is_vacuous(result: RunResult) -> bool:

@@ -58,7 +58,10 @@ class TargetCase:
     server); ``recovery`` (an engine whose workers have identities, with ``workers`` >= 2): how the K workers recover
     the dead one's work, :data:`RECOVERY`;
     ``expect``: thread -> ``{"status"?, "values"?}``, the end every run of the case must reach (``None``: the target's
-    ``expect``; see :meth:`Target.expected`)."""
+    ``expect``; see :meth:`Target.expected`); ``no_effect``: ``True``, the case's path makes no side effect (a
+    rejection path: its golden run calling no effect is what is expected, not an ``error``), or the names of the effects
+    it does not make (each an effect of the target's: an ``effects:`` entry it never calls is then not an ``error``);
+    a run of the case that applies one fails ``target.no_effect``."""
 
     name: str = "default"
     human: dict[str, list[dict[str, Any]]] | None = None
@@ -69,6 +72,14 @@ class TargetCase:
     server_crash: bool = False
     recovery: str = "explicit"
     expect: dict[str, dict[str, Any]] | None = None
+    no_effect: bool | list[str] = False
+
+    def makes_no(self, effect: str | None = None) -> bool:
+        """``True`` when the case says its path makes no side effect (``effect`` ``None``: none at all, ``no_effect:
+        true``), or makes no ``effect`` (``true``, or a list naming it)."""
+        if self.no_effect is True:
+            return True
+        return effect is not None and isinstance(self.no_effect, list) and effect in self.no_effect
 
 
 #: ``status`` values an ``expect`` may name: the ends of a thread that came to rest.
@@ -262,7 +273,7 @@ class Target:
         cases = [TargetCase(c["name"], c.get("human"), [f for f in c.get("faults", []) if f.get("kind") != WORKERS_KIND],
                             c.get("duplicate"), _workers(c, n, file), c.get("deploy"),
                             bool(c.get("server_crash", False)), recovery=c.get("recovery", "explicit"),
-                            expect=c.get("expect"))
+                            expect=c.get("expect"), no_effect=copy.deepcopy(c.get("no_effect", False)))
                  for n, c in enumerate(data.get("cases", [{"name": "default"}]))]
         name = data.get("engine") or default_engine().name
         options = engine_for(name).options(data) if name in engine_names() else {}  # else refused by the check

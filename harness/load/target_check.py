@@ -8,8 +8,9 @@ the invariants, the ``effects:`` paths, a saver class, what the engine's options
 the field:
 
 * a name that imports nothing;
-* an effect in ``gates`` that no effect has (the effects the code makes through ``crashpoint.effect`` on import of
-  its modules, and the ``effects:`` entries): the gate would gate nothing and every run would pass it;
+* an effect in ``gates`` (or a case's ``no_effect`` list) that no effect has (the effects the code makes through
+  ``crashpoint.effect`` on import of its modules, and the ``effects:`` entries): the gate would gate nothing and
+  every run would pass it;
 * a node in ``human`` or a gate's node that the graph does not have, where the entry is a graph whose nodes can be
   read (a LangGraph ``StateGraph`` or compiled graph; an answer no node asks for is otherwise an ``error`` of the
   golden run, :func:`crashpoint.harness.judge.verdict.judge_target`);
@@ -232,6 +233,12 @@ def check_target(target: Any, path: str | Path | None = None, timeout_s: float =
             raise refuse(f"gates names effect {effect!r}, which no effect has: the gate would gate nothing (the "
                          f"target's code makes these effects: {known}; crashpoint.effect on import of its modules, "
                          "and effects:)", f"gates.{effect}", ["gates", effect])
+    for i, case in enumerate(target.cases):
+        for j, effect in enumerate(case.no_effect if isinstance(case.no_effect, list) else []):
+            if effect not in effects:
+                raise refuse(f"case {case.name!r} says it makes no {effect!r}, which no effect has (the target's code "
+                             f"makes these effects: {', '.join(sorted(effects)) or 'none'})",
+                             f"cases[{i}].no_effect[{j}]", ["cases", i, "no_effect", j])
     nodes = facts["nodes"]
     if nodes is not None:
         for field, steps, node in _nodes_named(target):

@@ -248,3 +248,10 @@ def test_checks_of_one_name_in_two_targets_modules_do_not_clash(tmp_path: Path) 
         assert resolve_invariants(["own_a:shared_name"])["shared_name"].__module__ == "own_a"
     finally:
         sys.path.remove(str(tmp_path))
+
+
+def test_a_no_effect_list_naming_no_effect_is_refused(tmp_path: Path) -> None:
+    _refused(_validate(tmp_path, "cases:\n  - {name: c, no_effect: [issue_refnd]}\n"), "10: field cases[0].no_effect[0]",
+             "says it makes no 'issue_refnd', which no effect has")
+    code, out, err = _validate(tmp_path, "cases:\n  - {name: c, no_effect: [issue_refund]}\n")
+    assert code == 0, err
