@@ -42,13 +42,13 @@ def _after_draft(order: dict[str, Any], drafted: dict[str, Any], issue: Any) -> 
 
 @DBOS.workflow()
 def refund_without_key(order: dict[str, Any]) -> dict[str, Any]:
-    """The refund flow with :func:`issue_without_key` (caught by target.at_most_once_per_key)."""
+    """The refund flow with :func:`issue_without_key` (caught by side_effects.at_most_once)."""
     return _refund(order, issue_without_key)
 
 
 @DBOS.workflow()
 def refund_with_clock_key(order: dict[str, Any]) -> dict[str, Any]:
-    """The refund flow with :func:`issue_with_clock_key` (caught by target.effects_like_golden)."""
+    """The refund flow with :func:`issue_with_clock_key` (caught by differential.same_effects)."""
     return _refund(order, issue_with_clock_key)
 
 

@@ -4,9 +4,9 @@ Each is a builder like :data:`langgraph_refund.graph.builder` (point a target's 
 
 * ``no_key``: ``issue`` calls the payments API without an idempotency key. A kill after the refund and
   before the step's checkpoint re-runs the node: the customer is refunded twice.
-  Caught by ``target.at_most_once_per_key`` (``--crash-point after_effect:issue_refund``).
+  Caught by ``side_effects.at_most_once`` (``--crash-point after_effect:issue_refund``).
 * ``wall_clock``: ``draft`` builds its idempotency key from the wall clock. The re-run after a kill sends
-  a new key, so the payments API drafts again. Caught by ``target.effects_like_golden``
+  a new key, so the payments API drafts again. Caught by ``differential.same_effects``
   (``--crash-point after_effect:draft_refund``).
 * ``email_before_interrupt``: ``approve`` e-mails the reviewer *before* ``interrupt()`` in the same node;
   LangGraph re-runs the node from its first line on resume, so the e-mail goes out twice with no crash at

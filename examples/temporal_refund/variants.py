@@ -32,7 +32,7 @@ ACTIVITIES = [issue_without_key]
 
 @workflow.defn(name="RefundWithoutKey")
 class RefundWithoutKey(RefundWorkflow):
-    """Issues through :func:`issue_without_key` (caught by target.at_most_once_per_key)."""
+    """Issues through :func:`issue_without_key` (caught by side_effects.at_most_once)."""
 
     async def issue(self, drafted: dict[str, Any]) -> dict[str, Any]:
         return await workflow.execute_activity(issue_without_key, drafted, **ACTIVITY)
@@ -75,7 +75,7 @@ class RefundWallClockChildId(RefundWorkflow):
 class RefundAmountInValidator(RefundWorkflow):
     """Changes the amount in the ``change_amount`` update's validator instead of its handler: a validator runs when
     the update arrives but not when a worker replays the history, so after a restart the workflow forgets the
-    lowered amount and refunds the whole order (caught by target.final_state_like_golden)."""
+    lowered amount and refunds the whole order (caught by differential.same_end)."""
 
     @workflow.update
     def change_amount(self, amount_cents: int) -> int:

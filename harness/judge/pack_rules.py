@@ -108,12 +108,6 @@ def _effect_keyed(ctx: RuleContext) -> list[Finding]:
             for c in _applied(ctx.outcome) if not c["idempotency_key"]]
 
 
-@rule("side_effects.at_most_once", description="no effect of the pack is applied more than once")
-def _at_most_once(ctx: RuleContext) -> list[Finding]:
-    return [found(f"effect {name} ({info['tool']}) applied {len(done)} times; at most once is allowed", lines)
-            for name, info, done, lines in _effects(ctx) if len(done) > 1]
-
-
 @rule("side_effects.exactly_once_on_success",
       description="a succeeded run applied every effect exactly once (unless the pack says required_on_success: false)")
 def _exactly_once_on_success(ctx: RuleContext) -> list[Finding]:
@@ -504,36 +498,6 @@ def _unsure_never_succeeds(ctx: RuleContext) -> list[Finding]:
                   [f"{call_line(c)} verdict={c['result']['verdict']}" for c in unsure][:5])]
 
 
-# --------------------------------------------------------------------------- differential
-
-def effect_signature(out: RunOutcome) -> Counter[tuple[str, str | None, str]]:
-    """Applied effects of a run as a multiset of ``(tool, idempotency_key, arguments as JSON)``."""
-    return Counter((c["tool"], c["idempotency_key"], json.dumps(c["args"], sort_keys=True))
-                   for c in out.calls if c["outcome"] == "applied")
-
-
-@rule("differential.same_end", description="a crashed (or faulted, masked) run ends with the status and stop reason "
-                                           "of the run it must end like (golden or fault-free)")
-def _same_end(ctx: RuleContext) -> list[Finding]:
-    out = ctx.outcome
-    return [found(f"golden run ended {ref.status} ({ref.stop_reason}); after the crash the run ended "
-                  f"{out.status} ({out.stop_reason})")
-            for _, ref in ctx.references if (out.status, out.stop_reason) != (ref.status, ref.stop_reason)]
-
-
-@rule("differential.same_effects", description="a crashed (or faulted, masked) run applies the same effects, with the same keys and arguments, as "
-                                                 "the run it must end like")
-def _same_effects(ctx: RuleContext) -> list[Finding]:
-    failures = []
-    for _, ref in ctx.references:
-        mine, gold = effect_signature(ctx.outcome), effect_signature(ref)
-        if mine != gold:
-            extra = sorted(f"{t} key={k} args={a} x{n}" for (t, k, a), n in (mine - gold).items())
-            lost = sorted(f"{t} key={k} args={a} x{n}" for (t, k, a), n in (gold - mine).items())
-            failures.append(found(f"effects differ from the golden run: extra {extra}, missing {lost}"))
-    return failures
-
-
 # --------------------------------------------------------------------------- one family, or all, on a run
 
 def final_status(case: Case, out: RunOutcome) -> list[Failure]:
@@ -542,8 +506,8 @@ def final_status(case: Case, out: RunOutcome) -> list[Failure]:
 
 
 def side_effects(case: Case, pack: Pack, out: RunOutcome) -> list[Failure]:
-    """The ``side_effects.*`` findings of this module's rules (see the module docstring)."""
-    return run_family(RuleContext(case, pack, out), "side_effects", module=__name__)
+    """The ``side_effects.*`` findings (this module's rules and the shared ``side_effects.at_most_once``)."""
+    return run_family(RuleContext(case, pack, out), "side_effects")
 
 
 def trace_completeness(case: Case, out: RunOutcome) -> list[Failure]:
@@ -561,7 +525,7 @@ def differential(out: RunOutcome, golden: RunOutcome) -> list[Failure]:
     """The ``differential.*`` findings: ``out`` must end like ``golden``: same status, stop reason, and
     the same effects with the same arguments (a resume that lost data sends different arguments)."""
     return run_family(RuleContext(None, None, out, golden, (("golden", golden),)),  # type: ignore[arg-type]
-                      "differential", module=__name__)
+                      "differential")
 
 
 def judge(case: Case, pack: Pack, out: RunOutcome, golden: RunOutcome | None) -> list[Failure]:

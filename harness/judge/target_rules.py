@@ -5,7 +5,7 @@ Every rule has a stable id (the findings carry it, ``Finding.rule``) and one sig
 is registered in the project's rule registry (:mod:`crashpoint.harness.model.rules`, family ``target``),
 which runs them, records a rule that raises, and lists them with the other rules:
 
-* ``target.at_most_once_per_key``: at most one applied effect per idempotency key; an effect called
+* ``side_effects.at_most_once``: at most one applied effect per idempotency key; an effect called
   with no key is identified by its thread, node and argument digest (so a repeat the downstream
   cannot recognise is caught).
 * ``target.repeats_explained``: a call repeated (same thread, node, effect, key or digest) only as far
@@ -16,7 +16,7 @@ which runs them, records a rule that raises, and lists them with the other rules
   before it explains one repeat too: the engine itself retried the activity after the earlier attempt
   timed out or failed (Temporal's activities are at-least-once), in the same process or another. A
   repeat after the killed process had started a later step is lost progress (the engine had not made the
-  step durable before moving on). A retry that applies an effect twice is ``target.effects_like_golden``'s.
+  step durable before moving on). A retry that applies an effect twice is ``differential.same_effects``'s.
 * ``target.single_live_process``: no step's effect called by two processes that were alive at once (each
   call records the run's other live workers).
 * ``target.ends_within_budget``: each thread ends finished or waiting for a human, within the budget;
@@ -29,8 +29,8 @@ which runs them, records a rule that raises, and lists them with the other rules
 * ``target.expected_end``: each thread the case's ``expect`` (else the target's) names ends in its status and with
   its values (a subset: a mapping matches key by key, any other value by JSON equality: true is not 1), on every run, the golden run
   included: a golden run that is itself wrong fails here, where ``final_state_like_golden`` would take it for right.
-* ``target.final_state_like_golden``: each thread ends in the golden run's status and state values.
-* ``target.effects_like_golden``: each thread applies each effect as many times as in the golden run.
+* ``differential.same_end``: each thread ends in the golden run's status and state values.
+* ``differential.same_effects``: each thread applies each effect as many times as in the golden run.
 * ``target.invariant:NAME``: the team's own checks (:func:`crashpoint.invariant`), judged strictly: only ``None`` or
   ``True`` passes (:func:`strict_failure`), and any ``BaseException`` a check raises is ``unknown`` with its text.
 
@@ -81,25 +81,6 @@ def line(call: EffectCall) -> str:
 def step_of(call: EffectCall) -> tuple[Any, ...]:
     """What "the same call" means across kills: thread, node, effect, and the key (else the argument digest)."""
     return (call.thread, call.node, call.effect, call.key if call.key is not None else f"args:{call.digest}")
-
-
-@rule("target.at_most_once_per_key", "an effect is applied at most once per idempotency key (no key: per thread, node and arguments)")
-def at_most_once_per_key(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
-    groups: dict[tuple[Any, ...], list[EffectCall]] = defaultdict(list)
-    for call in run.calls:
-        if call.outcome == "applied":
-            ident = (call.effect, call.key) if call.key is not None else step_of(call)
-            groups[ident].append(call)
-    found = []
-    for ident, calls in groups.items():
-        if len(calls) > 1:
-            what = f"key {ident[1]!r}" if calls[0].key is not None else "no idempotency key (same thread, node, arguments)"
-            found.append(Failure("target.at_most_once_per_key",
-                                 f"{calls[0].effect} applied {len(calls)} times with {what}"
-                                 + ("; give it a key derived from the workflow's state so the downstream can "
-                                    "recognise the repeat" if calls[0].key is None else ""),
-                                 [line(c) for c in calls[:4]]))
-    return found
 
 
 def _moved_on(run: TargetOutcome, call: EffectCall) -> tuple[int, str] | None:
@@ -277,36 +258,6 @@ def expected_end(target: Target, run: TargetOutcome, golden: TargetOutcome | Non
     return found
 
 
-@rule("target.final_state_like_golden", "each thread ends in the golden run's status and state values")
-def final_state_like_golden(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
-    if golden is None:
-        return []
-    found = []
-    for thread, want in sorted(golden.threads.items()):
-        got = run.threads.get(thread, {"status": "missing"})
-        if got["status"] != want["status"] or got.get("values") != want.get("values"):
-            diff = [k for k in sorted(set(want.get("values") or {}) | set(got.get("values") or {}))
-                    if (want.get("values") or {}).get(k) != (got.get("values") or {}).get(k)]
-            found.append(Failure("target.final_state_like_golden",
-                                 f"thread {thread} ended {got['status']} where the golden run ended {want['status']}"
-                                 + (f"; state differs in {', '.join(diff)}" if diff else ""),
-                                 [f"{k}: golden {json.dumps((want.get('values') or {}).get(k))[:160]} / this run "
-                                  f"{json.dumps((got.get('values') or {}).get(k))[:160]}" for k in diff[:3]]))
-    return found
-
-
-@rule("target.effects_like_golden", "each thread applies each effect as often as in the golden run")
-def effects_like_golden(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
-    if golden is None:
-        return []
-    want = Counter((c.thread, c.effect) for c in golden.calls if c.outcome == "applied")
-    got = Counter((c.thread, c.effect) for c in run.calls if c.outcome == "applied")
-    return [Failure("target.effects_like_golden", f"{effect} applied {got[(thread, effect)]} time(s) in {thread}; the "
-                    f"golden run applied it {want[(thread, effect)]} time(s)",
-                    [line(c) for c in run.calls if c.thread == thread and c.effect == effect][:4])
-            for thread, effect in sorted(set(want) | set(got)) if want[(thread, effect)] != got[(thread, effect)]]
-
-
 def invariants(target: Target) -> dict[str, Callable[[RunView], Any]]:
     """The target's invariants: those named in ``invariants:`` (``module:attr``) and every other check registered
     with :func:`crashpoint.invariant` by those modules (imported with ``pythonpath``); see
@@ -348,8 +299,9 @@ def view(run: TargetOutcome) -> RunView:
 def judge(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> tuple[list[Failure], list[str]]:
     """Every target rule (through the project's registry) and invariant on ``run``: ``(failures, unknown)``,
     ``unknown`` naming the rules and invariants that raised instead of judging."""
-    judgement = registry.evaluate(registry.RuleContext(case=None, pack=target, outcome=run, golden=golden),  # type: ignore[arg-type]
-                                  [registry.get(rule_id) for rule_id in RULES])
+    refs = (("golden", golden),) if golden is not None else ()
+    judgement = registry.evaluate(registry.RuleContext(case=None, pack=target, outcome=run, golden=golden,  # type: ignore[arg-type]
+                                                       references=refs))
     failures = list(judgement.findings)
     unknown = [f"{rule_id}: {exc}" for rule_id, exc in judgement.broken]
     seen = view(run)

@@ -65,7 +65,7 @@ def test_sweep(crashpoint_sweep):
     from_pytest = _verdicts(json.loads(out.read_text())["results"])
 
     assert from_cli == from_pytest == [("none", "passed", []),
-                                       (POINT, "failed", ["target.at_most_once_per_key", "target.effects_like_golden"])
+                                       (POINT, "failed", ["side_effects.at_most_once", "differential.same_effects"])
                                        ], (from_cli, from_pytest)
 
 

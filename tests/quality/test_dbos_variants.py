@@ -16,8 +16,8 @@ TARGET = Path(__file__).resolve().parents[2] / "examples/dbos_refund/target.yaml
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("workflow, rule", [("refund_without_key", "target.at_most_once_per_key"),
-                                            ("refund_with_clock_key", "target.effects_like_golden")])
+@pytest.mark.parametrize("workflow, rule", [("refund_without_key", "side_effects.at_most_once"),
+                                            ("refund_with_clock_key", "differential.same_effects")])
 def test_a_broken_issue_step_is_caught_3_of_3(tmp_path: Path, workflow: str, rule: str) -> None:
     """A kill after the payment and before DBOS records the step's result: DBOS runs the step again, and only
     a key derived from the workflow lets the payments API recognise the repeat."""

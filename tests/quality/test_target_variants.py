@@ -19,8 +19,8 @@ BASE = Target.from_file(ROOT / "examples/langgraph_refund/target.yaml")
 
 #: variant, case, durability, crash point (None: the golden run finds it), the rule that must catch it
 VARIANTS = [
-    ("no_key", "approved", "sync", "after_effect:issue_refund", "target.at_most_once_per_key"),
-    ("wall_clock", "approved", "sync", "after_effect:draft_refund", "target.effects_like_golden"),
+    ("no_key", "approved", "sync", "after_effect:issue_refund", "side_effects.at_most_once"),
+    ("wall_clock", "approved", "sync", "after_effect:draft_refund", "differential.same_effects"),
     ("email_before_interrupt", "approved", "sync", None, "target.repeats_explained"),
     ("ignores_denial", "denied-then-approved", "sync", None, "target.approval_gate"),
     ("default_retry", "issue-flaky", "sync", None, "target.ends_within_budget"),

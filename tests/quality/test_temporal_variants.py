@@ -26,14 +26,14 @@ def variant(workflow: str) -> Target:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("workflow, case, point, rule, says", [
-    ("RefundWithoutKey", "approved", "after_effect:issue_refund", "target.at_most_once_per_key",
+    ("RefundWithoutKey", "approved", "after_effect:issue_refund", "side_effects.at_most_once",
      "issue_refund applied 2 times"),
     ("RefundRandomChildId", "approved", "child_done:refund-1001@NotifyCustomer", "target.ends_within_budget",
      "Child workflow id of scheduled event"),
     ("RefundWallClockChildId", "approved", "child_done:refund-1001@NotifyCustomer", "target.ends_within_budget",
      "Child workflow id of scheduled event"),
     ("RefundAmountInValidator", "amount-lowered", "update_done:refund-1001@change_amount",
-     "target.final_state_like_golden", "state differs in result")])
+     "differential.same_end", "state differs in result")])
 def test_a_broken_variant_is_caught_3_of_3(tmp_path: Path, workflow: str, case: str, point: str, rule: str,
                                             says: str) -> None:
     """The golden run passes (no worker replays the part that differs); a kill makes the next worker retry the

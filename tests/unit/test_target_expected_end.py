@@ -9,7 +9,7 @@ import pytest
 
 from crashpoint.errors import CaseError
 from crashpoint.harness.run.target_driver import TargetOutcome
-from crashpoint.harness.judge.target_rules import RULES, expected_end, judge
+from crashpoint.harness.judge.target_rules import expected_end, judge
 from crashpoint.harness.load.target import Target, TargetCase
 
 DENIED = {"refund-1001": {"status": "finished", "values": {"result": {"status": "denied"}}}}
@@ -26,14 +26,15 @@ def _run(case: str, status: str, result: dict, crash_point: str | None = None) -
 
 def test_a_golden_run_that_ends_wrong_fails_the_expected_end_and_the_right_one_passes() -> None:
     """The refund issued although the reviewer denied: the golden run itself is wrong, so every crash run that
-    ends like it passes ``target.final_state_like_golden``; ``target.expected_end`` fails the golden run."""
+    ends like it passes ``differential.same_end``; ``target.expected_end`` fails the golden run."""
     wrong = _run("denied", "finished", {"status": "refunded", "refund_id": "r1"})
     found, unknown = judge(TARGET, wrong, None)
     assert not unknown and [f.rule for f in found] == ["target.expected_end"], found
     assert found[0].message == ("thread refund-1001 did not end as expected: values.result.status: expected "
                                 '"denied", got "refunded"'), found[0].message
     crashed = _run("denied", "finished", {"status": "refunded", "refund_id": "r1"}, "after_effect:issue_refund")
-    assert RULES["target.final_state_like_golden"](TARGET, crashed, wrong) == []
+    crashed_found, _ = judge(TARGET, crashed, wrong)
+    assert "differential.same_end" not in {f.rule for f in crashed_found}, crashed_found
     assert [f.rule for f in expected_end(TARGET, crashed, wrong)] == ["target.expected_end"]
     right = _run("denied", "finished", {"status": "denied"})
     assert expected_end(TARGET, right, None) == [] and judge(TARGET, right, None) == ([], [])
