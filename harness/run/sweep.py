@@ -17,7 +17,7 @@ import time
 from concurrent.futures import CancelledError, Executor, Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Collection, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 from crashpoint.harness.model.results import SweepResult
 from crashpoint.harness.adapters.protocol import EngineAdapter
@@ -164,13 +164,12 @@ def _needs_crash_points(golden: RunResult) -> RunResult:
     return dataclasses.replace(golden, verdict="error", error=why)
 
 
-def _run_isolated(driver: Driver, case: Case, pack: Pack, run_dir: Path, crash_point: str | None,
-                  golden: RunOutcome | None, how: Invocation | None = None) -> RunResult:
-    """:func:`_run_one` in a temporary folder of the machine that executes it (``run_dir`` relative),
+def _isolated(fn: Callable[..., RunResult], run_dir: Path, *args: Any) -> RunResult:
+    """``fn(run_dir, *args)`` in a temporary folder of the machine that executes it (``run_dir`` relative),
     removed afterwards: for executors whose workers do not share the caller's file system (Dask)."""
     scratch = Path(tempfile.mkdtemp(prefix="crashpoint-run-"))
     try:
-        return _run_one(driver, case, pack, scratch / run_dir, crash_point, golden, how)
+        return fn(scratch / run_dir, *args)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -187,6 +186,98 @@ def _lost(future: Future, case_id: str, crash_point: str | None) -> RunResult | 
                          error=f"the executor lost this run: {type(exc).__name__}: {exc}")
 
 
+class Subject:
+    """What a sweep runs: a pack's cases on an adapter (:class:`PackSubject`) or a target's cases on an engine
+    (:class:`~crashpoint.harness.run.target_sweep.TargetSubject`). The one sweep loop (:func:`sweep_subject`)
+    asks it; a subject holds only picklable state, since its runs execute wherever the executor puts them.
+
+    A unit is what a golden run is made for (a pack's case; a target's case in one durability mode), named by its
+    id (the ``case_id`` of its results).
+    """
+
+    #: ``pack`` or ``target``.
+    kind: str = "pack"
+    #: the executor a sweep makes when given none: ``processes`` or ``threads``.
+    default_executor: str = "processes"
+
+    def units(self) -> list[str]:
+        """The units' ids, in report order."""
+        raise NotImplementedError
+
+    def call(self, unit: str, crash_point: str | None, golden: Any, repeat: int) -> tuple[Callable[..., RunResult],
+                                                                                           tuple[Any, ...]]:
+        """``(fn, args)``: the run of ``unit`` killed at ``crash_point`` (``None``: its golden run), executed as
+        ``fn(run_dir, *args)`` (a module-level function on picklable arguments, returning its :class:`RunResult`)."""
+        raise NotImplementedError
+
+    def pair_points(self, unit: str, points: list[str]) -> list[str]:
+        """``--crash sampled``: the single kills of ``unit`` whose recovery gets a second kill."""
+        return sampled_points(points)["pairs"]
+
+    def extras(self, unit: str, points: list[str]) -> list[str]:
+        """``--crash sampled``: the unit's runs beyond single kills and pairs (a pack's second live worker and its
+        recovery by several workers at once; none for a target)."""
+        return []
+
+    def second(self, unit: str, first: str, recovery: list[str]) -> list[str]:
+        """``--crash sampled``: the second kill of a pair, from the crash points its recovery passed."""
+        return recovery[:1]
+
+    def recovery_seconds(self, unit: str, first: str, recovery: list[str]) -> list[str]:
+        """``--crash recovery``: the second kills after a kill at ``first`` (default: every point of its recovery)."""
+        return recovery
+
+    def started(self, pool: Executor, own: bool, workers: int) -> None:
+        """Called once the golden runs are submitted (a target's idle pool threads warm their zygotes)."""
+
+    def close(self, own: bool) -> None:
+        """Called when the sweep ends, however it ends (``own``: the sweep made its executor)."""
+
+    def result(self, crash: str, results: list[RunResult], points: dict[str, list[str]],
+               wall_s: float) -> SweepResult:
+        """The sweep's :class:`SweepResult`."""
+        raise NotImplementedError
+
+
+def _pack_run(run_dir: Path, driver: Driver, case: Case, pack: Pack, crash_point: str | None,
+              golden: RunOutcome | None, how: Invocation | None) -> RunResult:
+    """:func:`_run_one` with the run folder first (the shape :meth:`Subject.call` gives)."""
+    return _run_one(driver, case, pack, run_dir, crash_point, golden, how)
+
+
+@dataclass
+class PackSubject(Subject):
+    """A pack's cases on an adapter (the reference engine, or any engine's adapter)."""
+
+    pack: Pack
+    cases: Sequence[Case]
+    driver: Driver
+    how: Invocation
+
+    kind = "pack"
+
+    def units(self) -> list[str]:
+        return [c.case_id for c in self.cases]
+
+    def call(self, unit, crash_point, golden, repeat):
+        case = next(c for c in self.cases if c.case_id == unit)
+        return _pack_run, (self.driver, case, self.pack, crash_point, golden, self.how)
+
+    def extras(self, unit, points):
+        sample = sampled_points(points)
+        return ([f"{p}{crashpoints.ALONGSIDE}" for p in sample["alongside"]]
+                + [f"{p}{crashpoints.THEN}{TOGETHER_WORKERS} workers" for p in sample["together"]])
+
+    def result(self, crash, results, points, wall_s):
+        adapter = self.driver.adapter
+        return SweepResult(self.pack, adapter.name, adapter.version(), crash, results, points, wall_s,
+                           list(self.cases), self.driver.crash_mode)
+
+
+def _folder(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:80]
+
+
 def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: str = "every",
           jobs: int | None = None, executor: Executor | str | None = None, workdir: Path | None = None,
           keep: bool = False, worker_timeout_s: float = 60.0, only: Sequence[str] = (),
@@ -195,84 +286,103 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
           on_plan: Callable[[int], None] | None = None,
           skip: Collection[tuple[str, str | None]] = (), crash_mode: str = "kill",
           how: Invocation | None = None) -> SweepResult:
-    """Run the golden run of every case, then (``crash="every"``) one run per crash point it passed.
-
-    A case's crash runs are submitted as soon as its golden run is done (its crash points are
-    known then), so a slow golden run of one case does not hold back the runs of the others.
+    """Sweep a pack's ``cases`` on ``adapter``: :func:`sweep_subject` of a :class:`PackSubject` (see there for
+    every option but these).
 
     Args:
         pack, cases: what to run (from :func:`crashpoint.harness.load.loader.load_target`).
         adapter: the engine under test.
-        crash: ``every`` | ``none`` | ``recovery`` (``every``, then for each kill ``A`` a run per crash
-            point ``B`` of the recovery from ``A``, killed at ``A`` and again at ``B``: ``"A >> B"``) |
-            ``sampled`` (``every``, plus per case a sample of kills during recovery, of a second live
-            worker and of workers recovering at once: see :func:`sampled_points`; ``crashpoint run``'s
-            default). With ``only``, ``sampled`` is ``every``.
-        budget: for ``recovery``, at most this many double-kill runs per case, spread evenly over
-            the pairs (default: every pair).
-        jobs: size of the local pool this call makes (``crashpoint run --workers``; default: the
-            number of CPUs); ignored when ``executor`` is an ``Executor``.
-        executor: an :class:`concurrent.futures.Executor` (left running: the caller closes it), or a
-            spec for :func:`crashpoint.harness.run.executors.make_executor` (``"processes"``, the default;
-            ``"threads"``; ``"dask://HOST:PORT"``), made and closed by this call. The driver, cases,
-            pack and results must pickle for every executor but a thread pool. With a local pool, run
-            folders go under one root here; with any other executor (Dask), each run gets a temporary
-            folder on the machine that runs it, removed after the run, unless ``workdir`` is given
-            (then the same absolute path is used on that machine).
-        workdir: where run folders go (default: a temporary folder, removed unless ``keep``).
         worker_timeout_s: wall seconds a worker process may take (then the verdict is ``unknown``).
-        only: crash point ids to run (default: all the golden runs passed); an id no golden run
-            passed gives an ``error`` result for that case, never a silent skip.
-        on_result: called with each result as it completes (progress output), in the calling thread,
-            in order of completion (so a result is handed over as soon as its run is done).
-        on_plan: called in the calling thread with the number of results planned so far (count), each
-            time it grows: first the golden runs, then as each golden run tells its case's crash
-            points, its crash runs (with ``recovery``, as each case's single kills are done, its
-            double kills). The number of ``on_result`` calls never exceeds the last value given.
         crash_mode: how workers start and crash (``kill``, ``kill-cold``, ``inprocess``): see
             :class:`crashpoint.harness.run.pack_driver.Driver`.
-        skip: ``(case_id, crash_point)`` pairs already done (``crash_point`` ``None``: the golden run),
-            for ``crashpoint run --resume``: they are neither run nor returned, except that a skipped
-            golden run still runs when the case has other runs to do, as their reference (reported only
-            when it does not pass now: a failing reference is a result, never dropped).
         how: how the reproduce commands of runs that did not pass name the engine (default: the
             reference engine, ``--crash-mode`` ``crash_mode``).
+    """
+    driver = Driver(adapter, pack, worker_timeout_s=worker_timeout_s, crash_mode=crash_mode)
+    subject = PackSubject(pack, list(cases), driver, how or Invocation(crash_mode=crash_mode))
+    return sweep_subject(subject, crash=crash, jobs=jobs, executor=executor, workdir=workdir, keep=keep, only=only,
+                         budget=budget, on_result=on_result, on_plan=on_plan, skip=skip)
+
+
+def sweep_subject(subject: Subject, *, crash: str = "every", jobs: int | None = None,
+                  executor: Executor | str | None = None, workdir: Path | None = None, keep: bool = False,
+                  only: Sequence[str] = (), repeat: int = 1, budget: int | None = None,
+                  on_result: Callable[[RunResult], None] | None = None,
+                  on_plan: Callable[[int], None] | None = None,
+                  skip: Collection[tuple[str, str | None]] = (), keep_outcomes: bool = True) -> SweepResult:
+    """The one sweep loop, for packs and targets: the golden run of every unit, then (``crash="every"``) one run
+    per crash point it passed, and the runs the crash selection adds.
+
+    A unit's crash runs are submitted as soon as its golden run is done (its crash points are known then), so a
+    slow golden run of one unit does not hold back the runs of the others; a pair's second kill as soon as its
+    first kill's run tells what its recovery passed.
+
+    Args:
+        subject: what to run (a :class:`PackSubject`, a target's ``TargetSubject``).
+        crash: ``every`` | ``none`` | ``recovery`` (``every``, then for each kill ``A`` a run per crash point
+            ``B`` of the recovery from ``A`` the subject picks, killed at ``A`` and again at ``B``: ``"A >> B"``) |
+            ``sampled`` (``every``, plus per unit a sample of kills during recovery and the subject's extras:
+            ``crashpoint run``'s default). With ``only``, ``sampled`` is ``every``.
+        budget: for ``recovery``, at most this many double-kill runs per unit, spread evenly over the pairs
+            (default: every pair).
+        jobs: size of the local pool this call makes (default: the number of CPUs); ignored when ``executor`` is
+            an ``Executor``.
+        executor: an :class:`concurrent.futures.Executor` (left running: the caller closes it), or a spec for
+            :func:`crashpoint.harness.run.executors.make_executor` (``"processes"``, ``"threads"``,
+            ``"dask://HOST:PORT"``; default: the subject's), made and closed by this call. With a local pool, run
+            folders go under one root here; with any other executor (Dask), each run gets a temporary folder on
+            the machine that runs it, removed after the run, unless ``workdir`` is given (then the same absolute
+            path is used on that machine).
+        workdir: where run folders go (default: a temporary folder, removed unless ``keep``); a folder an earlier
+            sweep left there is never reused (a run gets a new one).
+        only: crash point ids (or schedules) to run (default: all the golden runs passed); an id no golden run
+            passed gives an ``error`` result for that unit, never a silent skip.
+        repeat: runs per crash point (>= 1): a racy point's outcome can depend on thread timing.
+        on_result: called with each result as it completes, in the calling thread, in order of completion.
+        on_plan: called in the calling thread with the number of results planned so far (count), each time it
+            grows. The number of ``on_result`` calls never exceeds the last value given.
+        skip: ``(unit, crash_point)`` pairs already done (``crash_point`` ``None``: the golden run), for
+            ``crashpoint run --resume``: they are neither run nor returned, except that a skipped golden run
+            still runs when the unit has other runs to do, as their reference (reported only when it does not
+            pass now: a failing reference is a result, never dropped).
+        keep_outcomes: keep every run's outcome on its result (``--save-traces`` writes them); ``False`` drops a
+            passed crash run's once the sweep has what it needs of it (a big target sweep's memory).
 
     Returns:
-        The :class:`SweepResult`; ``results`` hold the golden runs in case order, then each case's
-        crash runs in crash point order, then (``recovery``) the double kills.
+        The subject's :class:`SweepResult`; ``results`` hold the golden runs in unit order, then each unit's
+        crash runs in crash point order (each point's tries in order), then its double kills.
 
     Raises:
-        UsageError-compatible ``ValueError`` for an unknown ``crash`` mode; ``UsageError`` for a bad
-        executor spec or an unreachable Dask scheduler.
+        ValueError: an unknown ``crash`` mode or ``repeat < 1``; ``UsageError`` for a bad executor spec or an
+        unreachable Dask scheduler.
     """
     from crashpoint.harness.run.executors import is_local, make_executor
 
-    if crash not in CRASH_MODES:
-        raise ValueError(f"--crash must be one of {CRASH_MODES}, got {crash!r}")
+    if crash not in CRASH_MODES or repeat < 1:
+        raise ValueError(f"--crash must be one of {CRASH_MODES} and repeat >= 1, got {crash!r}, {repeat}")
     began = time.perf_counter()
     closer: Callable[[], None] | None = None
-    if executor is None or isinstance(executor, str):
-        pool, closer = make_executor(executor, jobs)
+    own = executor is None or isinstance(executor, str)
+    if own:
+        pool, closer = make_executor(executor or subject.default_executor, jobs)
     else:
         pool = executor
     isolated = not is_local(pool) and workdir is None
-    root = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="crashpoint-"))
+    root = Path(workdir).resolve() if workdir else Path(tempfile.mkdtemp(prefix="crashpoint-"))
     root.mkdir(parents=True, exist_ok=True)
     if workdir is None:
         (root / TEMPORARY_ROOT).touch()
-    driver = Driver(adapter, pack, worker_timeout_s=worker_timeout_s, crash_mode=crash_mode)
-    how = how or Invocation(crash_mode=crash_mode)
-    by_id = {c.case_id: c for c in cases}
+    units = subject.units()
     planned = 0
     golden_results: dict[str, RunResult] = {}
-    singles: dict[str, list[RunResult | None]] = {c.case_id: [] for c in cases}
-    doubles: dict[str, list[RunResult | None]] = {c.case_id: [] for c in cases}
+    singles: dict[str, list[RunResult | None]] = {u: [] for u in units}
+    doubles: dict[str, list[RunResult | None]] = {u: [] for u in units}
     points: dict[str, list[str]] = {}
-    #: future -> (phase, case id, crash point, index in its case's list)
-    pending: dict[Future, tuple[str, str, str | None, int]] = {}
-    left = {c.case_id: 0 for c in cases}  # single-kill runs of the case still running (recovery)
+    #: future -> (phase, unit, crash point, repeat, index in its unit's list)
+    pending: dict[Future, tuple[str, str, str | None, int, int]] = {}
+    left = {u: 0 for u in units}  # single-kill runs of the unit still running (recovery)
     pair_from: dict[str, set[str]] = {}  # (sampled) single kills whose recovery gets a second kill
+    used: set[Path] = set()
 
     def plan(more: int) -> None:
         nonlocal planned
@@ -280,101 +390,115 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
             planned += more
             on_plan(planned)
 
-    def submit(phase: str, case: Case, run_dir: Path, point: str | None, golden: RunOutcome | None,
-               index: int) -> None:
-        if isolated:
-            f = pool.submit(_run_isolated, driver, case, pack, run_dir.relative_to(root), point, golden, how)
-        else:
-            f = pool.submit(_run_one, driver, case, pack, run_dir, point, golden, how)
-        pending[f] = (phase, case.case_id, point, index)
+    def folder(unit: str, name: str) -> Path:  # never one an earlier sweep left in ``workdir``
+        base, n = root / _folder(unit) / name, 1
+        path = base
+        while path in used or path.exists():
+            n += 1
+            path = base.with_name(f"{base.name}.{n}")
+        used.add(path)
+        return path
 
-    def crash_runs(case: Case, golden: RunResult) -> None:
-        points[case.case_id] = golden.outcome.crash_points if golden.outcome else []
+    def submit(phase: str, unit: str, name: str, point: str | None, repeat_n: int, index: int) -> None:
+        golden = golden_results[unit].outcome if point is not None and unit in golden_results else None
+        fn, args = subject.call(unit, point, golden, repeat_n)
+        run_dir = folder(unit, name)
+        if isolated:
+            f = pool.submit(_isolated, fn, run_dir.relative_to(root), *args)
+        else:
+            f = pool.submit(fn, run_dir, *args)
+        pending[f] = (phase, unit, point, repeat_n, index)
+
+    def crash_runs(unit: str, golden: RunResult) -> None:
+        points[unit] = golden.outcome.crash_points if golden.outcome else []
         if crash == "none" or golden.outcome is None:
             return
-        wanted = list(dict.fromkeys(only)) if only else points[case.case_id]
-        todo = [(n, p) for n, p in enumerate(wanted) if (case.case_id, p) not in skip]
+        wanted = list(dict.fromkeys(only)) if only else points[unit]
+        todo = [(n, p, k) for n, p in enumerate(wanted) for k in range(1, repeat + 1) if (unit, p) not in skip]
         plan(len(todo))
-        for n, point in todo:
-            run_dir = root / case.case_id / f"{n:03d}-{re.sub(r'[^A-Za-z0-9_.-]', '_', point)[:80]}"
-            singles[case.case_id].append(None)
-            submit("single", case, run_dir, point, golden.outcome, len(singles[case.case_id]) - 1)
-        left[case.case_id] = len(todo)
+        for n, point, k in todo:
+            singles[unit].append(None)
+            submit("single", unit, f"{n:03d}-{_folder(point)}" + (f"-try{k}" if repeat > 1 else ""), point, k,
+                   len(singles[unit]) - 1)
+        left[unit] = len(todo)
         if crash == "sampled" and not only:
-            sample = sampled_points(points[case.case_id])
-            pair_from[case.case_id] = set(sample["pairs"])
-            for point in sample["pairs"]:  # resumed: a stored single kill is run again (unreported) for its pair
-                if (case.case_id, point) in skip and not _pair_stored(skip, case.case_id, point):
-                    submit("probe", case, root / case.case_id / f"p-{re.sub(r'[^A-Za-z0-9_.-]', '_', point)[:80]}",
-                           point, golden.outcome, 0)
-            extra([f"{p}{crashpoints.ALONGSIDE}" for p in sample["alongside"]]
-                  + [f"{p}{crashpoints.THEN}{TOGETHER_WORKERS} workers" for p in sample["together"]], case)
+            pair_from[unit] = set(subject.pair_points(unit, points[unit]))
+            for point in sorted(pair_from[unit]):  # resumed: a stored single kill is run again (unreported) for its pair
+                if (unit, point) in skip and not _pair_stored(skip, unit, point):
+                    submit("probe", unit, f"p-{_folder(point)}", point, 1, 0)
+            extra(subject.extras(unit, points[unit]), unit)
         if crash == "recovery" and not todo:
-            double_runs(case)
+            double_runs(unit)
 
-    def extra(specs: list[str], case: Case) -> None:
-        """Submit the runs of crash specs beyond single kills (``sampled``), as double runs."""
-        specs = [p for p in specs if (case.case_id, p) not in skip]
+    def extra(specs: list[str], unit: str) -> None:
+        """Submit the runs of crash specs beyond single kills (sampled extras and pairs), as double runs."""
+        specs = [p for p in specs if (unit, p) not in skip]
         plan(len(specs))
-        golden = golden_results[case.case_id].outcome
         for spec in specs:
-            doubles[case.case_id].append(None)
-            n = len(doubles[case.case_id]) - 1
-            submit("double", case, root / case.case_id / f"r{n:04d}", spec, golden, n)
+            doubles[unit].append(None)
+            n = len(doubles[unit]) - 1
+            submit("double", unit, f"r{n:04d}", spec, 1, n)
 
-    def double_runs(case: Case) -> None:
-        mine = [r for r in singles[case.case_id] if r is not None]
+    def double_runs(unit: str) -> None:
+        mine = [r for r in singles[unit] if r is not None and r.repeat == 1]
         pairs = [f"{r.crash_point}{crashpoints.THEN}{b}" for r in mine
-                 if r.outcome is not None and r.outcome.crash_fired
-                 for b in crashpoints.recovery_points(r.outcome.crash_points, r.crash_point)]
+                 if r.outcome is not None and r.crash_fired
+                 for b in subject.recovery_seconds(unit, r.crash_point,
+                                                   crashpoints.recovery_points(r.outcome.crash_points, r.crash_point))]
         if budget is not None and len(pairs) > budget:
             step = len(pairs) / budget
             pairs = [pairs[int(i * step)] for i in range(budget)]
-        plan(len(pairs))
-        golden = golden_results[case.case_id].outcome
-        for n, pair in enumerate(pairs):
-            doubles[case.case_id].append(None)
-            submit("double", case, root / case.case_id / f"r{n:04d}", pair, golden, n)
+        extra(pairs, unit)
+        for r in mine:  # what the pairs needed of the single kills' outcomes is taken
+            if r.verdict == "passed" and not keep_outcomes:
+                r.outcome = None
 
     try:
-        plan(sum((c.case_id, None) not in skip for c in cases))
-        for c in cases:
-            submit("golden", c, root / c.case_id / "golden", None, None, 0)
+        plan(sum((u, None) not in skip for u in units))
+        for u in units:
+            submit("golden", u, "golden", None, 1, 0)
+        subject.started(pool, own, getattr(pool, "_max_workers", 0) or 0)
         while pending:
             finished = wait_first(list(pending))
             for f in finished:
-                phase, cid, point, index = pending.pop(f)
-                result = _lost(f, cid, point)
+                phase, unit, point, repeat_n, index = pending.pop(f)
+                result = _lost(f, unit, point)
                 if result is None:
                     continue
                 if phase == "golden" and crash != "none":
                     result = _needs_crash_points(result)
-                again = phase == "golden" and _golden_again(skip, cid, result.verdict)
+                again = phase == "golden" and _golden_again(skip, unit, result.verdict)
                 if again:
                     plan(1)
-                if (phase != "golden" or (cid, None) not in skip or again) and phase != "probe":
+                if (phase != "golden" or (unit, None) not in skip or again) and phase != "probe":
                     if on_result:  # a golden run re-run as a reference that does not pass now is a result
                         on_result(result)
                 if phase == "golden":
-                    golden_results[cid] = result
-                    crash_runs(by_id[cid], result)
+                    golden_results[unit] = result
+                    crash_runs(unit, result)
                 elif phase in ("single", "probe"):
                     if phase == "single":
-                        singles[cid][index] = result
-                        left[cid] -= 1
-                    if point in pair_from.get(cid, ()) and result.outcome is not None and result.outcome.crash_fired:
-                        after = crashpoints.recovery_points(result.outcome.crash_points, point)[:1]
-                        extra([f"{point}{crashpoints.THEN}{b}" for b in after], by_id[cid])
-                    if crash == "recovery" and left[cid] == 0 and phase == "single":
-                        double_runs(by_id[cid])
+                        singles[unit][index] = result
+                        left[unit] -= 1
+                    if point in pair_from.get(unit, ()) and repeat_n == 1 and result.outcome is not None \
+                            and result.crash_fired:
+                        after = crashpoints.recovery_points(result.outcome.crash_points, point)
+                        extra([f"{point}{crashpoints.THEN}{b}" for b in subject.second(unit, point, after)], unit)
+                    if crash == "recovery" and left[unit] == 0 and phase == "single":
+                        double_runs(unit)
+                    elif crash != "recovery" and result.verdict == "passed" and not keep_outcomes:
+                        result.outcome = None  # a big sweep keeps no passed crash run's outcome
                 else:
-                    doubles[cid][index] = result
+                    doubles[unit][index] = result
+                    if result.verdict == "passed" and not keep_outcomes:
+                        result.outcome = None
     finally:
         if closer is not None:
             closer()
         elif pending:
             for f in pending:
                 f.cancel()
+        subject.close(own)
         # an interrupted sweep's workers (and what they started) die with it; its forked workers, which carry no
         # marker that /proc shows, are found by the files they hold in its folder: only in a folder the sweep made
         # itself (a user's --workdir may be the cwd of their shell or hold their editor's files: never theirs to kill)
@@ -382,12 +506,12 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
         reap_under(root, wait_s=5.0, holders=interrupted and workdir is None)
         if not keep and workdir is None:
             shutil.rmtree(root, ignore_errors=True)
-    results = [golden_results[c.case_id] for c in cases if c.case_id in golden_results
-               and ((c.case_id, None) not in skip or _golden_again(skip, c.case_id, golden_results[c.case_id].verdict))]
-    results += [r for c in cases for r in singles[c.case_id] if r is not None]
-    results += [r for c in cases for r in doubles[c.case_id] if r is not None]
-    return SweepResult(pack, adapter.name, adapter.version(), crash, results, points, time.perf_counter() - began,
-                       list(cases), crash_mode)
+    results = [golden_results[u] for u in units if u in golden_results
+               and ((u, None) not in skip or _golden_again(skip, u, golden_results[u].verdict))]
+    results += [r for u in units for r in singles[u] if r is not None]
+    results += [r for u in units for r in doubles[u] if r is not None]
+    ran = "every" if crash == "sampled" and only else crash  # chosen points run once each: no sampled pairs
+    return subject.result(ran, results, points, time.perf_counter() - began)
 
 
 if __name__ == "__main__":  # the cleaner started by abandon()

@@ -23,7 +23,7 @@ import time
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Collection, Sequence
 
 from crashpoint.harness.engines.base import engine_for
 from crashpoint.harness.model.results import RunResult, SweepResult, unit_id
@@ -32,7 +32,7 @@ from crashpoint.harness.model.rules import Finding as Failure
 from crashpoint.harness.process import crashpoints
 from crashpoint.harness.run.executors import result_of
 from crashpoint.harness.process.launch import reap_under
-from crashpoint.harness.run.sweep import sampled_points
+from crashpoint.harness.run.sweep import Subject, sweep_subject
 from crashpoint.harness.model.outcomes import TargetOutcome
 from crashpoint.harness.run.target_driver import prewarm, run_target
 from crashpoint.harness.load.target import Target, TargetCase
@@ -62,9 +62,10 @@ def default_workers(target: Target) -> int:
 
 def run_one(target: Target, case: TargetCase, durability: str, run_dir: Path, crash_point: str | None,
             golden: TargetOutcome | None, repeat: int = 1, *, warm: bool = True, server: str = "shared",
-            write_latency_ms: float = 0.0, keep: bool = False) -> RunResult:
+            write_latency_ms: float = 0.0, keep: bool = True) -> RunResult:
     """One run and its verdict (a module-level function on picklable arguments, for any executor); the verdict
-    is :func:`crashpoint.harness.judge.verdict.judge_target`'s, the one every front end gets."""
+    is :func:`crashpoint.harness.judge.verdict.judge`'s, the one every front end gets. ``keep`` false drops the
+    outcome of a passed crash run."""
     from crashpoint.harness.judge.verdict import judge_target
 
     began = time.monotonic()
@@ -77,18 +78,72 @@ def run_one(target: Target, case: TargetCase, durability: str, run_dir: Path, cr
     reached = not crash_point or crashpoints.fired(run_dir, crash_point)
     result = judge_target(target, case, durability, out, crash_point=crash_point, golden=golden, reached=reached,
                           repeat=repeat)
-    if isinstance(out, TargetOutcome):
-        result.outcome = out if (keep or crash_point is None or result.verdict != "passed") else None
+    if isinstance(out, TargetOutcome) and not (keep or crash_point is None or result.verdict != "passed"):
+        result.outcome = None
     result.wall_s = time.monotonic() - began
     return result
+
+
+def _target_run(run_dir: Path, target: Target, case: TargetCase, durability: str, crash_point: str | None,
+                golden: TargetOutcome | None, repeat: int, opts: dict[str, Any]) -> RunResult:
+    """:func:`run_one` with the run folder first (the shape :meth:`~crashpoint.harness.run.sweep.Subject.call`
+    gives)."""
+    return run_one(target, case, durability, run_dir, crash_point, golden, repeat, **opts)
+
+
+@dataclass
+class TargetSubject(Subject):
+    """A target's cases, each in each durability mode (a unit: ``CASE[MODE]``), on the target's engine."""
+
+    target: Target
+    cases: list[TargetCase]
+    modes: list[str]
+    opts: dict[str, Any]
+
+    kind = "target"
+    default_executor = "threads"  # each run waits on its own worker processes, forked from its thread's zygote
+
+    def __post_init__(self) -> None:
+        self._of = {unit_id(c.name, m): (c, m) for c in self.cases for m in self.modes}
+        self._engine = engine_for(self.target.engine)
+
+    def units(self) -> list[str]:
+        return list(self._of)
+
+    def call(self, unit, crash_point, golden, repeat):
+        case, mode = self._of[unit]
+        return _target_run, (self.target, case, mode, crash_point, golden, repeat, self.opts)
+
+    def second(self, unit, first, recovery):
+        return self._engine.sampled_second(recovery, first)
+
+    def recovery_seconds(self, unit, first, recovery):
+        return self._engine.recovery_points(recovery)
+
+    def started(self, pool, own, workers):
+        if own and self.opts.get("warm", True):  # the pool's other threads start their zygotes meanwhile
+            for _ in range(workers - len(self._of)):
+                pool.submit(prewarm, self.target)
+
+    def close(self, own):
+        if own:
+            self._engine.close_after_sweep()  # what this sweep's runs shared (a server no run uses now)
+
+    def result(self, crash, results, points, wall_s):
+        units = {u: {"case": c.name, "variant": m, "events": [], "faults": list(c.faults), "workflow": None}
+                 for u, (c, m) in self._of.items()}
+        return SweepResult(self.target, self.target.engine, self._engine.version(), crash, results, points, wall_s,
+                           units=units, crash_mode="kill" if self.opts.get("warm", True) else "kill-cold")
 
 
 def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Sequence[str] | None = None,
           crash: str = "every", crash_points: Sequence[str] | None = None, repeat: int = 1,
           executor: Executor | None = None, workers: int | None = None, warm: bool = True,
           write_latency_ms: float = 0.0, workdir: Path | None = None, server: str = "shared",
-          on_result: Callable[[RunResult], None] | None = None) -> SweepResult:
-    """Sweep ``target`` (see the module docstring).
+          on_result: Callable[[RunResult], None] | None = None, on_plan: Callable[[int], None] | None = None,
+          skip: Collection[tuple[str, str | None]] = (), keep_outcomes: bool = False) -> SweepResult:
+    """Sweep ``target``: :func:`~crashpoint.harness.run.sweep.sweep_subject` of a :class:`TargetSubject` (the one
+    sweep loop packs use too; see there for ``on_result``, ``on_plan``, ``skip`` and ``keep_outcomes``).
 
     Args:
         cases / durability: subsets (default: all of the target's). ``crash``: ``every`` | ``sampled`` (see
@@ -115,90 +170,10 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
     modes = list(durability or target.durability)
     if any(m not in ("sync", "async", "exit") for m in modes):
         raise UsageError(f"durability must be sync, async or exit, got {modes!r}")
-    began = time.monotonic()
-    root = Path(workdir).resolve() if workdir else Path(tempfile.mkdtemp(prefix="crashpoint-target-"))
-    root.mkdir(parents=True, exist_ok=True)
-    own = executor is None
-    if own:
-        from concurrent.futures import ThreadPoolExecutor
-
-        workers = workers or default_workers(target)
-        executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="crashpoint-target")
-    results: list[RunResult] = []
-    points: dict[tuple[str, str], list[str]] = {}
-    pair_from: dict[tuple[str, str], set[str]] = {}  # (sampled) single kills whose recovery gets a second kill
-    counter = iter(range(10**9))
-    opts = {"warm": warm, "write_latency_ms": write_latency_ms, "server": server}
-    engine = engine_for(target.engine)
-
-    def folder(label: str) -> Path:  # never one an earlier sweep left in ``workdir`` (a fixture called twice)
-        while (path := root / f"{next(counter):05d}-{label}").exists():
-            pass
-        return path
-
-    def done(r: RunResult) -> RunResult:
-        results.append(r)
-        if on_result:
-            on_result(r)
-        return r
-
-    try:
-        goldens = {(c.name, m): executor.submit(run_one, target, c, m, folder(f"{c.name}-{m}-golden"), None, None, 1,
-                                                keep=True, **opts) for c in chosen for m in modes}
-        if own and warm:  # the pool's other threads start their zygotes meanwhile (a cold one takes seconds)
-            for _ in range(workers - len(goldens)):
-                executor.submit(prewarm, target)
-        crash_futures = []
-        for (name, mode), future in goldens.items():
-            golden = done(result_of(future))
-            case = target.case(name)
-            if golden.outcome is None:
-                continue
-            points[(name, mode)] = golden.outcome.crash_points
-            if crash == "none":
-                continue
-            todo = list(crash_points) if crash_points else golden.outcome.crash_points
-            if crash == "sampled" and not crash_points:  # the reference engine's choice of pair points
-                pair_from[(name, mode)] = set(sampled_points(golden.outcome.crash_points)["pairs"])
-            for point in todo:
-                for n in range(1, repeat + 1):
-                    crash_futures.append(executor.submit(
-                        run_one, target, case, mode, folder(f"{name}-{mode}"), point, golden.outcome, n,
-                        keep=crash == "recovery" or point in pair_from.get((name, mode), ()), **opts))
-        more = []
-        for future in crash_futures:
-            r = done(result_of(future))
-            if r.outcome is None or crashpoints.THEN.strip() in (r.crash_point or ""):
-                continue
-            after = crashpoints.recovery_points(r.outcome.crash_points, r.crash_point)
-            if crash == "recovery":
-                seconds = engine.recovery_points(after)
-            elif r.crash_point in pair_from.get((r.case, r.durability), ()) and r.repeat == 1:
-                seconds = engine.sampled_second(after, r.crash_point)
-            else:
-                continue
-            case = target.case(r.case)
-            golden_out = next(g.outcome for g in results if g.crash_point is None and g.case == r.case
-                              and g.durability == r.durability)
-            for second in seconds:
-                more.append(executor.submit(run_one, target, case, r.durability, folder(f"{r.case}-{r.durability}"),
-                                            f"{r.crash_point}{crashpoints.THEN}{second}", golden_out, r.repeat, **opts))
-            if r.verdict == "passed":
-                r.outcome = None
-        for future in more:
-            done(result_of(future))
-    finally:
-        if own:
-            # each pool thread's zygote dies with its thread (PR_SET_PDEATHSIG follows the creating thread)
-            executor.shutdown(wait=True, cancel_futures=True)
-            engine.close_after_sweep()  # what this sweep's runs shared (a server no run uses now)
-        # what the runs' workers started and left (it carries a run's marker), whatever group or session it is in
-        reap_under(root, wait_s=5.0)
-        if workdir is None:
-            shutil.rmtree(root, ignore_errors=True)
-    version = engine.version()
-    ran = "every" if crash == "sampled" and crash_points else crash  # chosen points run once each: no sampled pairs
-    units = {unit_id(c.name, m): {"case": c.name, "variant": m, "events": [], "faults": list(c.faults), "workflow": None}
-             for c in chosen for m in modes}
-    return SweepResult(target, target.engine, version, ran, results, {unit_id(c, m): pts for (c, m), pts in points.items()},
-                       time.monotonic() - began, units=units, crash_mode="kill" if warm else "kill-cold")
+    subject = TargetSubject(target, chosen, modes, {"warm": warm, "write_latency_ms": write_latency_ms,
+                                                    "server": server})
+    if executor is None:
+        executor = "threads"
+    return sweep_subject(subject, crash=crash, jobs=workers or default_workers(target), executor=executor,
+                         workdir=workdir, keep=workdir is not None, only=list(crash_points or ()), repeat=repeat,
+                         on_result=on_result, on_plan=on_plan, skip=skip, keep_outcomes=keep_outcomes)

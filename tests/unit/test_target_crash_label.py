@@ -19,7 +19,8 @@ POINTS = [f"node:a@n{i}" for i in range(12)]
 
 def _fake_run_one(target, case, durability, run_dir, crash_point, golden, repeat=1, **_):
     out = TargetOutcome(case.name, durability, crash_point, run_dir, threads={"a": {"status": "finished"}},
-                        crash_points=list(POINTS), fired=[crash_point] if crash_point else [])
+                        crash_points=list(POINTS), fired=[crash_point] if crash_point else [],
+                        kills=len(crash_point.split(" >> ")) if crash_point else 0)
     return RunResult(unit_id(case.name, durability), crash_point, "passed", outcome=out, variant=durability,
                      repeat=repeat)
 
