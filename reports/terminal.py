@@ -119,7 +119,7 @@ def summary(data: dict[str, Any]) -> str:
     """The summary block: counts, crash points, metrics, wall time."""
     s = data["summary"]
     rows = [["engine", f"{data['engine']['name']} {data['engine']['version']}"],
-            ["pack", f"{data['pack']['name']} {data['pack']['version']}"],
+            [(data.get("subject") or {}).get("kind", "pack"), f"{data['pack']['name']} {data['pack']['version']}"],
             ["cases", s["cases"]], ["crash points", s["crash_points"]],
             ["verified kills", s.get("kills_verified", 0)],
             ["recovery pairs", s.get("recovery_pairs", 0)], ["runs", s["runs"]],

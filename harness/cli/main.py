@@ -201,14 +201,11 @@ def progress_for(args: argparse.Namespace):
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    """``crashpoint run PATH``: sweep a pack (or case files) on an engine, or a target file (the team's own code):
+    the same pipeline for both (:func:`_sweep_and_report`)."""
     from crashpoint.harness.run.executors import describe, make_executor
-    from crashpoint.harness.load.loader import load_target
-    from crashpoint.harness.cli.target_run import is_target_file, run_target_command
+    from crashpoint.harness.cli.target_run import is_target_file, target_subject
 
-    if is_target_file(Path(args.path)):  # the team's own code (issue 12), not a pack
-        return run_target_command(args, Path(args.path))
-    pack, cases = load_target(resolve_path(args.path))
-    adapter = engine_under_test(args.engine, getattr(args, "adapter", None), args.worker_timeout)
     if args.crash_point and args.crash not in ("every", "sampled"):
         raise UsageError("--crash-point needs --crash every or sampled (a schedule 'A >> B' kills twice)")
     if args.budget is not None and (args.crash != "recovery" or args.budget < 1):
@@ -218,44 +215,72 @@ def _cmd_run(args: argparse.Namespace) -> int:
         output_file(args.json, "--json")
     if args.save_traces:
         output_folder(args.save_traces, "--save-traces", files_only=True)
-    executor, close_executor = make_executor(args.executor, args.workers)  # exit 2 here if Dask is unreachable
+    if is_target_file(Path(args.path)):  # the team's own code, not a pack
+        subject = target_subject(args, Path(args.path))
+    else:
+        subject = _pack_subject(args)
+    executor, close_executor = make_executor(args.executor or subject.default_executor,
+                                             args.workers or subject.default_workers())  # exit 2: Dask unreachable
     try:
-        return _sweep_and_report(args, pack, cases, adapter, executor, describe(executor))
+        return _sweep_and_report(args, subject, executor, describe(executor))
     finally:
         close_executor()
 
 
-def _sweep_and_report(args: argparse.Namespace, pack, cases, adapter, executor, where: str) -> int:
+def _pack_subject(args: argparse.Namespace):
+    """The :class:`~crashpoint.harness.run.sweep.PackSubject` of ``crashpoint run PACK`` (``--case`` picks cases).
+
+    Raises:
+        UsageError: a target's option (``--durability``, ``--write-latency-ms``), an unknown ``--case``, an engine or
+            adapter that cannot be imported.
+    """
+    from crashpoint.harness.judge.verdict import Invocation
+    from crashpoint.harness.load.loader import load_target
+    from crashpoint.harness.run.pack_driver import Driver
+    from crashpoint.harness.run.sweep import PackSubject
+
+    if args.durability or args.write_latency_ms:
+        raise UsageError("--durability and --write-latency-ms are for target files (TARGET.yaml)")
+    pack, cases = load_target(resolve_path(args.path))
+    if args.case:
+        unknown = [c for c in args.case if c not in {x.case_id for x in cases}]
+        if unknown:
+            raise UsageError(f"--case {unknown[0]}: no such case in pack {pack.name} (its cases: "
+                             f"{', '.join(c.case_id for c in cases)[:400]})")
+        cases = [c for c in cases if c.case_id in set(args.case)]
+    adapter = engine_under_test(args.engine, getattr(args, "adapter", None), args.worker_timeout)
+    driver = Driver(adapter, pack, worker_timeout_s=args.worker_timeout, crash_mode=args.crash_mode)
+    return PackSubject(pack, cases, driver, Invocation(args.engine, getattr(args, "adapter", None), args.crash_mode))
+
+
+def _sweep_and_report(args: argparse.Namespace, subject, executor, where: str) -> int:
+    """Sweep ``subject`` (a pack's cases or a target's) and report it: the terminal tables, ``--json``,
+    ``--results-db`` (``--resume``), ``--save-traces``; exit 0 only when the sweep is green."""
     from crashpoint.harness.cli import report as cli_report
     from crashpoint.harness.judge.document import sweep_data
-    from crashpoint.harness.judge.verdict import Invocation, repro_command
-    from crashpoint.harness.run.sweep import sweep
-    from crashpoint.reports import json_report
-    from crashpoint.reports import terminal as text
+    from crashpoint.harness.run.sweep import sweep_subject
+    from crashpoint.reports import json_report, terminal as text
     from crashpoint.reports.summary import visible
-    from crashpoint.text import clip
 
     resumed = None
+    units = subject.units()
     if getattr(args, "resume", False):
         if args.results_db is None:
             raise UsageError("--resume needs --results-db [URL]: the store holding the interrupted run")
         from crashpoint.harness.run import resume
 
-        resumed = resume.plan(args.results_db, pack, cases, adapter, args.crash, args.crash_point or (),
-                              args.crash_mode)
+        resumed = resume.plan(args.results_db, subject, args.crash, args.crash_point or (), args.crash_mode)
         if resumed.run_id is None:
             print("crashpoint: --resume: no incomplete run of this exact selection in the store; starting a new one"
                   + (f" ({resumed.mismatch})" if resumed.mismatch else ""))
     if resumed is not None and resumed.run_id is not None:
-        recorder = resume.reopen(args.results_db, resumed.run_id, pack, cases, adapter, args.crash, args.engine,
-                                 args.crash_mode, getattr(args, "adapter", None))
+        recorder = resume.reopen(args.results_db, resumed.run_id, subject)
         print(f"crashpoint: resuming run {resumed.run_id}: {len(resumed.stored)} result(s) already recorded, "
-              f"{len(resumed.todo)} case(s) with runs left")
+              f"{len(resumed.todo)} unit(s) with runs left")
     else:
-        recorder = cli_report.start_recording(args, pack, cases, adapter)
+        recorder = cli_report.start_recording(args, subject)
 
     bar = progress_for(args)
-    how = Invocation(args.engine, getattr(args, "adapter", None), args.crash_mode)
 
     def progress(result) -> None:
         if recorder is not None:
@@ -263,25 +288,26 @@ def _sweep_and_report(args: argparse.Namespace, pack, cases, adapter, executor, 
         bar.result(result)
 
     began = time.perf_counter()
-    print(visible(f"crashpoint: sweeping pack {pack.name} {pack.version} ({len(cases)} case(s)) on engine "
-                  f"{clip(adapter.name)} {clip(adapter.version())}, crash={args.crash}, crash mode={args.crash_mode}, "
+    print(visible(f"crashpoint: sweeping {subject.describe()}, crash={args.crash}, crash mode={args.crash_mode}, "
                   f"on {where}"), flush=True)
+    todo = subject.narrowed(resumed.todo) if resumed else subject
     try:
-        result = sweep(pack, resumed.todo if resumed else cases, adapter, crash=args.crash, executor=executor,
-                       workdir=args.workdir, keep=bool(args.workdir), worker_timeout_s=args.worker_timeout,
-                       only=args.crash_point or (), budget=args.budget,
-                       on_result=progress, on_plan=bar.plan, skip=resumed.skip if resumed else (),
-                       crash_mode=args.crash_mode, how=how)
+        result = sweep_subject(todo, crash=args.crash, executor=executor, workdir=args.workdir,
+                               keep=bool(args.workdir), only=args.crash_point or (), repeat=args.repeat,
+                               budget=args.budget, on_result=progress, on_plan=bar.plan,
+                               skip=resumed.skip if resumed else (), keep_outcomes=bool(args.save_traces))
+    except (KeyboardInterrupt, SystemExit):
+        bar.close()
+        _say_what_was_stored(recorder)
+        raise
     finally:
         bar.close()
     if resumed is not None:
-        result = resume.merge(result, resumed, cases)
+        result = resume.merge(result, resumed, units)
     data = sweep_data(result)
-    paths = {c.case_id: c.path for c in cases}
     for r in data["results"]:  # restored results, and runs the executor lost, have none yet
-        if r["verdict"] != "passed" and not r.get("reproduce"):
-            point = None if r["crash_point"] == "none" else r["crash_point"]
-            r["reproduce"] = repro_command(paths[r["case_id"]], point, how)
+        if r["verdict"] != "passed" and not r.get("reproduce") and r["case_id"] in units:
+            r["reproduce"] = subject.repro(r["case_id"], None if r["crash_point"] == "none" else r["crash_point"])
     if getattr(args, "verbose", False):
         print(text.case_tables(data))
         print()
@@ -295,6 +321,10 @@ def _sweep_and_report(args: argparse.Namespace, pack, cases, adapter, executor, 
     print(text.coverage(data))
     print()
     print(text.summary(data))
+    from crashpoint.harness.engines.effects import unseen_summary
+
+    for line in unseen_summary(result.results):  # processes whose effects no run could see
+        print(visible(line))
     if args.json:
         json_report.write(args.json, data)
         print(f"results written to {args.json}")
@@ -302,16 +332,36 @@ def _sweep_and_report(args: argparse.Namespace, pack, cases, adapter, executor, 
         recorder.finish(data)
         print(f"run {recorder.recorder.run_id} recorded in {recorder.where}")
     if args.save_traces:
-        from crashpoint.harness.traces.tracefile import save_traces
+        from crashpoint.harness.traces.tracefile import save_sweep_traces
 
-        written, skipped = save_traces(args.save_traces, result.results, cases, pack, adapter)
+        written, skipped = save_sweep_traces(args.save_traces, result, subject)
         print(f"{len(written)} trace file(s) written to {args.save_traces}")
         for line in skipped:
             print(f"no trace for {line}")
     s = data["summary"]
-    print(f"{s['passed']} passed, {s['failed']} failed, {s['errors']} errors, {s['unknown']} unknown "
-          f"in {time.perf_counter() - began:.1f} s")
-    return ExitCode.OK if s["passed"] == s["runs"] else ExitCode.FAILED
+    print(f"{s['passed']} passed, {s['failed']} failed, {s['errors']} errors, {s['unknown']} unknown"
+          + (f", {s['unsupported']} unsupported" if s["unsupported"] else "")
+          + f" in {time.perf_counter() - began:.1f} s")
+    return ExitCode.OK if result.passed else ExitCode.FAILED
+
+
+#: Set once an interrupted sweep said what it stored (main's Ctrl-C line then says no more).
+_STORED_SAID = False
+
+
+def _say_what_was_stored(recorder: Any) -> None:
+    """On Ctrl-C or SIGTERM in a sweep: one line on standard error saying truthfully what the results store holds of
+    it (the results stored so far, the run left incomplete for ``--resume``), or that nothing was stored."""
+    global _STORED_SAID
+    _STORED_SAID = True
+    if recorder is None:
+        print("crashpoint: interrupted; no result stored (without --results-db a sweep keeps nothing)",
+              file=sys.stderr)
+        return
+    stored, where, run_id = recorder.recorder.count, recorder.where, recorder.recorder.run_id
+    recorder.recorder.abandon()  # let go of the run: it stays incomplete, and --resume may take it at once
+    print(f"crashpoint: interrupted; {stored} result(s) of this session stored in {where} as run {run_id} "
+          "(incomplete: the same command with --resume finishes it)", file=sys.stderr)
 
 
 def _shown(line: str) -> str:
@@ -324,10 +374,13 @@ def _shown(line: str) -> str:
 
 def _cmd_replay(args: argparse.Namespace) -> int:
     from crashpoint.harness.traces.replay import replay
+    from crashpoint.harness.traces.target_trace import is_target_trace
     from crashpoint.harness.traces.tracefile import read_trace
 
-    trace = read_trace(args.trace)
     check_worker_timeout(args.worker_timeout)
+    if is_target_trace(args.trace):  # a run of a team's own code: run the same schedule again and compare
+        return _replay_target(args)
+    trace = read_trace(args.trace)
     # a trace of a ``run --adapter`` run is replayed on that adapter unless told otherwise: on the
     # reference engine it would replay another engine's decisions
     adapter = engine_under_test(args.engine, args.adapter, args.worker_timeout, recorded=trace["engine"].get("adapter"))
@@ -349,6 +402,26 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         print(shown(f"last common decision #{result.divergence.index - 1}: {render_decision(common)}"))
     print(shown(result.message()))
     return ExitCode.OK if result.ok else ExitCode.FAILED
+
+
+def _replay_target(args: argparse.Namespace) -> int:
+    """``crashpoint replay`` of a target trace (:mod:`crashpoint.harness.traces.target_trace`): exit 0 when the
+    replayed run matches the recorded one and gets its verdict, 1 otherwise."""
+    from crashpoint.harness.traces import target_trace
+
+    if args.engine or args.adapter:
+        raise UsageError("--engine and --adapter are for pack traces: a target trace replays on its target's engine")
+    if args.workdir and args.workdir.exists():
+        raise UsageError(f"--workdir {args.workdir}: must not exist yet")
+    if args.workdir:
+        output_folder(args.workdir, "--workdir")
+    trace = target_trace.read(args.trace)
+    print(_shown(f"crashpoint: replaying {args.trace} (target {trace['target']['data'].get('target')}, case "
+                 f"{trace['case']} [{trace['durability']}], crash point {trace['crash_point']}, recorded on "
+                 f"{trace['engine']['version']})"), flush=True)
+    done = target_trace.replay(trace, args.workdir)
+    print(_shown(done.message()))
+    return ExitCode.OK if done.ok else ExitCode.FAILED
 
 
 def _cmd_incident(args: argparse.Namespace) -> int:
@@ -460,7 +533,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except KeyboardInterrupt:
-        print("crashpoint: interrupted; no result written", file=sys.stderr)
+        if not _STORED_SAID:
+            print("crashpoint: interrupted; no result written", file=sys.stderr)
         return ExitCode.INTERRUPTED
     except BrokenPipeError:  # the reader of the output went away (| head): not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the final flush cannot fail again

@@ -36,13 +36,13 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
                           "without URL: $CRASHPOINT_RESULTS_DB or .crashpoint/results.db)")
 
 
-def start_recording(args: argparse.Namespace, pack: Any, cases: list[Any], adapter: Any) -> SweepRecorder | None:
-    """A :class:`SweepRecorder` when ``--results-db`` was given, else ``None``."""
+def start_recording(args: argparse.Namespace, subject: Any) -> SweepRecorder | None:
+    """A :class:`SweepRecorder` of ``subject`` (a pack's or a target's sweep) when ``--results-db`` was given, else
+    ``None``."""
     if getattr(args, "results_db", None) is None:
         return None
-    return SweepRecorder(args.results_db, pack, list(cases), adapter, crash_label(args.crash, args.crash_mode),
-                         args.engine, args.crash_mode, getattr(args, "adapter", None),
-                         only=args.crash_point or ())
+    return SweepRecorder(args.results_db, subject, crash_label(args.crash, args.crash_mode),
+                         only=args.crash_point or (), crash_mode=args.crash_mode)
 
 
 def add_report_parser(sub: Any, handler: Callable[[argparse.Namespace], int] | None = None) -> None:

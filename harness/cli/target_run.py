@@ -87,59 +87,27 @@ def add_target_options(run: argparse.ArgumentParser) -> None:
                        help="delay added to each checkpoint write of the engine (widens in-flight windows)")
 
 
-def run_target_command(args: argparse.Namespace, path: Path) -> int:
-    """Sweep the target at ``path``; print a summary and the failures; exit 0 (all passed) or 1."""
-    from crashpoint.harness.run.executors import make_executor
-    from crashpoint.harness.run.target_sweep import default_workers, sweep
-    from crashpoint.harness.load.target import Target
+def target_subject(args: argparse.Namespace, path: Path) -> Any:
+    """The :class:`~crashpoint.harness.run.target_sweep.TargetSubject` that ``crashpoint run TARGET.yaml`` sweeps,
+    from the command's options (``--case``, ``--durability``, ``--repeat``, ``--write-latency-ms``, ``--crash-mode``),
+    after the target file is validated and the objects it names are imported in a child interpreter.
 
-    target = Target.from_file(path)
-    check_names(target, path)  # before a sweep: what validate refuses is never swept
+    Raises:
+        CaseError: the file is not a valid target (file, line, field). UsageError: an option a target does not
+            take (``--engine``, ``--adapter``: a target names its engine; ``--crash-mode inprocess``), a bad value, an
+            unknown case or durability mode.
+    """
+    from crashpoint.harness.load.target import Target
+    from crashpoint.harness.run.target_sweep import subject_of
+
+    for option in ("engine", "adapter"):
+        if getattr(args, option, None):
+            raise UsageError(f"--{option} is for packs: a target file names its engine (engine: ...)")
     if args.repeat < 1 or args.write_latency_ms < 0:
         raise UsageError("--repeat must be >= 1 and --write-latency-ms >= 0")
     if args.crash_mode not in ("kill", "kill-cold"):
         raise UsageError("a target runs with real kills only: --crash-mode kill or kill-cold")
-    executor, close = make_executor(args.executor or "threads", args.workers or default_workers(target))
-    try:
-        result = sweep(target, cases=args.case, durability=args.durability, crash=args.crash,
-                       crash_points=args.crash_point, repeat=args.repeat, executor=executor,
-                       warm=args.crash_mode == "kill", write_latency_ms=args.write_latency_ms,
-                       workdir=args.workdir)
-    finally:
-        close()
-    counts = result.counts()
-    points = sum(len(p) for p in result.crash_points.values())
-    kinds = result.runs_by_kind()
-    print(f"target {target.name} on {result.engine_version}: {len(result.results)} runs, {points} crash points "
-          f"over {len(result.crash_points)} case/mode pair(s), {result.wall_s:.1f} s")
-    print(f"  --crash {result.crash}: {kinds['golden']} golden run(s), {kinds['single']} single kill(s), "
-          f"{kinds['double']} kill(s) during a recovery")
-    print("  " + ", ".join(f"{v} {n}" for v, n in counts.items()))
-    for rule, n in sorted(result.findings().items()):
-        print(f"  {rule}: {n} run(s)")
-    from crashpoint.harness.engines.effects import unseen_summary
-
-    for line in unseen_summary(result.results):  # processes whose effects no run could see
-        print(f"  {line}")
-    shown = 0
-    for r in result.results:
-        if r.verdict == "passed" or (args.quiet and shown >= 10):
-            continue
-        shown += 1
-        print(f"\n{r.verdict.upper()} {r.case} [{r.durability}] at {r.crash_point or 'golden run'}"
-              f"{f' (repeat {r.repeat})' if r.repeat > 1 else ''}")
-        for f in r.failures:
-            print(f"  {f.rule}: {f.message}")
-            for e in f.evidence[:3]:
-                print(f"      {e}")
-        if r.error:
-            print(f"  {'unknown' if r.verdict == 'unknown' else 'error'}: {r.error}")
-        print(f"  repro: {r.reproduce}")
-    if args.json:
-        from crashpoint.harness.judge.document import sweep_data
-
-        tmp = Path(args.json).with_name(Path(args.json).name + ".tmp")
-        tmp.write_text(json.dumps(sweep_data(result), indent=1, default=str))
-        os.replace(tmp, args.json)
-    sys.stdout.flush()
-    return 0 if result.passed else 1
+    target = Target.from_file(path)
+    check_names(target, path)  # before a sweep: what validate refuses is never swept
+    return subject_of(target, cases=args.case, durability=args.durability, warm=args.crash_mode == "kill",
+                      write_latency_ms=args.write_latency_ms)

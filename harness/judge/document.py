@@ -30,8 +30,6 @@ re-runs that case at that crash point.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections import Counter
 from datetime import datetime, timezone
 from typing import Any
@@ -54,11 +52,9 @@ def subject_of(result: SweepResult) -> dict[str, Any]:
     """``{"kind", "name", "version", "path"}`` of what a sweep ran: a pack (its name, version and folder) or a
     target (its name, the digest of its file's contents as its version, and the file)."""
     subject = result.subject
-    if result.kind == "target":
-        digest = hashlib.sha256(json.dumps(subject.to_data(), sort_keys=True, default=str).encode()).hexdigest()[:12]
-        return {"kind": "target", "name": subject.name, "version": f"sha256:{digest}",
-                "path": str(subject.file) if subject.file else None}
-    return {"kind": "pack", "name": subject.name, "version": subject.version, "path": str(subject.root)}
+    where = subject.file if result.kind == "target" else subject.root
+    return {"kind": result.kind, "name": subject.name, "version": subject.version,
+            "path": str(where) if where else None}
 
 
 def _units(result: SweepResult) -> dict[str, dict[str, Any]]:

@@ -303,6 +303,16 @@ class Target:
         object.__setattr__(code, "entry", self.versions[version])
         return code
 
+    @property
+    def version(self) -> str:
+        """The version a target's results are stored and reported under: ``sha256:`` and the first 12 hex digits of
+        the digest of its contents (:meth:`to_data`, as sorted JSON), so that the weekly report tells runs of a
+        changed target file from its earlier ones."""
+        import hashlib
+
+        return "sha256:" + hashlib.sha256(json.dumps(self.to_data(), sort_keys=True, default=str).encode()
+                                          ).hexdigest()[:12]
+
     def to_data(self) -> dict[str, Any]:
         """The YAML form (``pythonpath`` absolute); ``Target.from_data(t.to_data()) == t`` up to ``file``."""
         return {"target": self.name, "engine": self.engine, "entry": self.entry, "inputs": self.inputs,

@@ -24,6 +24,7 @@ of the single kills, which the store does not keep).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -73,8 +74,8 @@ class ResumePlan:
         run_id: the incomplete run to append to, or ``None`` (nothing to resume: start a new run).
         stored: its recorded results of the selected cases, restored, one per pair, in order of arrival.
         skip: ``(case_id, crash_point)`` pairs already recorded (``None``: the golden run) -> their stored verdict.
-        todo: the cases that still have runs to do, in the selection's order.
-        points: crash points of the cases with nothing left to do (from their recorded kills).
+        todo: the units (case ids; a target's ``CASE[MODE]``) that still have runs to do, in the selection's order.
+        points: crash points of the units with nothing left to do (from their recorded kills).
         mismatch: when ``run_id`` is ``None``: why the latest incomplete run of this pack and engine was
             not taken (its selection differs; see :func:`differences`), else ``None``.
     """
@@ -82,7 +83,7 @@ class ResumePlan:
     run_id: str | None
     stored: list[StoredResult] = field(default_factory=list)
     skip: dict[Pair, str] = field(default_factory=dict)
-    todo: list[Case] = field(default_factory=list)
+    todo: list[str] = field(default_factory=list)
     points: dict[str, list[str]] = field(default_factory=dict)
     mismatch: str | None = None
 
@@ -153,30 +154,29 @@ def find_incomplete(store: Any, info: dict[str, Any], wanted: dict[str, Any] | N
     return None
 
 
-def _case_done(case: Case, crash: str, only: Sequence[str], recorded: dict[Pair, StoredResult]) -> bool:
-    golden = recorded.get((case.case_id, None))
+def _case_done(unit: str, crash: str, only: Sequence[str], recorded: dict[Pair, StoredResult],
+               subject: Any) -> bool:
+    golden = recorded.get((unit, None))
     if golden is None:
         return False
     if crash == "none":
         return True
     if only:
-        return all((case.case_id, p) in recorded for p in only)
+        return all((unit, p) in recorded for p in only)
     passed = int((golden.data.get("measures") or {}).get("golden_points") or 0)
-    mine = [p for (cid, p) in recorded if cid == case.case_id and p is not None]
+    mine = [p for (cid, p) in recorded if cid == unit and p is not None]
     if crash != "sampled":
         return len(mine) >= passed
-    # sampled: the single kills, then the sampled runs (a shortfall re-runs the case, which skips what is stored)
-    from crashpoint.harness.run.sweep import SAMPLED_ALONGSIDE, SAMPLED_PAIRS, SAMPLED_TOGETHER
-
+    # sampled: the single kills, then the sampled runs (a shortfall re-runs the unit, which skips what is stored)
     extras = [p for p in mine if " >> " in p or " || " in p]
-    wanted = min(SAMPLED_PAIRS, passed) + min(SAMPLED_ALONGSIDE, passed) + min(SAMPLED_TOGETHER, passed)
-    return len(mine) - len(extras) >= passed and len(extras) >= wanted
+    return len(mine) - len(extras) >= passed and len(extras) >= subject.sampled_count(passed)
 
 
-def plan(url: str | None, pack: Pack, cases: Sequence[Case], adapter: Any, crash: str,
-         only: Sequence[str] = (), crash_mode: str = "kill") -> ResumePlan:
-    """Read the store at ``url`` and plan the rest of the latest matching incomplete run: same pack,
-    engine, ``--crash`` and ``--crash-mode`` (stored together, see :func:`~crashpoint.harness.run.pack_driver.crash_label`).
+def plan(url: str | None, subject: Any, crash: str, only: Sequence[str] = (), crash_mode: str = "kill") -> ResumePlan:
+    """Read the store at ``url`` and plan the rest of the latest matching incomplete run of ``subject`` (a
+    :class:`~crashpoint.harness.run.sweep.Subject`: a pack's cases or a target's): same pack (or target), engine,
+    ``--crash`` and ``--crash-mode`` (stored together, see :func:`~crashpoint.harness.run.modes.crash_label`), and
+    the same :meth:`~crashpoint.harness.run.sweep.Subject.selection`. ``todo`` holds the units with runs left.
 
     Raises:
         UsageError: ``crash`` is not in :data:`RESUMABLE`, or no store there. StoreError: the store cannot be read.
@@ -187,8 +187,9 @@ def plan(url: str | None, pack: Pack, cases: Sequence[Case], adapter: Any, crash
     from crashpoint.reports.results_store import ResultStore
 
     store = ResultStore(url or None)
-    wanted = selection(pack, cases, adapter, crash, only, crash_mode)
-    info = {"pack": pack.name, "pack_version": pack.version, "engine": adapter.name,
+    wanted = subject.selection(crash, only, crash_mode)
+    mine = subject.store_info()
+    info = {"pack": mine["pack"], "pack_version": mine["pack_version"], "engine": mine["engine"],
             "crash": crash_label(crash, crash_mode), "source": "cli"}
     try:
         run_id = find_incomplete(store, info, wanted)
@@ -200,27 +201,26 @@ def plan(url: str | None, pack: Pack, cases: Sequence[Case], adapter: Any, crash
             mismatch = f"run {near} differs: " + "; ".join(differences(key["selection"] if key else None, wanted))
     finally:
         store.close()
+    units = subject.units()
     if run_id is None:
-        return ResumePlan(None, todo=list(cases), mismatch=mismatch)
-    wanted = {c.case_id for c in cases}
+        return ResumePlan(None, todo=list(units), mismatch=mismatch)
     recorded: dict[Pair, StoredResult] = {}
     for row in rows:
         restored = StoredResult(row["data"])
         pair = (restored.case_id, restored.crash_point)
-        if restored.case_id in wanted and pair not in recorded:
+        if restored.case_id in units and pair not in recorded:
             recorded[pair] = restored
-    todo = [c for c in cases if not _case_done(c, crash, only, recorded)]
-    left = {c.case_id for c in todo}
-    points = {c.case_id: [p for (cid, p) in recorded if cid == c.case_id and p is not None]
-              for c in cases if c.case_id not in left}
+    todo = [u for u in units if not _case_done(u, crash, only, recorded, subject)]
+    points = {u: [p for (cid, p) in recorded if cid == u and p is not None] for u in units if u not in todo}
     return ResumePlan(run_id, list(recorded.values()), {k: r.verdict for k, r in recorded.items()}, todo, points)
 
 
-def merge(result: SweepResult, resume: ResumePlan, cases: Sequence[Case]) -> SweepResult:
+def merge(result: SweepResult, resume: ResumePlan, units: Sequence[str]) -> SweepResult:
     """``result`` (the runs done now) plus the restored ones, ordered as an uninterrupted sweep orders
-    them: every golden run in case order, then the kills of each case in crash point order."""
+    them: every golden run in unit order, then the kills of each unit in crash point order. ``units``: every unit
+    of the selection, in order (the subject's, before :meth:`~crashpoint.harness.run.sweep.Subject.narrowed`)."""
     points = {**resume.points, **result.crash_points}
-    index = {c.case_id: i for i, c in enumerate(cases)}
+    index = {u: i for i, u in enumerate(units)}
 
     def order(r: RunResult) -> tuple[int, int, int]:
         where = points.get(r.case_id, [])
@@ -228,27 +228,16 @@ def merge(result: SweepResult, resume: ResumePlan, cases: Sequence[Case]) -> Swe
         return (r.crash_point is not None, index.get(r.case_id, len(index)), rank)
 
     merged = sorted(list(resume.stored) + list(result.results), key=order)
-    return SweepResult(result.pack, result.engine, result.engine_version, result.crash, merged,
-                       {c.case_id: points.get(c.case_id, []) for c in cases}, result.wall_s, list(cases),
-                       result.crash_mode)
+    return dataclasses.replace(result, results=merged, crash_points={u: points.get(u, []) for u in units})
 
 
-def reopen(url: str | None, run_id: str, pack: Pack, cases: Sequence[Case], adapter: Any, crash: str,
-           engine_spec: str | None, crash_mode: str = "kill", adapter_spec: str | None = None) -> Any:
-    """A :class:`~crashpoint.harness.run.store_recorder.SweepRecorder` appending to ``run_id``, as its writer
-    (``engine_spec``, ``crash_mode``, ``adapter_spec``: for reproduce commands).
+def reopen(url: str | None, run_id: str, subject: Any) -> Any:
+    """A :class:`~crashpoint.harness.run.store_recorder.SweepRecorder` appending to ``run_id`` of ``subject``, as its
+    writer.
 
     Raises:
         UsageError: the store cannot be opened, or another live process is writing the run.
     """
     from crashpoint.harness.run.store_recorder import SweepRecorder
-    from crashpoint.harness.judge.record import Recorder
 
-    recorder = SweepRecorder.__new__(SweepRecorder)
-    recorder.cases = {c.case_id: c for c in cases}
-    recorder.engine_spec = engine_spec
-    recorder.adapter_spec = adapter_spec
-    recorder.crash_mode = crash_mode
-    recorder.adapter_spec = adapter_spec
-    recorder.recorder = Recorder.reopen(url or None, run_id)
-    return recorder
+    return SweepRecorder(url or "", subject, "", run_id=run_id)

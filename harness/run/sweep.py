@@ -21,7 +21,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 
 from crashpoint.harness.model.results import SweepResult
 from crashpoint.harness.adapters.protocol import EngineAdapter
-from crashpoint.harness.judge.verdict import VERDICTS, Invocation, RunResult, judge, needs_fault_free, unsupported
+from crashpoint.harness.judge.verdict import VERDICTS, Invocation, RunResult, judge, needs_fault_free, repro_command, unsupported
 from crashpoint.harness.process import kills
 from crashpoint.harness.load.loader import Case, Pack
 from crashpoint.harness.process import crashpoints
@@ -238,6 +238,43 @@ class Subject:
         """The sweep's :class:`SweepResult`."""
         raise NotImplementedError
 
+    # what the command line, the results store and --resume ask of a subject
+
+    def describe(self) -> str:
+        """One line for the sweep's first line of output: what runs on what."""
+        raise NotImplementedError
+
+    def store_info(self) -> dict[str, Any]:
+        """The results store's run fields this subject fills: ``engine``, ``engine_version``, ``adapter``, ``pack``
+        (the pack's or the target's name), ``pack_version`` (a target's: the digest of its file's contents)."""
+        raise NotImplementedError
+
+    def selection(self, crash: str, only: Sequence[str], crash_mode: str) -> dict[str, Any]:
+        """What a sweep of this subject is asked to do, as recorded with its run (``--resume`` appends only to a run
+        whose selection is the same): see :func:`crashpoint.harness.run.resume.selection`."""
+        raise NotImplementedError
+
+    def narrowed(self, units: Sequence[str]) -> "Subject":
+        """The same subject with only ``units`` (``--resume``: the units with runs left)."""
+        raise NotImplementedError
+
+    def tags(self, unit: str) -> list[str]:
+        """The unit's tags, stored with its results (``incident`` marks a regression case)."""
+        return []
+
+    def repro(self, unit: str, crash_point: str | None) -> str:
+        """The one-line command that re-runs one run of ``unit`` (a restored result's, which carries none)."""
+        raise NotImplementedError
+
+    def sampled_count(self, points: int) -> int:
+        """``--crash sampled``: the runs beyond single kills a unit whose golden run passed ``points`` crash points
+        gets (``--resume`` counts them)."""
+        return min(SAMPLED_PAIRS, points)
+
+    def default_workers(self) -> int | None:
+        """Runs at once when the command gives no ``--workers`` (``None``: the machine's CPU count)."""
+        return None
+
 
 def _pack_run(run_dir: Path, driver: Driver, case: Case, pack: Pack, crash_point: str | None,
               golden: RunOutcome | None, how: Invocation | None) -> RunResult:
@@ -272,6 +309,39 @@ class PackSubject(Subject):
         adapter = self.driver.adapter
         return SweepResult(self.pack, adapter.name, adapter.version(), crash, results, points, wall_s,
                            list(self.cases), self.driver.crash_mode)
+
+    def describe(self):
+        from crashpoint.text import clip
+
+        adapter = self.driver.adapter
+        return (f"pack {self.pack.name} {self.pack.version} ({len(self.cases)} case(s)) on engine {clip(adapter.name)} "
+                f"{clip(adapter.version())}")
+
+    def store_info(self):
+        from crashpoint.harness.adapters.protocol import adapter_class
+
+        adapter = self.driver.adapter
+        return {"engine": adapter.name, "engine_version": adapter.version(), "adapter": adapter_class(adapter),
+                "pack": self.pack.name, "pack_version": self.pack.version}
+
+    def selection(self, crash, only, crash_mode):
+        from crashpoint.harness.run.resume import selection
+
+        return selection(self.pack, self.cases, self.driver.adapter, crash, only, crash_mode)
+
+    def narrowed(self, units):
+        return dataclasses.replace(self, cases=[c for c in self.cases if c.case_id in set(units)])
+
+    def tags(self, unit):
+        case = next((c for c in self.cases if c.case_id == unit), None)
+        return list(case.tags) if case is not None else []
+
+    def repro(self, unit, crash_point):
+        case = next(c for c in self.cases if c.case_id == unit)
+        return repro_command(case.path, crash_point, self.how)
+
+    def sampled_count(self, points):
+        return min(SAMPLED_PAIRS, points) + min(SAMPLED_ALONGSIDE, points) + min(SAMPLED_TOGETHER, points)
 
 
 def _folder(name: str) -> str:

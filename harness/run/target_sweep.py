@@ -15,6 +15,9 @@ never passed, never failed).
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import os
 import shlex
 import shutil
@@ -135,6 +138,60 @@ class TargetSubject(Subject):
         return SweepResult(self.target, self.target.engine, self._engine.version(), crash, results, points, wall_s,
                            units=units, crash_mode="kill" if self.opts.get("warm", True) else "kill-cold")
 
+    def describe(self):
+        return (f"target {self.target.name} ({len(self.cases)} case(s) x {len(self.modes)} durability mode(s)) on "
+                f"engine {self._engine.version()}")
+
+    def store_info(self):
+        return {"engine": self.target.engine, "engine_version": self._engine.version(), "adapter": None,
+                "pack": self.target.name, "pack_version": self.target.version}
+
+    def selection(self, crash, only, crash_mode):
+        from crashpoint.harness.run.modes import crash_label
+
+        return {"cases": {u: hashlib.sha256(json.dumps([dataclasses.asdict(c), m], sort_keys=True, default=str)
+                                            .encode()).hexdigest() for u, (c, m) in self._of.items()},
+                "crash_points": sorted(set(only)), "crash": crash_label(crash, crash_mode),
+                "engine": self.target.engine, "engine_version": self._engine.version(), "pack": self.target.name,
+                "pack_version": self.target.version, "pack_digest": self.target.version,
+                "options": {k: v for k, v in sorted(self.opts.items())}}
+
+    def narrowed(self, units):
+        keep = [u for u in self._of if u in set(units)]
+        cases = [c for c in self.cases if any(self._of[u][0] is c for u in keep)]
+        modes = [m for m in self.modes if any(self._of[u][1] == m for u in keep)]
+        narrow = TargetSubject(self.target, cases, modes, self.opts)
+        narrow._of = {u: self._of[u] for u in keep}
+        return narrow
+
+    def default_workers(self):
+        return default_workers(self.target)
+
+    def repro(self, unit, crash_point):
+        from crashpoint.harness.judge.verdict import target_repro
+
+        case, mode = self._of[unit]
+        return target_repro(self.target, case.name, mode, crash_point)
+
+
+def subject_of(target: Target, *, cases: Sequence[str] | None = None, durability: Sequence[str] | None = None,
+               warm: bool = True, write_latency_ms: float = 0.0, server: str = "shared") -> TargetSubject:
+    """The :class:`TargetSubject` of ``target``'s ``cases`` (default: all) in each ``durability`` mode (default: the
+    target's), with the run options.
+
+    Raises:
+        UsageError: an unknown case, or a mode other than sync, async, exit.
+    """
+    try:
+        chosen = [target.case(c) for c in cases] if cases else list(target.cases)
+    except KeyError as exc:
+        raise UsageError(str(exc.args[0])) from None
+    modes = list(durability or target.durability)
+    if any(m not in ("sync", "async", "exit") for m in modes):
+        raise UsageError(f"durability must be sync, async or exit, got {modes!r}")
+    return TargetSubject(target, chosen, modes, {"warm": warm, "write_latency_ms": write_latency_ms,
+                                                 "server": server})
+
 
 def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Sequence[str] | None = None,
           crash: str = "every", crash_points: Sequence[str] | None = None, repeat: int = 1,
@@ -163,15 +220,8 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
     """
     if crash not in CRASH_MODES or repeat < 1:
         raise UsageError(f"crash must be one of {', '.join(CRASH_MODES)} and repeat >= 1 (got {crash!r}, {repeat})")
-    try:
-        chosen = [target.case(c) for c in cases] if cases else list(target.cases)
-    except KeyError as exc:
-        raise UsageError(str(exc.args[0])) from None
-    modes = list(durability or target.durability)
-    if any(m not in ("sync", "async", "exit") for m in modes):
-        raise UsageError(f"durability must be sync, async or exit, got {modes!r}")
-    subject = TargetSubject(target, chosen, modes, {"warm": warm, "write_latency_ms": write_latency_ms,
-                                                    "server": server})
+    subject = subject_of(target, cases=cases, durability=durability, warm=warm, write_latency_ms=write_latency_ms,
+                         server=server)
     if executor is None:
         executor = "threads"
     return sweep_subject(subject, crash=crash, jobs=workers or default_workers(target), executor=executor,

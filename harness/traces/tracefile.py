@@ -185,6 +185,38 @@ def save_traces(folder: str | Path, results: Sequence[Any], cases: Sequence[Case
     return written, skipped
 
 
+def save_sweep_traces(folder: str | Path, result: Any, subject: Any) -> tuple[list[Path], list[str]]:
+    """``--save-traces``: one trace file per run of a sweep's ``result``, a pack's (:func:`save_traces`, replayed
+    decision by decision) or a target's (:func:`crashpoint.harness.traces.target_trace.trace_data`, replayed by
+    running the same schedule again); ``subject`` is the sweep's
+    :class:`~crashpoint.harness.run.sweep.Subject`. Returns and raises as :func:`save_traces`."""
+    if result.kind == "pack":
+        return save_traces(folder, result.results, result.cases, result.pack, subject.driver.adapter)
+    from crashpoint.harness.traces.target_trace import trace_data
+    from crashpoint.paths import check_written
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    skipped: list[str] = []
+    used: set[str] = set()
+    for r in result.results:
+        if r.outcome is None:
+            skipped.append(f"{r.case_id} @ {r.crash_point or 'none'}: no outcome to keep ({r.verdict}: {r.error})")
+            continue
+        name = trace_name(r.case_id + (f"-try{r.repeat}" if r.repeat > 1 else ""), r.crash_point)
+        if name in used:
+            name = name.removesuffix(SUFFIX) + "-" + hashlib.sha1(str(r.crash_point).encode()).hexdigest()[:8] + SUFFIX
+        used.add(name)
+        path = folder / name
+        check_written(path, "--save-traces")
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(trace_data(r, result.target), indent=1, default=str))
+        tmp.replace(path)
+        written.append(path)
+    return written, skipped
+
+
 # --------------------------------------------------------------------------- reading
 
 def _json_locator(text: str) -> Locator:

@@ -99,7 +99,7 @@ def test_a_kill_during_the_two_worker_recovery_is_swept_and_recovered(tmp_path: 
     twice = [r for r in result.results if r.crash_point and " >> " in r.crash_point]
     assert {r.crash_point.split(" >> ")[1].split(":")[0] for r in twice} >= {"step", "before_result"}, \
         [r.crash_point for r in twice]
-    assert all(r.verdict == "passed" and r.kills == 2 for r in twice), result.to_dict()["runs"]
+    assert all(r.verdict == "passed" and r.kills == 2 for r in twice), [r.to_dict() for r in result.results]
     for r in twice:
         recovering = [p for p in r.pids if p["phase"] == "recover"]
         assert len(recovering) == 4 and any(p["rc"] == -9 for p in recovering), r.pids

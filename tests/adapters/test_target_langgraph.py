@@ -75,7 +75,7 @@ def test_async_durability_loses_the_refund_step_every_time(target: Target, golde
 @pytest.mark.slow  # a real-engine sweep at every crash point of the example; the full suite runs it
 def test_sync_sweep_of_the_example_passes(target: Target) -> None:
     result = sweep(target, cases=["approved"], durability=["sync"], workers=2)
-    assert result.counts()["passed"] == len(result.results) > 40, result.to_dict()["runs"][:3]
+    assert result.counts()["passed"] == len(result.results) > 40, [r.to_dict() for r in result.results][:3]
 
 
 def test_a_thread_with_no_checkpoint_after_a_kill_is_reported_and_resubmitted_explicitly(target: Target, golden,
@@ -171,7 +171,7 @@ def test_a_sweep_in_a_relative_workdir_marks_and_reaps_by_the_resolved_folder(ta
                              start_new_session=True)
     try:
         result = sweep(target, cases=["approved"], crash="none", workdir=Path("runs"))
-        assert result.counts()["passed"] == 1, result.to_dict()["runs"]
+        assert result.counts()["passed"] == 1, [r.to_dict() for r in result.results]
         assert markers and all(Path(m).is_absolute() and Path(m).parent == runs for m in markers), markers
         assert stray.wait(timeout=10) == -9
     finally:
