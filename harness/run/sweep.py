@@ -426,7 +426,7 @@ def sweep_subject(subject: Subject, *, crash: str = "every", jobs: int | None = 
         ValueError: an unknown ``crash`` mode or ``repeat < 1``; ``UsageError`` for a bad executor spec or an
         unreachable Dask scheduler.
     """
-    from crashpoint.harness.run.executors import is_local, make_executor
+    from crashpoint.harness.run.executors import make_executor
 
     if crash not in CRASH_MODES or repeat < 1:
         raise ValueError(f"--crash must be one of {CRASH_MODES} and repeat >= 1, got {crash!r}, {repeat}")
@@ -437,151 +437,183 @@ def sweep_subject(subject: Subject, *, crash: str = "every", jobs: int | None = 
         pool, closer = make_executor(executor or subject.default_executor, jobs)
     else:
         pool = executor
-    isolated = not is_local(pool) and workdir is None
-    root = Path(workdir).resolve() if workdir else Path(tempfile.mkdtemp(prefix="crashpoint-"))
-    root.mkdir(parents=True, exist_ok=True)
-    if workdir is None:
-        (root / TEMPORARY_ROOT).touch()
-    units = subject.units()
-    planned = 0
-    golden_results: dict[str, RunResult] = {}
-    singles: dict[str, list[RunResult | None]] = {u: [] for u in units}
-    doubles: dict[str, list[RunResult | None]] = {u: [] for u in units}
-    points: dict[str, list[str]] = {}
-    #: future -> (phase, unit, crash point, repeat, index in its unit's list)
-    pending: dict[Future, tuple[str, str, str | None, int, int]] = {}
-    left = {u: 0 for u in units}  # single-kill runs of the unit still running (recovery)
-    pair_from: dict[str, set[str]] = {}  # (sampled) single kills whose recovery gets a second kill
-    used: set[Path] = set()
-
-    def plan(more: int) -> None:
-        nonlocal planned
-        if more and on_plan:
-            planned += more
-            on_plan(planned)
-
-    def folder(unit: str, name: str) -> Path:  # never one an earlier sweep left in ``workdir``
-        base, n = root / _folder(unit) / name, 1
-        path = base
-        while path in used or path.exists():
-            n += 1
-            path = base.with_name(f"{base.name}.{n}")
-        used.add(path)
-        return path
-
-    def submit(phase: str, unit: str, name: str, point: str | None, repeat_n: int, index: int) -> None:
-        golden = golden_results[unit].outcome if point is not None and unit in golden_results else None
-        fn, args = subject.call(unit, point, golden, repeat_n)
-        run_dir = folder(unit, name)
-        if isolated:
-            f = pool.submit(_isolated, fn, run_dir.relative_to(root), *args)
-        else:
-            f = pool.submit(fn, run_dir, *args)
-        pending[f] = (phase, unit, point, repeat_n, index)
-
-    def crash_runs(unit: str, golden: RunResult) -> None:
-        points[unit] = golden.outcome.crash_points if golden.outcome else []
-        if crash == "none" or golden.outcome is None:
-            return
-        wanted = list(dict.fromkeys(only)) if only else points[unit]
-        todo = [(n, p, k) for n, p in enumerate(wanted) for k in range(1, repeat + 1) if (unit, p) not in skip]
-        plan(len(todo))
-        for n, point, k in todo:
-            singles[unit].append(None)
-            submit("single", unit, f"{n:03d}-{_folder(point)}" + (f"-try{k}" if repeat > 1 else ""), point, k,
-                   len(singles[unit]) - 1)
-        left[unit] = len(todo)
-        if crash == "sampled" and not only:
-            pair_from[unit] = set(subject.pair_points(unit, points[unit]))
-            for point in sorted(pair_from[unit]):  # resumed: a stored single kill is run again (unreported) for its pair
-                if (unit, point) in skip and not _pair_stored(skip, unit, point):
-                    submit("probe", unit, f"p-{_folder(point)}", point, 1, 0)
-            extra(subject.extras(unit, points[unit]), unit)
-        if crash == "recovery" and not todo:
-            double_runs(unit)
-
-    def extra(specs: list[str], unit: str) -> None:
-        """Submit the runs of crash specs beyond single kills (sampled extras and pairs), as double runs."""
-        specs = [p for p in specs if (unit, p) not in skip]
-        plan(len(specs))
-        for spec in specs:
-            doubles[unit].append(None)
-            n = len(doubles[unit]) - 1
-            submit("double", unit, f"r{n:04d}", spec, 1, n)
-
-    def double_runs(unit: str) -> None:
-        mine = [r for r in singles[unit] if r is not None and r.repeat == 1]
-        pairs = [f"{r.crash_point}{crashpoints.THEN}{b}" for r in mine
-                 if r.outcome is not None and r.crash_fired
-                 for b in subject.recovery_seconds(unit, r.crash_point,
-                                                   crashpoints.recovery_points(r.outcome.crash_points, r.crash_point))]
-        if budget is not None and len(pairs) > budget:
-            step = len(pairs) / budget
-            pairs = [pairs[int(i * step)] for i in range(budget)]
-        extra(pairs, unit)
-        for r in mine:  # what the pairs needed of the single kills' outcomes is taken
-            if r.verdict == "passed" and not keep_outcomes:
-                r.outcome = None
-
+    loop = _Loop(subject, pool, crash, workdir, only, repeat, budget, on_result, on_plan, skip, keep_outcomes)
     try:
-        plan(sum((u, None) not in skip for u in units))
-        for u in units:
-            submit("golden", u, "golden", None, 1, 0)
-        subject.started(pool, own, getattr(pool, "_max_workers", 0) or 0)
-        while pending:
-            finished = wait_first(list(pending))
-            for f in finished:
-                phase, unit, point, repeat_n, index = pending.pop(f)
-                result = _lost(f, unit, point)
-                if result is None:
-                    continue
-                if phase == "golden" and crash != "none":
-                    result = _needs_crash_points(result)
-                again = phase == "golden" and _golden_again(skip, unit, result.verdict)
-                if again:
-                    plan(1)
-                if (phase != "golden" or (unit, None) not in skip or again) and phase != "probe":
-                    if on_result:  # a golden run re-run as a reference that does not pass now is a result
-                        on_result(result)
-                if phase == "golden":
-                    golden_results[unit] = result
-                    crash_runs(unit, result)
-                elif phase in ("single", "probe"):
-                    if phase == "single":
-                        singles[unit][index] = result
-                        left[unit] -= 1
-                    if point in pair_from.get(unit, ()) and repeat_n == 1 and result.outcome is not None \
-                            and result.crash_fired:
-                        after = crashpoints.recovery_points(result.outcome.crash_points, point)
-                        extra([f"{point}{crashpoints.THEN}{b}" for b in subject.second(unit, point, after)], unit)
-                    if crash == "recovery" and left[unit] == 0 and phase == "single":
-                        double_runs(unit)
-                    elif crash != "recovery" and result.verdict == "passed" and not keep_outcomes:
-                        result.outcome = None  # a big sweep keeps no passed crash run's outcome
-                else:
-                    doubles[unit][index] = result
-                    if result.verdict == "passed" and not keep_outcomes:
-                        result.outcome = None
+        loop.run(own)
     finally:
         if closer is not None:
             closer()
-        elif pending:
-            for f in pending:
-                f.cancel()
+        else:
+            loop.cancel()
         subject.close(own)
-        # an interrupted sweep's workers (and what they started) die with it; its forked workers, which carry no
-        # marker that /proc shows, are found by the files they hold in its folder: only in a folder the sweep made
-        # itself (a user's --workdir may be the cwd of their shell or hold their editor's files: never theirs to kill)
-        interrupted = isinstance(sys.exc_info()[1], (KeyboardInterrupt, SystemExit))
-        reap_under(root, wait_s=5.0, holders=interrupted and workdir is None)
-        if not keep and workdir is None:
-            shutil.rmtree(root, ignore_errors=True)
-    results = [golden_results[u] for u in units if u in golden_results
-               and ((u, None) not in skip or _golden_again(skip, u, golden_results[u].verdict))]
-    results += [r for u in units for r in singles[u] if r is not None]
-    results += [r for u in units for r in doubles[u] if r is not None]
+        loop.clean_up(keep, interrupted=isinstance(sys.exc_info()[1], (KeyboardInterrupt, SystemExit)))
     ran = "every" if crash == "sampled" and only else crash  # chosen points run once each: no sampled pairs
-    return subject.result(ran, results, points, time.perf_counter() - began)
+    return subject.result(ran, loop.results(), loop.points, time.perf_counter() - began)
+
+
+class _Loop:
+    """The state of one :func:`sweep_subject`: what is planned, running and done, per unit."""
+
+    def __init__(self, subject: Subject, pool: Executor, crash: str, workdir: Path | None, only: Sequence[str],
+                 repeat: int, budget: int | None, on_result: Callable[[RunResult], None] | None,
+                 on_plan: Callable[[int], None] | None, skip: Collection[tuple[str, str | None]],
+                 keep_outcomes: bool) -> None:
+        from crashpoint.harness.run.executors import is_local
+
+        self.subject, self.pool, self.crash, self.workdir = subject, pool, crash, workdir
+        self.only, self.repeat, self.budget, self.skip = list(dict.fromkeys(only)), repeat, budget, skip
+        self.on_result, self.on_plan, self.keep_outcomes = on_result, on_plan, keep_outcomes
+        self.isolated = not is_local(pool) and workdir is None
+        self.root = Path(workdir).resolve() if workdir else Path(tempfile.mkdtemp(prefix="crashpoint-"))
+        self.root.mkdir(parents=True, exist_ok=True)
+        if workdir is None:
+            (self.root / TEMPORARY_ROOT).touch()
+        self.units = subject.units()
+        self.planned = 0
+        self.golden: dict[str, RunResult] = {}
+        self.singles: dict[str, list[RunResult | None]] = {u: [] for u in self.units}
+        self.doubles: dict[str, list[RunResult | None]] = {u: [] for u in self.units}
+        self.points: dict[str, list[str]] = {}
+        #: future -> (phase, unit, crash point, repeat, index in its unit's list)
+        self.pending: dict[Future, tuple[str, str, str | None, int, int]] = {}
+        self.left = {u: 0 for u in self.units}  # single-kill runs of the unit still running (recovery)
+        self.pair_from: dict[str, set[str]] = {}  # (sampled) single kills whose recovery gets a second kill
+        self.used: set[Path] = set()
+
+    def plan(self, more: int) -> None:
+        if more and self.on_plan:
+            self.planned += more
+            self.on_plan(self.planned)
+
+    def folder(self, unit: str, name: str) -> Path:
+        """A new run folder (never one an earlier sweep left in ``workdir``)."""
+        base = path = self.root / _folder(unit) / name
+        n = 1
+        while path in self.used or path.exists():
+            n += 1
+            path = base.with_name(f"{base.name}.{n}")
+        self.used.add(path)
+        return path
+
+    def submit(self, phase: str, unit: str, name: str, point: str | None, repeat: int, index: int) -> None:
+        golden = self.golden[unit].outcome if point is not None and unit in self.golden else None
+        fn, args = self.subject.call(unit, point, golden, repeat)
+        run_dir = self.folder(unit, name)
+        if self.isolated:
+            future = self.pool.submit(_isolated, fn, run_dir.relative_to(self.root), *args)
+        else:
+            future = self.pool.submit(fn, run_dir, *args)
+        self.pending[future] = (phase, unit, point, repeat, index)
+
+    def run(self, own: bool) -> None:
+        """Submit the golden runs, then follow each finished run with what it makes possible, until none is left."""
+        self.plan(sum((u, None) not in self.skip for u in self.units))
+        for u in self.units:
+            self.submit("golden", u, "golden", None, 1, 0)
+        self.subject.started(self.pool, own, getattr(self.pool, "_max_workers", 0) or 0)
+        while self.pending:
+            for future in wait_first(list(self.pending)):
+                phase, unit, point, repeat, index = self.pending.pop(future)
+                result = _lost(future, unit, point)
+                if result is not None:
+                    self.finished(phase, unit, point, repeat, index, result)
+
+    def finished(self, phase: str, unit: str, point: str | None, repeat: int, index: int, result: RunResult) -> None:
+        if phase == "golden" and self.crash != "none":
+            result = _needs_crash_points(result)
+        again = phase == "golden" and _golden_again(self.skip, unit, result.verdict)
+        if again:
+            self.plan(1)
+        if (phase != "golden" or (unit, None) not in self.skip or again) and phase != "probe" and self.on_result:
+            self.on_result(result)  # a golden run re-run as a reference that does not pass now is a result
+        if phase == "golden":
+            self.golden[unit] = result
+            self.crash_runs(unit, result)
+        elif phase in ("single", "probe"):
+            if phase == "single":
+                self.singles[unit][index] = result
+                self.left[unit] -= 1
+            if point in self.pair_from.get(unit, ()) and repeat == 1 and result.outcome is not None \
+                    and result.crash_fired:
+                after = crashpoints.recovery_points(result.outcome.crash_points, point)
+                self.extra([f"{point}{crashpoints.THEN}{b}" for b in self.subject.second(unit, point, after)], unit)
+            if self.crash == "recovery" and self.left[unit] == 0 and phase == "single":
+                self.double_runs(unit)
+            elif self.crash != "recovery":
+                self.drop(result)
+        else:
+            self.doubles[unit][index] = result
+            self.drop(result)
+
+    def drop(self, result: RunResult) -> None:
+        """A passed crash run's outcome, unless the caller keeps every outcome (a big sweep's memory)."""
+        if result.verdict == "passed" and not self.keep_outcomes:
+            result.outcome = None
+
+    def crash_runs(self, unit: str, golden: RunResult) -> None:
+        """The runs a unit's golden run makes possible: a kill at each crash point it passed (each ``repeat``
+        times), and with ``sampled`` the pairs' first kills' second kills and the subject's extras."""
+        self.points[unit] = golden.outcome.crash_points if golden.outcome else []
+        if self.crash == "none" or golden.outcome is None:
+            return
+        wanted = self.only or self.points[unit]
+        todo = [(n, p, k) for n, p in enumerate(wanted) for k in range(1, self.repeat + 1)
+                if (unit, p) not in self.skip]
+        self.plan(len(todo))
+        for n, point, k in todo:
+            self.singles[unit].append(None)
+            self.submit("single", unit, f"{n:03d}-{_folder(point)}" + (f"-try{k}" if self.repeat > 1 else ""), point,
+                        k, len(self.singles[unit]) - 1)
+        self.left[unit] = len(todo)
+        if self.crash == "sampled" and not self.only:
+            self.pair_from[unit] = set(self.subject.pair_points(unit, self.points[unit]))
+            for point in sorted(self.pair_from[unit]):  # resumed: a stored single kill runs again for its pair
+                if (unit, point) in self.skip and not _pair_stored(self.skip, unit, point):
+                    self.submit("probe", unit, f"p-{_folder(point)}", point, 1, 0)
+            self.extra(self.subject.extras(unit, self.points[unit]), unit)
+        if self.crash == "recovery" and not todo:
+            self.double_runs(unit)
+
+    def extra(self, specs: list[str], unit: str) -> None:
+        """Submit the runs of crash specs beyond single kills (sampled extras and pairs), as double runs."""
+        specs = [p for p in specs if (unit, p) not in self.skip]
+        self.plan(len(specs))
+        for spec in specs:
+            self.doubles[unit].append(None)
+            n = len(self.doubles[unit]) - 1
+            self.submit("double", unit, f"r{n:04d}", spec, 1, n)
+
+    def double_runs(self, unit: str) -> None:
+        """``recovery``: once every single kill of ``unit`` is done, a second kill in each recovery (``budget``)."""
+        mine = [r for r in self.singles[unit] if r is not None and r.repeat == 1]
+        pairs = [f"{r.crash_point}{crashpoints.THEN}{b}" for r in mine if r.outcome is not None and r.crash_fired
+                 for b in self.subject.recovery_seconds(
+                     unit, r.crash_point, crashpoints.recovery_points(r.outcome.crash_points, r.crash_point))]
+        if self.budget is not None and len(pairs) > self.budget:
+            step = len(pairs) / self.budget
+            pairs = [pairs[int(i * step)] for i in range(self.budget)]
+        self.extra(pairs, unit)
+        for r in mine:  # what the pairs needed of the single kills' outcomes is taken
+            self.drop(r)
+
+    def cancel(self) -> None:
+        for future in self.pending:
+            future.cancel()
+
+    def clean_up(self, keep: bool, interrupted: bool) -> None:
+        """An interrupted sweep's workers (and what they started) die with it; its forked workers, which carry no
+        marker that /proc shows, are found by the files they hold in its folder: only in a folder the sweep made
+        itself (a user's --workdir may be the cwd of their shell or hold their editor's files: never theirs)."""
+        reap_under(self.root, wait_s=5.0, holders=interrupted and self.workdir is None)
+        if not keep and self.workdir is None:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def results(self) -> list[RunResult]:
+        """Every result: golden runs in unit order, then each unit's single kills, then its double kills."""
+        out = [self.golden[u] for u in self.units if u in self.golden
+               and ((u, None) not in self.skip or _golden_again(self.skip, u, self.golden[u].verdict))]
+        out += [r for u in self.units for r in self.singles[u] if r is not None]
+        return out + [r for u in self.units for r in self.doubles[u] if r is not None]
 
 
 if __name__ == "__main__":  # the cleaner started by abandon()
