@@ -128,7 +128,7 @@ def pytest_options() -> str:
 # --- registries ---------------------------------------------------------------------------------------------------
 
 def _rules_module() -> Any:
-    for name in ("crashpoint.harness.model.rules", "crashpoint.harness.judge.rules"):
+    for name in ("crashpoint.harness.model.rules",):
         try:
             return importlib.import_module(name)
         except ModuleNotFoundError:

@@ -63,7 +63,9 @@ def _frame(runs: list[dict[str, Any]], results: list[dict[str, Any]], since: dat
     import pandas as pd  # here, not at the top: about 1 s to import, for the one command that needs it
 
     info = pd.DataFrame([{"run_id": r["run_id"], "started_at": r["started_at"], "git_commit": r.get("git_commit"),
-                          "engine": str(r.get("engine") or "?"), "complete": bool(r.get("complete"))} for r in runs])
+                          "engine": str(r.get("engine") or "?"), "complete": bool(r.get("complete")),
+                          "subject": str(r.get("pack") or "?"),
+                          "engine_version": str(r.get("engine_version") or "?")} for r in runs])
     rows = []
     for r in results:
         m = r.get("measures") if isinstance(r.get("measures"), dict) else {}
@@ -79,7 +81,8 @@ def _frame(runs: list[dict[str, Any]], results: list[dict[str, Any]], since: dat
                "approval_wait_s", "retries", *_FLAGS]
     df = pd.DataFrame(rows, columns=columns)
     if df.empty or info.empty:
-        return df.assign(started_at=pd.Series(dtype=object), git_commit=None, engine=None, week=pd.Series(dtype=int))
+        return df.assign(started_at=pd.Series(dtype=object), git_commit=None, engine=None, subject=None,
+                         engine_version=None, week=pd.Series(dtype=int))
     df = df.merge(info, on="run_id", how="inner")
     df["week"] = df["started_at"].map(lambda t: (t.date() - since).days // 7)
     df["failing"] = df["verdict"] != "passed"
@@ -126,7 +129,8 @@ def weekly(store: Any, since: date, until: date) -> dict[str, Any]:
     "flaky": [{"engine", "case_id", "crash_point", "git_commit"}],
     "disappeared": [case ids], "incidents": [{"case_id", "failing_runs", "weeks"}],
     "alerts": [{"kind", "label", "week", "engine", "case_id", "crash_point", "run_id", "detail"}],
-    "engines": [names]}``.
+    "engines": [names], "subjects": [{"subject" (a pack's or a target's name), "engine", "engine_version",
+    "weeks": [{"results", "passed"} per week]}]}``.
 
     Raises:
         UsageError: ``since`` is after ``until``.
@@ -161,9 +165,14 @@ def weekly(store: Any, since: date, until: date) -> dict[str, Any]:
     report: dict[str, Any] = {"since": str(since), "until": str(until), "engines": engines, "weeks": weeks,
                               "trends": trends,
                               "new_failures": [], "fixed": [], "flaky": [], "disappeared": [], "incidents": [],
-                              "alerts": []}
+                              "alerts": [], "subjects": []}
     if df.empty:
-        return report
+        return report | {"subjects": []}
+    report["subjects"] = [
+        {"subject": subject, "engine": engine, "engine_version": version,
+         "weeks": [{"results": int((g["week"] == i).sum()), "passed": int(g[g["week"] == i]["passed"].sum())}
+                   for i in range(n_weeks)]}
+        for (subject, engine, version), g in df.groupby(["subject", "engine", "engine_version"], sort=True)]
     flaky = []
     for (engine, case_id, point, commit), g in df[df["git_commit"].notna()].groupby(KEY + ["git_commit"]):
         if g["failing"].nunique() > 1:
@@ -253,6 +262,12 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines.append(f"| {t['label']} | " + " | ".join(fmt_metric(name, v) for v in t["values"])
                      + f" | {t['direction']} |")
     lines.append("| runs (incomplete) | " + " | ".join(f"{w['runs']} ({w['incomplete_runs']})" for w in weeks) + " | |")
+    lines += ["", "#### Per pack or target and engine version (passed / results)", ""]
+    lines += ["| pack or target | engine | " + " | ".join(w["label"] for w in weeks) + " |",
+              "|---|---|" + "---:|" * len(weeks)]
+    for s in report.get("subjects") or []:
+        lines.append(f"| {escape(s['subject'])} | {escape(s['engine_version'])} | "
+                     + " | ".join(f"{w['passed']}/{w['results']}" if w["results"] else "-" for w in s["weeks"]) + " |")
     lines += ["", f"#### Alerts ({len(report['alerts'])})", ""]
     if not report["alerts"]:
         lines.append("none")
@@ -282,4 +297,7 @@ def render_html(report: dict[str, Any]) -> str:
                 for n, t in report["trends"].items()],
         chart=Markup(charts.trends([w["start"] for w in weeks], ratios) if weeks else ""),
         alerts=[[a["label"], a["week"], a["case_id"], a["crash_point"], a["run_id"][:8], a["detail"]]
-                for a in report["alerts"]])
+                for a in report["alerts"]],
+        subjects=[[s["subject"], s["engine_version"],
+                   *(f"{w['passed']}/{w['results']}" if w["results"] else "-" for w in s["weeks"])]
+                  for s in report.get("subjects") or []])

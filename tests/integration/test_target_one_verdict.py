@@ -65,7 +65,7 @@ def test_sweep(crashpoint_sweep):
     from_pytest = _verdicts(json.loads(out.read_text())["results"])
 
     assert from_cli == from_pytest == [("none", "passed", []),
-                                       (POINT, "failed", ["side_effects.at_most_once", "differential.same_effects"])
+                                       (POINT, "failed", ["differential.same_effects", "side_effects.at_most_once"])
                                        ], (from_cli, from_pytest)
 
 
