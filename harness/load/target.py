@@ -277,6 +277,12 @@ class Target:
                  for n, c in enumerate(data.get("cases", [{"name": "default"}]))]
         name = data.get("engine") or default_engine().name
         options = engine_for(name).options(data) if name in engine_names() else {}  # else refused by the check
+        for other in engine_names():  # another engine's options block would be dropped unread: refused
+            key = engine_for(other).options_key
+            if other != name and key and key in data and key != (engine_for(name).options_key
+                                                                    if name in engine_names() else None):
+                raise CaseError(f"options of engine {other}, but this target's engine is {name} (they would "
+                                "be ignored)", file=file, field=key)
         return cls(name=data["target"], entry=data["entry"], inputs=data["inputs"], engine=name,
                    human=data.get("human", {}), gates=data.get("gates", {}), effects=effects,
                    invariants=data.get("invariants", []), durability=data.get("durability", ["sync"]),
