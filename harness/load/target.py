@@ -45,6 +45,19 @@ from crashpoint.harness.faults.kinds.workers import Workers as WorkersKind
 DURABILITY = ("sync", "async", "exit")
 
 
+def _foreign_block(data: dict[str, Any]) -> tuple[str, str] | None:
+    """``(key, message)`` of a target file's options block that belongs to another engine than its own (it would be
+    ignored), else ``None``. Read on the file as written (the schema's defaults fill
+    every engine's block in later)."""
+    name = data.get("engine") or default_engine().name
+    own = engine_for(name).options_key if name in engine_names() else None
+    for other in engine_names():
+        key = engine_for(other).options_key
+        if other != name and key and key != own and key in data:
+            return key, f"options of engine {other}, but this target's engine is {name} (they would be ignored)"
+    return None
+
+
 @dataclass(frozen=True)
 class TargetCase:
     """One variation of a target's run: ``human`` answers and tool ``faults`` (each ``{effect, outcome,
@@ -242,9 +255,12 @@ class Target:
         path = Path(path)
         data, locator = _load_mapping(path, "target")
         validate(data, "target", path, locator)
+        foreign = _foreign_block(data)
+        if foreign:  # before the schema's defaults fill every engine's block in
+            raise CaseError(foreign[1], file=str(path), line=locator.line([foreign[0]]), field=foreign[0])
         _fill_defaults(data, _schema("target"), _schema("target"))
         try:
-            return cls.from_data(data, file=str(path))
+            return cls.from_data(data, file=str(path), _blocks_checked=True)
         except CaseError as exc:
             if exc.line is None and exc.field:  # a rule the schema cannot say: point at the field's line
                 steps = [int(p) if p.isdigit() else p for p in re.findall(r"[^.\[\]]+", exc.field)]
@@ -252,7 +268,7 @@ class Target:
             raise
 
     @classmethod
-    def from_data(cls, data: dict[str, Any], file: str | None = None) -> "Target":
+    def from_data(cls, data: dict[str, Any], file: str | None = None, *, _blocks_checked: bool = False) -> "Target":
         """Build from the YAML form: checked against the file schema first (``scenarios/schemas/target.schema.json``,
         exactly what :meth:`from_file` checks: a thread id or a case name that is not a name, an unknown field, ...); an
         absent field takes the schema's default; ``pythonpath`` is resolved against ``file``'s folder.
@@ -264,6 +280,9 @@ class Target:
         from crashpoint.harness.load.loader import Locator, validate
 
         data = copy.deepcopy(data)
+        foreign = None if _blocks_checked else _foreign_block(data)
+        if foreign:
+            raise CaseError(foreign[1], file=file, field=foreign[0])
         try:
             validate(data, "target", file or "<data>", Locator())
         except CaseError as exc:  # the data has no lines (from_file validated with its own, before)
@@ -277,12 +296,7 @@ class Target:
                  for n, c in enumerate(data.get("cases", [{"name": "default"}]))]
         name = data.get("engine") or default_engine().name
         options = engine_for(name).options(data) if name in engine_names() else {}  # else refused by the check
-        for other in engine_names():  # another engine's options block would be dropped unread: refused
-            key = engine_for(other).options_key
-            if other != name and key and key in data and key != (engine_for(name).options_key
-                                                                    if name in engine_names() else None):
-                raise CaseError(f"options of engine {other}, but this target's engine is {name} (they would "
-                                "be ignored)", file=file, field=key)
+
         return cls(name=data["target"], entry=data["entry"], inputs=data["inputs"], engine=name,
                    human=data.get("human", {}), gates=data.get("gates", {}), effects=effects,
                    invariants=data.get("invariants", []), durability=data.get("durability", ["sync"]),

@@ -129,3 +129,36 @@ def test_default(crashpoint_sweep, monkeypatch):
     run = pytester.runpytest_subprocess("--crashpoint-chaos", "-p", "no:ordeal", "-q")
     run.assert_outcomes(passed=1)
     assert out.read_text().split() == ['"every"', f'"{cli_default}"']
+
+
+def test_a_vacuous_golden_run_is_the_same_error_under_the_cli_and_pytest(pytester: pytest.Pytester,
+                                                                          tmp_path: Path) -> None:
+    """A target case whose fault never fires (a payment failure scripted on a path that never pays: the reviewer
+    never answers) tested nothing: ``crashpoint run`` and ``pytest --chaos`` both call its golden run an ``error``
+    with the same words, as a pack's case whose kill never fires is (test_one_verdict.py)."""
+    text = _target_file(tmp_path).read_text().replace("langgraph_refund.variants:no_key", "langgraph_refund.graph:builder")
+    text = text.replace("cases:\n", "cases:\n  - {name: idle-fault, human: {}, faults: [{effect: issue_refund, "
+                                    "outcome: fatal}]}\n", 1)
+    target = tmp_path / "target.yaml"
+    target.write_text(text)
+    report = tmp_path / "cli.json"
+    cli = subprocess.run([sys.executable, "-m", "crashpoint", "run", str(target), "--case", "idle-fault",
+                          "--crash", "none", "--json", str(report)], capture_output=True, text=True, timeout=600,
+                         cwd=tmp_path)
+    assert cli.returncode == 1, cli.stdout + cli.stderr
+    (row,) = json.loads(report.read_text())["results"]
+    out = pytester.path / "pytest.json"
+    pytester.makepyfile(test_idle=f'''
+import json
+
+def test_sweep(crashpoint_sweep):
+    result = crashpoint_sweep({str(target)!r}, cases=["idle-fault"], crash="none")
+    (run,) = result.result.results
+    with open({str(out)!r}, "w") as f:
+        json.dump({{"verdict": str(run.verdict), "error": run.error}}, f)
+    assert result.passed, result.summary
+''')
+    pytester.runpytest_subprocess("--crashpoint-chaos", "-q").assert_outcomes(failed=1)
+    from_pytest = json.loads(out.read_text())
+    assert (row["verdict"], row["error"]) == (from_pytest["verdict"], from_pytest["error"]) == (
+        "error", "the case's faults never fired, so nothing was tested: issue_refund fatal"), (row, from_pytest)

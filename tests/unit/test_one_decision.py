@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from crashpoint.api import EffectCall
 from crashpoint.errors import Unsupported, WorkerTimeout
 from crashpoint.harness.model.rules import Finding, Rule, RuleContext
 from crashpoint.harness.judge.verdict import decide, judge, judge_target
@@ -133,3 +134,38 @@ def test_the_decision_order() -> None:
     assert decide(None, [None], found=True) == ("failed", None)
     assert decide(None, [], broken="r raised") == ("unknown", "r raised")
     assert decide() == ("passed", None)
+
+
+PAID = EffectCall(1, "pay", "k-a", "d", {}, "applied", False, 1, "a", "n", None, True)
+#: golden-run situation -> (pack outcome fields, target outcome fields, the rule or invariant finds something, verdict)
+GOLDEN: dict[str, tuple[dict[str, Any], dict[str, Any], bool, str]] = {
+    "faults never fired": ({"faults_missed": ["refunds.issueRefund fatal"]},
+                           {"faults_missed": ["pay fatal"], "calls": [PAID]}, False, "error"),
+    "faults never fired, a property rule found something": ({"faults_missed": ["refunds.issueRefund fatal"]},
+                                                            {"faults_missed": ["pay fatal"], "calls": [PAID]}, True,
+                                                            "failed"),
+    "no effect call": ({"calls": []}, {"calls": []}, False, "error"),
+    "clean": ({}, {"calls": [PAID]}, False, "passed"),
+}
+
+
+@pytest.mark.parametrize("situation", list(GOLDEN))
+def test_a_golden_runs_vacuity_gets_the_same_verdict_for_a_pack_and_a_target(
+        situation: str, refund_case: tuple[Pack, Case], target: Target, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A golden run that tested nothing (its faults never fired, it called no effect) is an ``error`` for both
+    subjects, unless a property rule found something anyway (that finding holds whatever the faults did): one
+    rule for both (before the one judge, a pack's vacuity beat every finding and a target's gave way to any)."""
+    pack, case = refund_case
+    pack_fields, target_fields, finds, expected = GOLDEN[situation]
+    monkeypatch.setenv("CP_TEST_INVARIANT", "find" if finds else "")
+    pack_run = RunOutcome("c", None, "wf", tmp_path, status="succeeded", calls=[dict(CALL)], crash_points=[POINT])
+    for name, value in pack_fields.items():
+        setattr(pack_run, name, value)
+    target_run = TargetOutcome("default", "sync", None, tmp_path, threads={"a": {"status": "finished", "values": {}}},
+                               crash_points=[POINT], **target_fields)
+    by_pack = judge(case, pack, pack_run, rules=[FINDS] if finds else [])
+    by_target = judge_target(target, TargetCase(), "sync", target_run)
+    assert by_pack.verdict == by_target.verdict == expected, (by_pack.error, by_target.error)
+    if expected == "error":
+        assert by_pack.error.split(":")[0] == by_target.error.split(":")[0], (by_pack.error, by_target.error)

@@ -30,6 +30,13 @@ def test_another_engines_options_block_is_refused_naming_its_line(tmp_path: Path
     assert "options of engine dbos, but this target's engine is langgraph" in str(caught.value)
 
 
+def test_target_from_data_refuses_it_too() -> None:
+    with pytest.raises(CaseError) as caught:
+        Target.from_data({"target": "t", "engine": "langgraph", "entry": "m:g", "inputs": [{"thread": "a", "input": 1}],
+                          "temporal": {"settle_s": 3}})
+    assert caught.value.field == "temporal", caught.value
+
+
 def test_the_engines_own_block_is_kept() -> None:
     target = Target.from_data({"target": "t", "engine": "dbos", "entry": "m:g", "inputs": [{"thread": "a", "input": 1}],
                                "dbos": {"settle_s": 3}})
