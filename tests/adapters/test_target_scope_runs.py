@@ -114,7 +114,7 @@ def test_a_fake_provider_keeps_its_state_in_each_runs_own_folder(tmp_path: Path,
     result = sweep(target, crash_points=["after_effect:charge", "node:o1@issue"], workers=2,
                    workdir=tmp_path / "runs")
     assert [r.verdict for r in result.results] == ["passed"] * 3, [(r.crash_point, r.error) for r in result.results]
-    files = sorted((tmp_path / "runs").glob("*/provider.json"))
+    files = sorted((tmp_path / "runs").rglob("provider.json"))
     assert len(files) == 3 and all(json.loads(f.read_text()) == ["1"] for f in files), \
         [(f, f.read_text()) for f in files]
     assert not (tmp_path / "provider.json").exists()
