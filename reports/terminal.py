@@ -118,7 +118,10 @@ def coverage(data: dict[str, Any], width: int = WIDTH) -> str:
 def summary(data: dict[str, Any]) -> str:
     """The summary block: counts, crash points, metrics, wall time."""
     s = data["summary"]
-    rows = [["engine", f"{data['engine']['name']} {data['engine']['version']}"],
+    name, version = data["engine"]["name"], str(data["engine"]["version"])
+    # a target's version names its packages ("langgraph 1.2.24, langgraph-checkpoint 4.3.2"): not the name twice
+    engine = version if version.split(" ", 1)[0] == name else f"{name} {version}"
+    rows = [["engine", engine],
             [(data.get("subject") or {}).get("kind", "pack"), f"{data['pack']['name']} {data['pack']['version']}"],
             ["cases", s["cases"]], ["crash points", s["crash_points"]],
             ["verified kills", s.get("kills_verified", 0)],

@@ -4,7 +4,9 @@ A page marks what a test must do with a comment right before a fenced block:
 
 * ``<!-- test: file PATH -->``: the block is a file of the reader's project, written to ``PATH``;
 * ``<!-- test: run -->``: each command of the block runs (``bash``), and must exit 0;
-* ``<!-- test: run, exit N -->``: the same, the block's last command exiting ``N`` (a seeded bug caught: 1).
+* ``<!-- test: run, exit N -->``: the same, the block's last command exiting ``N`` (a seeded bug caught: 1);
+* ``<!-- test: output -->``: the block's lines (after a ``$ command`` line, which is not checked) are lines of what
+  the last command before it printed, in order; pids and wall times are compared as ``N`` (:func:`shown`).
 
 The blocks of a page run in order. A page with files runs in a fresh folder holding them (the reader's own
 project); a page without runs from the repository root (the built-in packs, the examples). The marked commands
@@ -51,13 +53,40 @@ def commands(body: str) -> list[str]:
 PAGES = sorted(p for p in DOCS.rglob("*.md") if steps(p))
 
 
+def shown(text: str) -> list[str]:
+    """``text``'s non-blank lines with what changes from run to run (pids, seconds) written ``N``, right-stripped."""
+    text = re.sub(r"pid(s?)[= ]\d+", r"pid\1=N", text)
+    text = re.sub(r"\b\d+(\.\d+)? s\b", "N s", text)
+    return [line.rstrip() for line in text.splitlines() if line.strip() and not line.startswith("$ ")]
+
+
+def missing_lines(want: str, got: str) -> list[str]:
+    """The lines of ``want`` (:func:`shown`) not found in ``got``'s lines in order; ``[]`` when all are there."""
+    have, at = shown(got), 0
+    for n, line in enumerate(shown(want)):
+        while at < len(have) and have[at] != line:
+            at += 1
+        if at == len(have):
+            return shown(want)[n:]
+        at += 1
+    return []
+
+
+def test_output_blocks_are_compared_line_by_line_in_order() -> None:
+    got = "a\nledger#2 x pid=123 y\nb\n1 passed in 4.1 s\n"
+    assert missing_lines("$ cmd\nledger#2 x pid=9 y\n1 passed in 2.0 s\n", got) == []
+    assert missing_lines("b\na\n", got) == ["a"]  # out of order
+    assert missing_lines("c\n", got) == ["c"]
+
+
 def test_the_tutorials_mark_commands_to_run() -> None:
     marked = {p.relative_to(DOCS).as_posix() for p in PAGES}
     tutorials = {p.relative_to(DOCS).as_posix() for p in (DOCS / "tutorials").glob("*.md")}
     assert tutorials and tutorials <= marked, f"tutorials with no command a test runs: {sorted(tutorials - marked)}"
     for page in PAGES:
         for what, _ in steps(page):
-            assert re.fullmatch(r"file [\w./-]+|run(, exit \d+)?", what), f"{page.name}: unknown marker {what!r}"
+            assert re.fullmatch(r"file [\w./-]+|run(, exit \d+)?|output", what), \
+                f"{page.name}: unknown marker {what!r}"
 
 
 @pytest.mark.slow  # each page runs real sweeps: golden runs and kills (LangGraph, DBOS, a Temporal dev server)
@@ -68,7 +97,14 @@ def test_the_commands_of_the_page_run_as_it_says(page: Path, tmp_path: Path) -> 
     folder = tmp_path / "project" if has_files else ROOT
     folder.mkdir(exist_ok=True)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = None
     for what, body in marked:
+        if what == "output":
+            assert done is not None, f"{page.name}: an output block before any command"
+            lost = missing_lines(body, done.stdout)
+            assert not lost, (f"{page.relative_to(ROOT)}: the page shows lines `{done.args[-1]}` did not print: "
+                              f"{lost[:3]}\n--- stdout\n{done.stdout[-3000:]}")
+            continue
         if what.startswith("file "):
             path = folder / what.split(" ", 1)[1]
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -94,3 +94,12 @@ def test_readme_venv_step_works_where_system_pip_is_refused(tmp_path: Path) -> N
     done = subprocess.run(["bash", "-c", f"{venv_part} && {check}"], cwd=tmp_path, capture_output=True, text=True,
                           env=env, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_readme_example_output_is_the_tutorials_tested_one() -> None:
+    """README's failure example is the LangGraph tutorial's output block, which the tutorial test compares with what
+    the command prints (tests/integration/test_docs_tutorials.py): the front page cannot drift from the output."""
+    fence = re.compile(r"```\n(\$ crashpoint run .*?)```", re.S)
+    readme = fence.findall((ROOT / "README.md").read_text(encoding="utf-8"))
+    tutorial = fence.findall((ROOT / "docs" / "tutorials" / "langgraph.md").read_text(encoding="utf-8"))
+    assert readme and tutorial and readme[0] == tutorial[0], (readme[:1], tutorial[:1])
