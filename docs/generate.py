@@ -14,7 +14,7 @@ and is made from the code or file that defines it, never typed by hand:
 * ``rules``: the rule registry (``registered()`` of ``crashpoint.harness.model.rules``, where it lives today);
 * ``fault-kinds``: the fault-kind registry (``crashpoint.harness.faults.kinds.table()``);
 * ``builtin-tools``: ``crashpoint.fakes.tools.BUILTIN_TOOLS``;
-* ``case-fields``, ``case-events``, ``case-faults``, ``target-fields``, ``pack-fields``, ``workflow-fields``: the
+* ``case-fields``, ``case-events``, ``case-faults``, ``target-fields``, ``target-faults``, ``pack-fields``, ``workflow-fields``: the
   JSON Schemas in ``scenarios/schemas/``.
 
 ``tests/unit/test_docs_reference.py`` fails when a page is out of date (and names this command). ``--check`` only
@@ -304,16 +304,26 @@ def case_events() -> str:
     return _defs_tables("case", _alternatives(schema, "event"), _event_title)
 
 
-def case_faults() -> str:
-    """One table per fault kind a case file may hold in ``faults``."""
-    schema = _schema("case")
+def _fault_tables(name: str) -> str:
+    """One table per fault kind the ``name`` schema's ``fault`` definition dispatches to."""
+    schema = _schema(name)
 
     def title(d: str, node: dict[str, Any]) -> str:
         kind = (node.get("properties") or {}).get("kind", {})
         names = kind.get("enum") or ([kind["const"]] if "const" in kind else [])
         return "#### " + (" / ".join(f"`{n}`" for n in names) if names else f"{d.replace('_', ' ')} (no `kind`)")
 
-    return _defs_tables("case", _alternatives(schema, "fault"), title)
+    return _defs_tables(name, _alternatives(schema, "fault"), title)
+
+
+def case_faults() -> str:
+    """One table per fault kind a case file may hold in ``faults``."""
+    return _fault_tables("case")
+
+
+def target_faults() -> str:
+    """One table per fault kind a target file's case may hold in ``faults``."""
+    return _fault_tables("target")
 
 
 def target_fields() -> str:
@@ -335,6 +345,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "cli": cli, "exit-codes": exit_codes, "pytest-options": pytest_options, "rules": rules,
     "fault-kinds": fault_kinds, "builtin-tools": builtin_tools, "case-fields": case_fields,
     "case-events": case_events, "case-faults": case_faults, "target-fields": target_fields,
+    "target-faults": target_faults,
     "pack-fields": pack_fields, "workflow-fields": workflow_fields,
 }
 

@@ -37,9 +37,11 @@ installed engine): the kill lands, a new process resumes from the durable files 
 engine's crash points with no code of the team's, a broken variant is caught. ``docs/how-to/add-an-engine.md``
 walks through it.
 
-Optional capabilities are asked before use (Jepsen's ``satisfies?``): a case needing one the engine lacks (several
-workers at once, a server crash) exits 2 at validation, and a durability mode it does not have is ``unsupported``
-at run time (its worker says so), never a pass.
+Optional capabilities are asked before use (Jepsen's ``satisfies?``): the fault kinds a case holds say what they
+need (:attr:`crashpoint.harness.faults.kinds.FaultKind.needs`, among :meth:`Engine.capabilities`); a target file's
+case needing one its engine lacks (several workers at once, a server crash) exits 2 at validation, a run handed such
+a case anyway (a case built in Python, a generated schedule) is ``unsupported`` before any worker starts, and a
+durability mode it does not have is ``unsupported`` at run time (its worker says so), never a pass.
 """
 
 from __future__ import annotations
@@ -62,6 +64,10 @@ if TYPE_CHECKING:  # pragma: no cover
 #: The crash point kinds of a target's own effects (:func:`crashpoint.effect`), whatever its engine: what an
 #: engine records beyond them is its own (the conformance kit asks for at least one).
 EFFECT_KINDS = ("before_effect:", "after_effect:")
+
+
+#: The optional capability flags of an :class:`Engine` a fault kind may need (:meth:`Engine.capabilities`).
+CAPABILITIES = ("server", "worker_identities", "rendezvous")
 
 
 class EngineServer(Protocol):
@@ -136,6 +142,11 @@ class Engine:
 
     # ------------------------------------------------------------------ what it is
 
+    def capabilities(self) -> frozenset[str]:
+        """The names of its optional capabilities it has (:data:`CAPABILITIES`: ``server``, ``worker_identities``,
+        ``rendezvous``), which fault kinds ask for (:attr:`crashpoint.harness.faults.kinds.FaultKind.needs`)."""
+        return frozenset(c for c in CAPABILITIES if getattr(self, c))
+
     def version(self) -> str:
         """``PACKAGE X, PACKAGE Y`` of :attr:`packages` (``PACKAGE (not installed)`` for a missing one)."""
         return installed_versions(*self.packages)
@@ -156,13 +167,14 @@ class Engine:
         names a version of :meth:`versions` whose code is not the target's own).
 
         Raises:
-            CaseError: with the offending field (``cases[N].deploy``); the loader adds file and line (exit 2).
+            CaseError: with the offending field (``cases[N].deploy``, or ``cases[N].faults[M].version`` of a deploy
+                fault); the loader adds file and line (exit 2).
         """
         where, known = self.versions(target)
         for n, c in enumerate(target.cases):
             if c.deploy and c.deploy not in known:
                 raise CaseError(f"case {c.name!r} deploys {c.deploy!r}, which {where} does not name",
-                                file=target.file, field=f"cases[{n}].deploy")
+                                file=target.file, field=f"cases[{n}].{c.where('deploy', 'version')}")
             if c.deploy and self.deploy_replaces_entry and known[c.deploy] == target.entry:  # the same code again
                 raise CaseError(f"case {c.name!r} deploys {c.deploy!r}, whose entry {target.entry!r} is the target's own: "
                                 "the deploy would change no code (name the next version's entry)",

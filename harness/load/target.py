@@ -19,7 +19,7 @@ object, :class:`Target` (``crashpoint.Target``), for pytest::
       - {name: granted}
       - {name: denied-then-granted, human: {approve: [{resume: {approved: false}, grants: false},
                                                       {resume: {approved: true}}]}}
-      - {name: issue-times-out, faults: [{effect: issue_refund, outcome: timeout}]}
+      - {name: issue-times-out, faults: [{kind: tool, tool: issue_refund, call: 1, outcome: timeout}]}
       - {name: approval-late, human: {approve: [{resume: {approved: true, ask: 1}, late: true},
                                                 {resume: {approved: false}, grants: false}]}}
     expect: {order-1001: {status: finished}}   # thread -> the end every run must reach (rule target.expected_end)
@@ -32,14 +32,17 @@ is then (:mod:`crashpoint.harness.run.target_driver`); it grants nothing (``targ
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from crashpoint.errors import CaseError
 from crashpoint.harness.engines.base import Engine, default_engine, engine_for, engine_names, engines
+from crashpoint.harness.faults import kinds as fault_kinds
+from crashpoint.harness.faults.kinds import Fault, FaultError
 from crashpoint.harness.faults.kinds.workers import Workers as WorkersKind
 
 DURABILITY = ("sync", "async", "exit")
@@ -58,23 +61,128 @@ def _foreign_block(data: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
+#: The target file's older case fields that are fault kinds now: field -> kind (each read as that kind's fault).
+CASE_FIELDS = {"duplicate": "duplicate", "workers": "workers", "deploy": "deploy", "server_crash": "server_crash"}
+
+
+def _path(steps: tuple[str | int, ...]) -> str:
+    """``("faults", 2, "count")`` -> ``faults[2].count``."""
+    out = ""
+    for step in steps:
+        out += f"[{step}]" if isinstance(step, int) else (f".{step}" if out else str(step))
+    return out
+
+
+def _one_fault(raw: Fault, index: int, turns: dict[str, int]) -> Fault:
+    """One fault of a target's case in the one spelling (``{kind: ...}``, defaults filled); the older spelling of a
+    tool fault, ``{effect, outcome, times?, seconds?}``, takes the effect's next call (``turns``: calls of each effect
+    given by such faults so far).
+
+    Raises:
+        FaultError: not a kind a target's case can hold, or not in its target spelling (path from the case).
+    """
+    if not isinstance(raw, dict):
+        raise FaultError(f"a fault is a mapping, got {raw!r}", ("faults", index))
+    if "kind" not in raw and "effect" in raw:
+        effect = raw["effect"]
+        rest = {k: v for k, v in raw.items() if k != "effect"}
+        raw = {"kind": "tool", "tool": effect, "call": turns.get(effect, 0) + 1, **rest}
+        turns[effect] = turns.get(effect, 0) + int(raw.get("times", 1))
+    try:
+        fault = fault_kinds.normalize(raw)
+    except ValueError as exc:
+        raise FaultError(str(exc), ("faults", index, "kind")) from None
+    kind = fault_kinds.get(fault["kind"])
+    if "target" not in kind.subjects:
+        known = ", ".join(k.name for k in fault_kinds.for_subject("target"))
+        raise FaultError(f"fault kind {kind.name!r} is not one a target's case can hold; a target's kinds: {known}",
+                         ("faults", index, "kind"))
+    try:
+        kind.check_target(fault)
+    except FaultError as exc:
+        raise FaultError(str(exc), ("faults", index, *exc.path)) from None
+    return fault
+
+
+def case_faults(faults: list[Fault], duplicate: str | None = None, workers: int = 1, deploy: str | None = None,
+                server_crash: bool = False) -> tuple[list[Fault], dict[int, tuple[str | int, ...]]]:
+    """A target case's faults in the one spelling (:mod:`crashpoint.harness.faults.kinds`), the older case fields
+    (:data:`CASE_FIELDS`) read as their kinds' faults, and where each came from (fault index -> its path in the case:
+    ``("faults", 2)`` or ``("workers",)``).
+
+    ``faults`` come first, in order; then a fault for each older field that no fault of its kind already says (the
+    two spellings of one fault must agree).
+
+    Raises:
+        FaultError: a fault not of a target's kinds or spelling, two ``workers`` or ``deploy`` faults, or an older
+            field that disagrees with its kind's fault (its path inside the case).
+    """
+    turns: dict[str, int] = {}
+    out = [_one_fault(raw, i, turns) for i, raw in enumerate(faults or [])]
+    where: dict[int, tuple[str | int, ...]] = {i: ("faults", i) for i in range(len(out))}
+    for kind, key in (("workers", "count"), ("deploy", "version")):
+        given = [i for i, f in enumerate(out) if f["kind"] == kind]
+        if len(given) > 1:
+            raise FaultError(f"one {kind} fault at most (got {len(given)})", ("faults", given[1]))
+    said = {"duplicate": duplicate, "workers": workers if int(workers or 1) > 1 else None, "deploy": deploy,
+            "server_crash": True if server_crash else None}
+    for field_name, value in said.items():
+        if value is None:
+            continue
+        kind = CASE_FIELDS[field_name]
+        same = [i for i, f in enumerate(out) if f["kind"] == kind]
+        fault: Fault = {"duplicate": {"kind": "duplicate", "event": value}, "workers": {"kind": "workers", "count": value},
+                        "deploy": {"kind": "deploy", "version": value}, "server_crash": {"kind": "server_crash"}}[field_name]
+        fault = fault_kinds.normalize(fault)
+        if field_name == "duplicate":
+            try:
+                fault_kinds.get("duplicate").check_target(fault)
+            except FaultError as exc:
+                raise FaultError(str(exc), ("duplicate",)) from None
+            if any(out[i]["event"] == value for i in same):
+                continue
+        elif same:
+            key = {"workers": "count", "deploy": "version"}.get(field_name)
+            if key and out[same[0]][key] != fault[key]:
+                raise FaultError(f"{field_name}: {value} and a {kind} fault of {key} {out[same[0]][key]} disagree "
+                                 "(give one of them)", ("faults", same[0], key))
+            continue
+        where[len(out)] = (field_name,)
+        out.append(fault)
+    return out, where
+
+
 @dataclass(frozen=True)
 class TargetCase:
-    """One variation of a target's run: ``human`` answers and tool ``faults`` (each ``{effect, outcome,
-    times, seconds?}``) replace the target's; ``duplicate``: ``start`` | ``answer`` delivers the first start
-    request or answer twice at once (two live processes); ``workers``: K >= 2 workers recover after each kill,
-    together at a barrier, each with its own identity (a DBOS executor id; each recovers the exited ones);
-    ``deploy``: a version of the code (a name in ``versions``, or where the engine keeps them:
-    :meth:`~crashpoint.harness.engines.base.Engine.versions`) that every worker runs once the
-    run first comes to rest with a workflow still running (a code deploy while workflows wait); ``server_crash``:
-    at that moment the engine's server is SIGKILLed and a new one started on the same database (an engine with a
-    server); ``recovery`` (an engine whose workers have identities, with ``workers`` >= 2): how the K workers recover
+    """One variation of a target's run: ``human`` answers replace the target's; ``faults``, the registered fault kinds
+    a target's case can hold (:mod:`crashpoint.harness.faults.kinds`: ``kill``, ``tool`` on an effect, ``duplicate``,
+    ``workers``, ``deploy``, ``server_crash``), each ``{kind: ..., ...}``, spelt as in a pack's case file where the
+    fault is the same (``{kind: tool, tool: EFFECT, call: N, outcome: O, times?, seconds?}``; a kill ``{kind: kill,
+    at: POINT}`` fires before the sweep's own kill).
+
+    The older fields are the same faults, read as their kinds' (:func:`case_faults`; after construction each reads
+    back what ``faults`` holds): ``duplicate``: ``start`` | ``answer`` delivers the first start request or answer
+    twice at once (two live processes; ``{kind: duplicate, event: start}``); ``workers``: K >= 2 workers recover
+    after each kill, together at a barrier, each with its own identity (a DBOS executor id; each recovers the exited
+    ones; ``{kind: workers, count: K}``); ``deploy``: a version of the code (a name in ``versions``, or where the
+    engine keeps them: :meth:`~crashpoint.harness.engines.base.Engine.versions`) that every worker runs once the run
+    first comes to rest with a workflow still running (``{kind: deploy, version: NAME}``); ``server_crash``: at that
+    moment the engine's server is SIGKILLed and a new one started on the same database (``{kind: server_crash}``);
+    and a tool fault ``{effect, outcome, times, seconds?}`` takes the effect's calls in turn.
+
+    ``recovery`` (an engine whose workers have identities, with ``workers`` >= 2): how the K workers recover
     the dead one's work, :data:`RECOVERY`;
     ``expect``: thread -> ``{"status"?, "values"?}``, the end every run of the case must reach (``None``: the target's
     ``expect``; see :meth:`Target.expected`); ``no_effect``: ``True``, the case's path makes no side effect (a
     rejection path: its golden run calling no effect is what is expected, not an ``error``), or the names of the effects
     it does not make (each an effect of the target's: an ``effects:`` entry it never calls is then not an ``error``);
-    a run of the case that applies one fails ``target.no_effect``."""
+    a run of the case that applies one fails ``target.no_effect``; ``like_fault_free``: the case's golden run must end
+    as the same case without its faults ends (a fault-free run of it is made first and is its reference:
+    ``differential.same_end`` and ``differential.same_effects``), as a pack's ``expected.like_fault_free``.
+
+    Raises:
+        FaultError: a fault not of a target's kinds, or two spellings that disagree (:func:`case_faults`).
+    """
 
     name: str = "default"
     human: dict[str, list[dict[str, Any]]] | None = None
@@ -86,6 +194,21 @@ class TargetCase:
     recovery: str = "explicit"
     expect: dict[str, dict[str, Any]] | None = None
     no_effect: bool | list[str] = False
+    like_fault_free: bool = False
+    #: fault index -> its path in the case as written (``("faults", 2)``, ``("workers",)``), for messages.
+    spelt: dict[int, tuple[str | int, ...]] = field(default_factory=dict, init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        faults, where = case_faults(list(self.faults or []), self.duplicate, self.workers, self.deploy,
+                                    self.server_crash)
+        into = fault_kinds.injection(faults)
+        set_ = object.__setattr__
+        set_(self, "faults", faults)
+        set_(self, "spelt", where)
+        set_(self, "duplicate", into.duplicates[0] if into.duplicates else None)
+        set_(self, "workers", into.together)
+        set_(self, "deploy", into.deploy)
+        set_(self, "server_crash", into.server_crash)
 
     def makes_no(self, effect: str | None = None) -> bool:
         """``True`` when the case says its path makes no side effect (``effect`` ``None``: none at all, ``no_effect:
@@ -93,6 +216,43 @@ class TargetCase:
         if self.no_effect is True:
             return True
         return effect is not None and isinstance(self.no_effect, list) and effect in self.no_effect
+
+    def injection(self) -> "fault_kinds.Injection":
+        """What the target driver injects for this case (:func:`crashpoint.harness.faults.kinds.injection`)."""
+        return fault_kinds.injection(self.faults)
+
+    def where(self, kind: str, key: str | None = None) -> str:
+        """The field (relative to the case) of its first fault of ``kind`` as written (``faults[2]``, with ``key``
+        ``faults[2].version``; ``deploy`` for the older field), or ``kind`` when it has none."""
+        for index, fault in enumerate(self.faults):
+            if fault["kind"] == kind:
+                steps = self.spelt.get(index, (kind,))
+                return _path(steps + ((key,) if key and steps[0] == "faults" else ()))
+        return kind
+
+    def without_faults(self) -> "TargetCase":
+        """The same case with no fault (and without ``like_fault_free``): what a ``like_fault_free`` case must end
+        like."""
+        return dataclasses.replace(self, faults=[], duplicate=None, workers=1, deploy=None, server_crash=False,
+                                   like_fault_free=False)
+
+    def to_data(self) -> dict[str, Any]:
+        """The case's YAML form: its faults in the one spelling (the older fields are in them), ``None`` fields and
+        defaults left out."""
+        data: dict[str, Any] = {"name": self.name}
+        if self.human is not None:
+            data["human"] = copy.deepcopy(self.human)
+        if self.faults:
+            data["faults"] = copy.deepcopy(self.faults)
+        if self.recovery != "explicit":
+            data["recovery"] = self.recovery
+        if self.expect is not None:
+            data["expect"] = copy.deepcopy(self.expect)
+        if self.no_effect is not False:
+            data["no_effect"] = copy.deepcopy(self.no_effect)
+        if self.like_fault_free:
+            data["like_fault_free"] = True
+        return data
 
 
 #: ``status`` values an ``expect`` may name: the ends of a thread that came to rest.
@@ -102,24 +262,20 @@ EXPECT_STATUS = ("finished", "waiting")
 WORKERS_KIND = WorkersKind.name
 
 
-def _workers(case: dict[str, Any], index: int, file: str | None) -> int:
-    """A case's K: its ``workers`` field, or the ``count`` of a ``workers`` fault in its ``faults`` (both: equal).
+def _case(c: dict[str, Any], index: int, file: str | None) -> TargetCase:
+    """``cases[index]`` of a target file's data as a :class:`TargetCase`.
 
     Raises:
-        CaseError: the two differ, or two ``workers`` faults are given.
+        CaseError: a fault it cannot hold, or two spellings of one fault that disagree (the field inside it).
     """
-    named = [(n, f) for n, f in enumerate(case.get("faults", [])) if f.get("kind") == WORKERS_KIND]
-    if len(named) > 1:
-        raise CaseError(f"case {case['name']!r}: one {WORKERS_KIND} fault at most (got {len(named)})", file=file,
-                        field=f"cases[{index}].faults[{named[1][0]}]")
-    if not named:
-        return int(case.get("workers", 1))
-    where, fault = named[0]
-    count = int(fault["count"])
-    if int(case.get("workers", 1)) not in (1, count):  # 1: the schema's default, filled in
-        raise CaseError(f"case {case['name']!r}: workers: {case['workers']} and a {WORKERS_KIND} fault of count "
-                        f"{count} disagree (give one of them)", file=file, field=f"cases[{index}].faults[{where}].count")
-    return count
+    try:
+        return TargetCase(c["name"], c.get("human"), copy.deepcopy(c.get("faults", [])), c.get("duplicate"),
+                          int(c.get("workers", 1)), c.get("deploy"), bool(c.get("server_crash", False)),
+                          recovery=c.get("recovery", "explicit"), expect=c.get("expect"),
+                          no_effect=copy.deepcopy(c.get("no_effect", False)),
+                          like_fault_free=bool(c.get("like_fault_free", False)))
+    except FaultError as exc:
+        raise CaseError(f"case {c['name']!r}: {exc}", file=file, field=f"cases[{index}].{_path(exc.path)}") from None
 
 
 #: ``recovery`` of a ``workers`` case (an engine with worker identities): ``explicit``, each of the K workers has a new
@@ -138,20 +294,26 @@ def _check_capabilities(c: TargetCase, index: int, engine: Engine, file: str | N
     Raises:
         CaseError: with the case's field.
     """
-    several = engine_names(worker_identities=True)
     if c.recovery not in RECOVERY or (c.recovery != "explicit" and (c.workers < 2 or not engine.worker_identities)):
         titles = " or ".join(e.title for e in engines() if e.worker_identities)
         raise CaseError(f"case {c.name!r}: recovery must be one of {', '.join(RECOVERY)}, and other than "
                         f"explicit only with workers >= 2 on a {titles} target (got {c.recovery!r}, workers "
                         f"{c.workers}, engine {engine.name})", file=file, field=f"cases[{index}].recovery")
-    if c.workers > 1 and not engine.worker_identities:  # one worker would run: a pass not earned
-        raise CaseError(f"case {c.name!r}: several workers at once ({c.workers}) need an engine whose workers "
-                        f"have their own identity ({', '.join(several)}), not {engine.name}",
-                        file=file, field=f"cases[{index}].workers")
-    if c.server_crash and not engine.server:
-        raise CaseError(f"case {c.name!r}: server_crash needs an engine with a server "
-                        f"({', '.join(engine_names(server=True))}), not {engine.name}", file=file,
-                        field=f"cases[{index}].server_crash")
+    for n, fault in enumerate(c.faults):  # a kind the engine cannot do would run without it: a pass not earned
+        for capability in fault_kinds.get(fault["kind"]).needs:
+            if getattr(engine, capability, False):
+                continue
+            what = (f"several workers at once ({fault['count']}) need" if fault["kind"] == WORKERS_KIND
+                    else f"{fault['kind']} needs")
+            raise CaseError(f"case {c.name!r}: {what} {CAPABILITY_TEXT.get(capability, capability)} "
+                            f"({', '.join(engine_names(**{capability: True})) or 'none installed'}), not {engine.name}",
+                            file=file, field=f"cases[{index}].{_path(c.spelt.get(n, (fault['kind'],)))}")
+
+
+#: An engine capability a fault kind needs (:attr:`~crashpoint.harness.faults.kinds.FaultKind.needs`) -> how a message
+#: names the engines that have it.
+CAPABILITY_TEXT = {"worker_identities": "an engine whose workers have their own identity",
+                   "server": "an engine with a server"}
 
 
 @dataclass(frozen=True)
@@ -289,11 +451,7 @@ class Target:
             raise CaseError(exc.message, file=file, field=exc.field) from None
         base = Path(file).resolve().parent if file else Path.cwd()
         effects = [e if isinstance(e, dict) else {"path": e} for e in data.get("effects", [])]
-        cases = [TargetCase(c["name"], c.get("human"), [f for f in c.get("faults", []) if f.get("kind") != WORKERS_KIND],
-                            c.get("duplicate"), _workers(c, n, file), c.get("deploy"),
-                            bool(c.get("server_crash", False)), recovery=c.get("recovery", "explicit"),
-                            expect=c.get("expect"), no_effect=copy.deepcopy(c.get("no_effect", False)))
-                 for n, c in enumerate(data.get("cases", [{"name": "default"}]))]
+        cases = [_case(c, n, file) for n, c in enumerate(data.get("cases", [{"name": "default"}]))]
         name = data.get("engine") or default_engine().name
         options = engine_for(name).options(data) if name in engine_names() else {}  # else refused by the check
 
@@ -339,8 +497,7 @@ class Target:
                 "human": self.human, "gates": self.gates, "effects": self.effects, "invariants": self.invariants,
                 "durability": self.durability, "saver": self.saver, "budget_s": self.budget_s,
                 "pythonpath": self.pythonpath, **self._options_block(),
-                "versions": self.versions, "expect": self.expect, "cases": [{k: v for k, v in asdict(c).items() if v is not None}
-                                                         for c in self.cases]}
+                "versions": self.versions, "expect": self.expect, "cases": [c.to_data() for c in self.cases]}
 
     def case(self, name: str) -> TargetCase:
         """The case called ``name``.

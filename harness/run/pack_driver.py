@@ -32,7 +32,7 @@ from crashpoint.fakes.clock import VirtualClock
 from crashpoint.fakes.ledger import Ledger
 from crashpoint.fakes.world import LEDGER_FILE, write_world
 from crashpoint.harness.faults import kinds as fault_kinds
-from crashpoint.harness.faults.kinds.tool import TOOL_EVENTS, script_event
+from crashpoint.harness.faults.kinds.tool import TOOL_EVENTS, placed, script_event
 from crashpoint.harness.faults.kinds.zombie import WORKER_EVENT
 from crashpoint.harness.process import crashpoints
 from crashpoint.harness.process import forkserver
@@ -421,17 +421,11 @@ def tool_script(events: list[dict[str, Any]], faults: list[dict[str, Any]] = ())
     """The tool events of a case in script order, with its faults on tool calls (``{kind, tool, call,
     times?, ...}``; see :data:`~crashpoint.harness.faults.kinds.Injection.tool_faults`) placed at their
     call: the ``call``-th call of ``tool`` gets the fault's script entry (its kind's ``script_entry``),
-    the calls before it follow the case's own script (or succeed). Each entry comes back with ``times: 1``."""
-    tools = [e for e in events if e["type"] in TOOL_EVENTS]
-    for fault in faults:
-        fault = fault_kinds.normalize(fault)
-        queue = [{**e, "times": 1} for e in tools if e["tool"] == fault["tool"] for _ in range(e.get("times", 1))]
-        while len(queue) < fault["call"] - 1:
-            queue.append({"type": "tool_success", "tool": fault["tool"], "times": 1})
-        ev = fault_kinds.get(fault["kind"]).script_entry(fault)
-        queue[fault["call"] - 1:fault["call"] - 1] = [{**ev, "times": 1}] * fault.get("times", 1)
-        tools = [e for e in tools if e["tool"] != fault["tool"]] + queue
-    return [{**e, "times": 1} for e in tools for _ in range(e.get("times", 1))]
+    the calls before it follow the case's own script (or succeed). Each entry comes back with ``times: 1``
+    (the placement is :func:`crashpoint.harness.faults.kinds.tool.placed`, a target's too)."""
+    faults = [fault_kinds.normalize(f) for f in faults]
+    return [entry if index is None else {**fault_kinds.get(entry["kind"]).script_entry(entry), "times": 1}
+            for entry, index in placed(faults, events)]
 
 
 class _Holds:

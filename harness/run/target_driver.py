@@ -67,6 +67,10 @@ from crashpoint.harness.load.target import Target, TargetCase
 from crashpoint.harness.engines.workerlib import PIDS_FILE, RENDEZVOUS_MISSED_FILE, TARGET_FILE, THREADS_FILE, UNSUPPORTED_RC
 from crashpoint.harness.engines.workerlib import invoke_errors
 from crashpoint.harness.engines.base import Engine, EngineServer, engine_for
+from crashpoint.harness.engines.effects import SLOW_DEFAULT_S
+from crashpoint.harness.faults import kinds as fault_kinds
+from crashpoint.harness.faults.kinds.tool import placed
+from crashpoint.harness.model.points import THEN
 
 #: ``server`` values of :func:`run_target`, for an engine with a server (:meth:`~crashpoint.harness.engines.base.
 #: Engine.server_for`): ``shared`` (the run's part of a long-lived shared server; a case with a server crash gets one
@@ -76,7 +80,8 @@ SERVER_MODES = ("shared", "run", "worker")
 
 
 class TargetUnsupported(Unsupported):
-    """The engine release installed lacks what the run needs (a durability mode): the verdict is ``unsupported``."""
+    """The engine release installed lacks what the run needs (a durability mode), or the engine a capability a fault
+    of the case needs: the verdict is ``unsupported``."""
 
 
 #: Worker processes per run before the harness gives up on a loop that makes no progress.
@@ -186,24 +191,36 @@ def close_servers() -> None:
     _local.servers = {}
 
 
-def script_faults(ledger: Ledger, faults: list[dict[str, Any]]) -> None:
-    """Queue each case fault ``{effect, outcome, times, seconds?}`` on the ledger's script, in order."""
-    for fault in faults:
-        seconds = fault.get("seconds", 0.2) if fault["outcome"] == "slow" else None
-        ledger.script(fault["effect"], fault["outcome"], times=int(fault.get("times", 1)), seconds=seconds)
+def script_faults(ledger: Ledger, faults: list[dict[str, Any]]) -> list[int | None]:
+    """Queue a case's tool faults (``{kind: tool, tool: EFFECT, call, outcome, times, seconds?}``, see
+    :mod:`crashpoint.harness.faults.kinds.tool`) on the ledger's script, each at its ``call``
+    (:func:`~crashpoint.harness.faults.kinds.tool.placed`: the calls before it succeed), one row per call. Returns the
+    owner of each row, in order: the fault's index in ``faults``, or ``None`` for a call that succeeds."""
+    owners = []
+    for entry, index in placed(faults):
+        if index is None:
+            ledger.script(entry["tool"], "success")
+        else:
+            seconds = float(entry.get("seconds", SLOW_DEFAULT_S)) if entry["outcome"] == "slow" else None
+            ledger.script(entry["tool"], entry["outcome"], times=1, seconds=seconds)
+        owners.append(index)
+    return owners
 
 
-def missed_faults(ledger: Ledger, faults: list[dict[str, Any]]) -> list[str]:
-    """The case faults (queued by :func:`script_faults`, in order) none of whose ``times`` scripted outcomes a call
-    used, each as ``"EFFECT OUTCOME"``: the fault never fired (its effect was never called, or is misspelt)."""
-    rows = [(r["seq"], r["consumed"]) for r in ledger.db.execute("SELECT seq, consumed FROM script ORDER BY seq")]
-    missed, at = [], 0
-    for fault in faults:
-        times = int(fault.get("times", 1))
-        if not any(consumed for _, consumed in rows[at:at + times]):
-            missed.append(f"{fault['effect']} {fault['outcome']}")
-        at += times
-    return missed
+def missed_faults(ledger: Ledger, faults: list[dict[str, Any]], owners: list[int | None]) -> list[str]:
+    """The tool faults (queued by :func:`script_faults`, whose ``owners`` it returned) none of whose ``times`` scripted
+    calls were made, each as ``"EFFECT OUTCOME"``: the fault never fired (its effect was never called that often, or
+    is misspelt)."""
+    rows = [r["consumed"] for r in ledger.db.execute("SELECT consumed FROM script ORDER BY seq")]
+    fired = {owner for owner, consumed in zip(owners, rows) if owner is not None and consumed}
+    return [f"{f['tool']} {f['outcome']}" for n, f in enumerate(faults) if n not in fired]
+
+
+def kill_schedule(case: TargetCase, crash_point: str | None) -> str | None:
+    """The kills of a run of ``case`` as one schedule (``"A >> B"``): the case's own kill faults first, then those of
+    ``crash_point`` (a sweep's crash point or pair), each during the recovery from the one before; ``None``: none."""
+    kills = [*case.injection().kills, *crashpoints.schedule(crash_point)]
+    return THEN.join(kills) or None
 
 
 #: The identity of a run's workers when one at a time, for an engine whose workers have identities (a restarted
@@ -271,20 +288,22 @@ class _Run:
         (run_dir / TARGET_FILE).write_text(json.dumps(data, sort_keys=True))
         self.ledger = Ledger(run_dir / LEDGER_FILE, synchronous="OFF")
         ensure_schema(self.ledger)
-        script_faults(self.ledger, case.faults)
+        self.injected = case.injection()  # what the case's faults inject (its kill faults: in self.kills)
+        self.kills = kill_schedule(case, crash_point)
+        self.owners = script_faults(self.ledger, self.injected.tool_faults)
         self.answers = target.answers(case)
         self.next_answer: dict[tuple[str, str], int] = {}  # (thread, node) -> answers given: each gets the node's list
         self.delivered: dict[str, dict[str, Any]] = {}
         self.redelivered: dict[str, int] = {}
         self.due: dict[str, list[dict[str, Any]]] = {}  # thread -> late answers, each delivered once ``after`` is answered
         self.phase, self.extra = "start", []
-        self.duplicated = False
+        self.duplicated: set[str] = set()  # the requests (phases) delivered twice so far
         self.identities: list[str] = [EXECUTOR]  # engine identities used so far
         self.dead = EXECUTOR  # the engine identity of the last worker killed
         self.deadline = self.began + target.budget_s
-        self.shared = mode == "shared" and not case.server_crash
-        self.server: EngineServer | None = self.engine.server_for(run_dir, mode, case.server_crash)
-        self.deployed: str | None = None  # the version of the code new workers run after a deploy (case.deploy)
+        self.shared = mode == "shared" and not self.injected.server_crash
+        self.server: EngineServer | None = self.engine.server_for(run_dir, mode, self.injected.server_crash)
+        self.deployed: str | None = None  # the version of the code new workers run after the case's deploy fault
         self.server_crashed = False
         self.reported: dict[str, Any] = {}  # the last worker report read (threads.json)
 
@@ -311,7 +330,7 @@ class _Run:
         code = self.engine.running(self.target, self.deployed)  # the code this worker runs (after a deploy: the next)
         pids_before = len(_pids(run_dir))
         argv = ["--run-dir", str(run_dir), "--probe", PROBE_SPEC,
-                "--probe-arg", crashpoints.probe_arg(run_dir, self.crash_point, witness=True),
+                "--probe-arg", crashpoints.probe_arg(run_dir, self.kills, witness=True),
                 "--durability", self.durability, "--phase", self.phase, "--entry", code.entry, *self.extra]
         if self.server is not None:
             if self.mode == "worker" and out.workers > 0:
@@ -329,12 +348,12 @@ class _Run:
             stale.unlink(missing_ok=True)
         # each worker writes its own report: one left by an earlier worker must not stand for this one's
         (run_dir / THREADS_FILE).unlink(missing_ok=True)
-        if self.phase == "recover" and self.case.workers > 1 and self.engine.worker_identities:
+        if self.phase == "recover" and self.injected.together > 1:  # the workers kind (run_target checked the engine)
             return self._several(code, argv, left, env, log, seen, pids_before)
         if self.engine.worker_identities:
             argv += self.engine.identity_args(EXECUTOR, EXECUTOR, self.identities)
         twin = None
-        if self.case.duplicate == self.phase and not self.duplicated:  # the same request delivered twice, at once
+        if self.phase in self.injected.duplicates and self.phase not in self.duplicated:  # a request twice, at once
             twin = self._duplicate(code, argv, left, env, log)
         rc, leftovers, started = _launch(code, self.warm, self.engine.worker_module, argv, left, env, log)
         procs = [(started, rc)]  # (pid the harness started, its exit status) of every process of this turn
@@ -355,7 +374,7 @@ class _Run:
     def _duplicate(self, code: Target, argv: list[str], left: float, env: dict[str, str], log: Path) -> Future[Any]:
         """Start the second process of a duplicated request beside the main one (``argv`` gets the barrier, and the
         engine's rendezvous inside a step when it has one); both are forked from warm zygotes at once."""
-        self.duplicated = True
+        self.duplicated.add(self.phase)
         argv += ["--barrier", "2", *(["--rendezvous", "2"] if self.engine.rendezvous else [])]
         twin_args = [*argv, *(["--duplicate"] if self.phase == "start" else [])]
         twin_log = log.with_suffix(".twin.log")
@@ -375,13 +394,13 @@ class _Run:
                  pids_before: int) -> _Turn:
         """K workers recover at once, at a barrier, each with an identity of its own (``case.recovery``: new ones,
         the dead worker's, or both); each process's exit is recorded under its identity."""
-        out, case, engine = self.out, self.case, self.engine
-        labels = [f"{EXECUTOR}-{out.kills}.{n}" for n in range(1, case.workers + 1)]
-        as_ids = {"explicit": labels, "launch": [self.dead] * case.workers,  # the engine ids they run with
+        out, case, engine, k = self.out, self.case, self.engine, self.injected.together
+        labels = [f"{EXECUTOR}-{out.kills}.{n}" for n in range(1, k + 1)]
+        as_ids = {"explicit": labels, "launch": [self.dead] * k,  # the engine ids they run with
                   "mixed": [self.dead, *labels[1:]]}[case.recovery]
-        base = [*argv, "--barrier", str(case.workers)]
+        base = [*argv, "--barrier", str(k)]
         argv, *others = [[*base, *engine.identity_args(lb, ex, self.identities)] for lb, ex in zip(labels, as_ids)]
-        logs = [log.with_suffix(f".{n}.log") for n in range(2, case.workers + 1)]
+        logs = [log.with_suffix(f".{n}.log") for n in range(2, k + 1)]
         together = [_helper.submit(_launch, code, self.warm, engine.worker_module, a, left, env, lg)
                     for a, lg in zip(others, logs)]
         self.identities += [n for n in dict.fromkeys(as_ids) if n not in self.identities]
@@ -503,7 +522,7 @@ class _Run:
         """A case's server crash, once, while workflows wait: SIGKILL of the engine's server and a new one on the
         same durable state."""
         server = self.server
-        if not (self.case.server_crash and server is not None and not self.server_crashed and running):
+        if not (self.injected.server_crash and server is not None and not self.server_crashed and running):
             return
         self.server_crashed = True
         old = server.pids[-1]
@@ -516,9 +535,9 @@ class _Run:
     def deploy(self, running: bool) -> bool:
         """A case's code deploy, once, while workflows wait: every later worker runs the version; ``True`` when it
         happened now."""
-        if not (self.case.deploy and not self.deployed and running):
+        if not (self.injected.deploy and not self.deployed and running):
             return False
-        self.deployed = self.case.deploy
+        self.deployed = self.injected.deploy
         self.out.deliveries.append({"kind": "deploy", "version": self.deployed, "worker": self.out.workers})
         self.out.notes.append(f"deployed version {self.deployed} after worker {self.out.workers}: every later worker "
                               "runs it")
@@ -599,15 +618,20 @@ class _Run:
     def rest(self, threads: dict[str, Any]) -> None:
         """The run came to rest: ``threads`` is its end.
 
-        Raises:
-            EngineCrashed: the case's deploy or server crash never happened (this run did not test it).
+        A case's deploy or server crash that never happened (no workflow was still running when the run came to
+        rest) is a fault that never fired (``faults_missed``: a golden run tested nothing of it), and for a crash run
+        something it did not test (``not_tested``: an ``error``).
         """
-        if self.case.deploy and not self.deployed:
-            raise EngineCrashed(f"the deploy of {self.case.deploy} never happened: no workflow was still running "
-                                "when the run came to rest (this run did not test it)")
-        if self.case.server_crash and not self.server_crashed:
-            raise EngineCrashed("the server crash never happened: no workflow was still running when the run "
-                                "came to rest (this run did not test it)")
+        missed = []
+        if self.injected.deploy and not self.deployed:
+            missed.append(f"deploy of {self.injected.deploy}")
+        if self.injected.server_crash and not self.server_crashed:
+            missed.append("server crash")
+        for what in missed:
+            self.out.faults_missed.append(f"{what} (no workflow was still running when the run came to rest)")
+            if self.crash_point:
+                self.out.not_tested.append(f"the {what} never happened: no workflow was still running when the run "
+                                           "came to rest (this run did not test it)")
         self.out.threads = threads
 
     def over_budget(self, exc: WorkerTimeout) -> None:
@@ -625,11 +649,13 @@ class _Run:
         out.calls = read_calls(self.ledger)
         out.outside = outside_calls(run_dir)
         out.notes += unseen_processes(run_dir)  # processes started without the run's marker: their effects unseen
-        out.faults_missed = missed_faults(self.ledger, self.case.faults)
+        out.fired = crashpoints.fired_points(run_dir)
+        own = self.injected.kills  # the case's own kills, which fire first
+        out.faults_missed[:0] = missed_faults(self.ledger, self.injected.tool_faults, self.owners) + \
+            [f"kill at {k}" for k in own[len(out.fired):]]
         out.decisions = self.ledger.decisions()
         self.ledger.close()
         out.crash_points = crashpoints.passed(run_dir)
-        out.fired = crashpoints.fired_points(run_dir)
         out.steps = _steps(run_dir)
         out.engine_facts = self.engine.facts(run_dir)
         if self.drop_database is not None:
@@ -659,13 +685,19 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
     Raises:
         EngineCrashed: a worker died in a way the harness did not cause, or :data:`MAX_WORKERS_PER_RUN`
             workers did not bring the run to rest.
-        TargetUnsupported: the engine release lacks what the run needs (a durability mode).
+        TargetUnsupported: the engine release lacks what the run needs (a durability mode), or the engine a
+            capability a fault kind of the case needs (:func:`crashpoint.harness.faults.kinds.lacking`: a server
+            crash on an engine without a server, several workers on one whose workers have no identities).
         UsageError: ``run_dir`` holds an earlier run's files (``target.json``, the ledger, ``pids.log``), or its
             crash log (``RUN_DIR.probe``, :func:`~crashpoint.harness.process.crashpoints.witness_dir`) is there.
         ValueError: ``server`` is not one of :data:`SERVER_MODES`.
     """
     if server not in SERVER_MODES:
         raise ValueError(f"server must be one of {', '.join(SERVER_MODES)}, got {server!r}")
+    engine = engine_for(target.engine)
+    missing = fault_kinds.lacking(case.faults, engine.capabilities())
+    if missing:  # it would run without the fault: a pass not earned
+        raise TargetUnsupported(f"engine {engine.name} cannot inject the case's faults: {'; '.join(missing)}")
     run = _Run(target, case, durability, run_dir, crash_point, warm, write_latency_ms, server)
     try:
         run.start_server()

@@ -37,7 +37,7 @@ from crashpoint.harness.run.executors import result_of
 from crashpoint.harness.process.launch import reap_under
 from crashpoint.harness.run.sweep import Subject, sweep_subject
 from crashpoint.harness.model.outcomes import TargetOutcome
-from crashpoint.harness.run.target_driver import prewarm, run_target
+from crashpoint.harness.run.target_driver import kill_schedule, prewarm, run_target
 from crashpoint.harness.load.target import Target, TargetCase
 
 #: ``crash`` values: ``sampled`` is ``every`` plus, per case and durability mode, a second kill during the recovery
@@ -68,18 +68,36 @@ def run_one(target: Target, case: TargetCase, durability: str, run_dir: Path, cr
             write_latency_ms: float = 0.0, keep: bool = True) -> RunResult:
     """One run and its verdict (a module-level function on picklable arguments, for any executor); the verdict
     is :func:`crashpoint.harness.judge.verdict.judge`'s, the one every front end gets. ``keep`` false drops the
-    outcome of a passed crash run."""
+    outcome of a passed crash run.
+
+    The golden run (``crash_point`` ``None``) of a ``like_fault_free`` case given no ``golden`` first runs the case
+    without its faults (:meth:`~crashpoint.harness.load.target.TargetCase.without_faults`, in the folder beside,
+    ``RUN_DIR-fault-free``) and is judged against it, as a pack's ``like_fault_free`` case is; a ``golden`` given
+    stands for that run. If the fault-free run breaks, the run is
+    an ``error`` naming it."""
     from crashpoint.harness.judge.verdict import judge_target
 
     began = time.monotonic()
+    reference: TargetOutcome | None = golden
+    if case.like_fault_free and crash_point is None and golden is None:
+        try:
+            reference = run_target(target, case.without_faults(), durability,
+                                   Path(run_dir).with_name(Path(run_dir).name + "-fault-free"), None, warm=warm,
+                                   write_latency_ms=write_latency_ms, server=server)
+        except Exception as exc:  # noqa: BLE001 - the run it must end like broke: nothing to compare with
+            result = judge_target(target, case, durability, exc, repeat=repeat)
+            if result.verdict == "error":
+                result.error = f"the fault-free run broke: {result.error}"
+            result.wall_s = time.monotonic() - began
+            return result
     try:
         out: TargetOutcome | BaseException = run_target(target, case, durability, run_dir, crash_point, warm=warm,
                                                         write_latency_ms=write_latency_ms,
                                                         server=server)
     except Exception as exc:  # noqa: BLE001 - judged below: unsupported, unknown or error, never a skip
         out = exc
-    reached = not crash_point or crashpoints.fired(run_dir, crash_point)
-    result = judge_target(target, case, durability, out, crash_point=crash_point, golden=golden, reached=reached,
+    reached = not crash_point or crashpoints.fired(run_dir, kill_schedule(case, crash_point))
+    result = judge_target(target, case, durability, out, crash_point=crash_point, golden=reference, reached=reached,
                           repeat=repeat)
     if isinstance(out, TargetOutcome) and not (keep or crash_point is None or result.verdict != "passed"):
         result.outcome = None
@@ -133,9 +151,8 @@ class TargetSubject(Subject):
             self._engine.close_after_sweep()  # what this sweep's runs shared (a server no run uses now)
 
     def result(self, crash, results, points, wall_s):
-        # the coverage matrix reads faults that are registered kinds (a target's effect faults written the old way,
-        # {effect, outcome}, are not yet: they get no column of their own)
-        units = {u: {"case": c.name, "variant": m, "events": [], "faults": [f for f in c.faults if "kind" in f],
+        # the coverage matrix reads each case's faults through their kinds (every fault of a TargetCase has one)
+        units = {u: {"case": c.name, "variant": m, "events": [], "faults": list(c.faults),
                      "workflow": None} for u, (c, m) in self._of.items()}
         return SweepResult(self.target, self.target.engine, self._engine.version(), crash, results, points, wall_s,
                            units=units, crash_mode="kill" if self.opts.get("warm", True) else "kill-cold")

@@ -31,13 +31,28 @@ def test_every_module_of_the_package_registers_its_kind_in_order() -> None:
 
 def test_each_injected_kind_has_its_schema_definition_and_only_those_are_allowed_in_case_files() -> None:
     defs = json.loads((SCHEMA_DIR / "case.schema.json").read_text())["$defs"]
-    injected = [k.name for k in kinds.all_kinds() if k.injected]
+    injected = [k.name for k in kinds.all_kinds() if k.injected and "pack" in k.subjects]
     assert set(injected) >= {"kill", "hold", "tool"}
     assert defs["fault"]["then"]["properties"]["kind"]["enum"] == injected
     for name in injected:
         assert defs[f"fault_{name}"]["properties"]["kind"] == {"description": f"`{name}`.", "const": name}
         branch = {"if": {"properties": {"kind": {"const": name}}}, "then": {"$ref": f"#/$defs/fault_{name}"}}
         assert branch in defs["fault"]["then"]["allOf"]
+
+
+def test_each_target_kind_has_its_schema_definition_and_only_those_are_allowed_in_target_files() -> None:
+    """A target's case holds the kinds whose ``subjects`` name targets, each with ``$defs.fault_KIND`` in
+    target.schema.json (the kill, tool, duplicate, workers, deploy and server_crash of issue 23)."""
+    defs = json.loads((SCHEMA_DIR / "target.schema.json").read_text())["$defs"]
+    on_targets = [k.name for k in kinds.for_subject("target")]
+    assert on_targets == ["kill", "duplicate", "tool", "workers", "deploy", "server_crash"]
+    assert defs["fault"]["then"]["properties"]["kind"]["enum"] == on_targets
+    for name in on_targets:
+        assert defs[f"fault_{name}"]["properties"]["kind"] == {"description": f"`{name}`.", "const": name}
+        branch = {"if": {"properties": {"kind": {"const": name}}}, "then": {"$ref": f"#/$defs/fault_{name}"}}
+        assert branch in defs["fault"]["then"]["allOf"]
+        assert kinds.get(name).coverage  # each has its coverage column
+    assert {"server"} <= set(kinds.get("server_crash").needs) and "worker_identities" in kinds.get("workers").needs
 
 
 def test_the_docs_fault_kinds_table_is_the_registry_table() -> None:

@@ -169,7 +169,9 @@ def test_a_target_case_names_several_workers_with_the_registered_workers_fault_k
     path.write_text(head.replace("ENGINE", "dbos") + "  - name: c\n    faults:\n      - {kind: workers, count: 3}\n"
                     "      - {effect: pay, outcome: timeout}\n")
     case = crashpoint.Target.from_file(path).case("c")
-    assert case.workers == 3 and case.faults == [{"effect": "pay", "outcome": "timeout"}]
+    assert case.workers == 3 and case.faults == [{"kind": "workers", "count": 3},  # the one spelling, old ones read
+                                                 {"kind": "tool", "tool": "pay", "call": 1, "outcome": "timeout",
+                                                  "times": 1}]
     path.write_text(head.replace("ENGINE", "dbos") + "  - name: c\n    workers: 2\n    faults:\n"
                     "      - {kind: workers, count: 3}\n")
     with pytest.raises(CaseError) as info:
@@ -182,6 +184,6 @@ def test_a_target_case_names_several_workers_with_the_registered_workers_fault_k
             crashpoint.Target.from_file(path)
         assert str(info.value).startswith(f"{path}:7: field cases[0].workers: case 'c': several workers at once (2) "
                                           f"need an engine whose workers have their own identity (dbos), not {engine}")
-    schema = json.loads((ROOT / "scenarios/schemas/target.schema.json").read_text())["$defs"]["workers_fault"]
+    schema = json.loads((ROOT / "scenarios/schemas/target.schema.json").read_text())["$defs"]["fault_workers"]
     assert target_module.WORKERS_KIND == workers_kind.Workers.name == schema["properties"]["kind"]["const"]
     assert schema["properties"]["count"]["maximum"] == workers_kind.MAX_TOGETHER

@@ -17,6 +17,15 @@ A kind says (the parts of a Jepsen nemesis package, for a workflow run):
 * ``masked`` / ``is_masked``: whether a correct engine must hide it completely (the run ends as
   without it, checked with ``like_fault_free``).
 
+Kinds hold for one or both **subjects** (``subjects``): a pack's case (the reference engine or an adapter) and a
+target's case (the team's own code on an engine, :mod:`crashpoint.harness.load.target`), spelt the same in both
+files' ``faults:`` wherever the fault means the same thing (a kill at a crash point, a tool or effect call that
+fails, times out or loses its answer, a request delivered twice, several workers recovering at once, a code deploy).
+On a target every kind of the subject is injected by the target driver (``inject``); a kind that needs an engine
+capability there (``needs``: a server, workers with identities) is refused at validation on an engine without it.
+A target's generator draws over a :class:`Space` of ``subject`` ``"target"`` (its golden run's crash points and
+effect calls, the engine's capabilities, the requests and versions it has).
+
 The case schema (``scenarios/schemas/case.schema.json``) holds one definition per kind,
 ``$defs.fault_<kind>``; a test checks that registry and schema agree. Case files written before
 kinds had one spelling are still read: ``{kill: P}``, ``{at: P, event: E}`` and ``{tool, call,
@@ -76,12 +85,24 @@ class Space:
         calls: ``{tool: calls the golden run made}`` (a fault on a call that never happens tests nothing).
         tools: every tool the workflow uses (used when the golden run made no call).
         n_external: external events of the case, the start request included (count, at least 1).
+        subject: ``"pack"`` (the fields above) or ``"target"``: a target's case, for which ``tools`` are the
+            target's effects and ``calls`` the golden run's effect calls, and:
+        capabilities: the target engine's capabilities a kind may need (:attr:`FaultKind.needs`: ``server``,
+            ``worker_identities``), those the engine has.
+        requests: the requests the target's golden run delivered that a ``duplicate`` can repeat (``start``,
+            ``answer``). ``versions``: the code versions a ``deploy`` can name. ``waits``: the golden run came to rest
+            with a workflow still waiting (so a deploy or a server crash, which happen then, take place).
     """
 
     points: list[str]
     calls: dict[str, int]
     tools: list[str]
     n_external: int
+    subject: str = "pack"
+    capabilities: frozenset[str] = frozenset()
+    requests: tuple[str, ...] = ()
+    versions: tuple[str, ...] = ()
+    waits: bool = False
 
 
 @dataclass
@@ -94,12 +115,18 @@ class Injection:
         holds: ``{crash point: [external event, ...]}``: a worker held there while the events are delivered.
         tool_faults: faults placed on a tool's ``call``-th call (see ``driver.tool_script``).
         together: worker processes (count) that recover at once after each kill (the ``workers`` kind).
+        duplicates: a target's requests delivered twice at once (``start``, ``answer``; the ``duplicate`` kind).
+        deploy: the code version a target's workers run once workflows wait (the ``deploy`` kind), or ``None``.
+        server_crash: a target engine's server is SIGKILLed once workflows wait (the ``server_crash`` kind).
     """
 
     kills: list[str] = field(default_factory=list)
     holds: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     tool_faults: list[Fault] = field(default_factory=list)
     together: int = 1
+    duplicates: list[str] = field(default_factory=list)
+    deploy: str | None = None
+    server_crash: bool = False
 
     def missed(self, fired: Sequence[str], paused: Sequence[str]) -> list[str]:
         """What never fired in a run, as phrases (a vacuity signal): kills beyond the ``fired`` ones
@@ -116,9 +143,15 @@ class FaultKind:
         name: the ``kind`` value. ``order``: position in the generator's choice and in tables.
         summary: one line, its fields and meaning (README's fault-kinds table).
         masked: a correct engine hides every fault of this kind (the run must end as without it).
-        injected: faults of this kind stay in a case's ``faults`` and the driver injects them;
-            otherwise :meth:`apply` rewrites the case's events and the fault is gone.
+        injected: in a pack's case, faults of this kind stay in the case's ``faults`` and the driver injects them;
+            otherwise :meth:`apply` rewrites the case's events and the fault is gone (a target's driver injects
+            every kind of its subject).
         columns: coverage-matrix columns this kind fills.
+        subjects: the subjects whose cases may hold it: ``"pack"``, ``"target"`` or both (a target's case file
+            refuses the others; a pack's case file holds the injected pack kinds).
+        needs: on a target, the engine capabilities it needs (names of
+            :class:`~crashpoint.harness.engines.base.Engine` flags: ``server``, ``worker_identities``); a case on an
+            engine without one is refused at validation (it would run without the fault: a pass not earned).
     """
 
     name: ClassVar[str] = ""
@@ -129,6 +162,10 @@ class FaultKind:
     columns: ClassVar[tuple[str, ...]] = ()
     #: README's "masked" column when :attr:`masked` alone does not say it ("within the retry budget").
     masking: ClassVar[str] = ""
+    subjects: ClassVar[tuple[str, ...]] = ("pack",)
+    needs: ClassVar[tuple[str, ...]] = ()
+    #: The line of the docs' table of a target's spelling (empty: the same as :attr:`summary`).
+    target_summary: ClassVar[str] = ""
 
     def normalize(self, fault: Fault) -> Fault:
         """The fault with its defaults filled (a new mapping)."""
@@ -151,6 +188,16 @@ class FaultKind:
 
     def is_masked(self, fault: Fault, schedule: Sequence[Fault], case: "Case | None", pack: "Pack | None") -> bool:
         """``True`` when a correct engine must hide this fault of ``schedule`` (default: :attr:`masked`)."""
+        return self.masked
+
+    def check_target(self, fault: Fault) -> None:
+        """Raise :class:`FaultError` when the (normalized) fault is not one a target's case can hold in this
+        spelling (its ``path`` inside the fault); the engine's capabilities are checked by the loader
+        (:attr:`needs`)."""
+
+    def masked_on_target(self, fault: Fault) -> bool:
+        """``True`` when a target's correct code (on a correct engine) must hide this fault: the run ends as the same
+        case's run without its faults (default: :attr:`masked`)."""
         return self.masked
 
     def inject(self, fault: Fault, into: Injection) -> None:
@@ -270,6 +317,38 @@ def injection(faults: Iterable[Fault]) -> Injection:
     return into
 
 
+def for_subject(subject: str) -> list[FaultKind]:
+    """The kinds whose cases of ``subject`` (``pack`` or ``target``) may hold them, in :func:`all_kinds` order."""
+    return [k for k in all_kinds() if subject in k.subjects]
+
+
+def lacking(faults: Iterable[Fault], capabilities: Iterable[str]) -> list[str]:
+    """What a target engine with ``capabilities`` (names of its flags that are true, such as ``server``) cannot
+    inject of ``faults``: ``"KIND needs CAPABILITY"`` for each kind (:attr:`FaultKind.needs`) and capability it lacks,
+    in the faults' order, once each; ``[]`` when it can inject them all. A run of such a case is ``unsupported``
+    (it would run without the fault: a pass not earned)."""
+    have, out = set(capabilities), []
+    for fault in faults:
+        kind = get(fault["kind"]) if "kind" in fault else None
+        for need in kind.needs if kind is not None else ():
+            line = f"{kind.name} needs {need}"
+            if need not in have and line not in out:
+                out.append(line)
+    return out
+
+
+def strategies(space: Space) -> "dict[str, SearchStrategy[Fault]]":
+    """``{kind: strategy}`` of the kinds that generate faults over ``space``: those of its ``subject`` whose
+    :attr:`~FaultKind.needs` its ``capabilities`` meet (a target's), with a strategy (:meth:`FaultKind.strategy`)."""
+    out = {}
+    for k in all_kinds():
+        if space.subject in k.subjects and all(c in space.capabilities for c in k.needs):
+            strategy = k.strategy(space)
+            if strategy is not None:
+                out[k.name] = strategy
+    return out
+
+
 def columns() -> tuple[str, ...]:
     """Every kind's coverage columns, in :func:`all_kinds` order."""
     return tuple(c for k in all_kinds() for c in k.columns)
@@ -283,12 +362,14 @@ def describe(fault: Fault) -> str:
 
 def table() -> str:
     """README's fault-kinds table (Markdown), generated from the registry."""
-    rows = ["| kind | fields and meaning | a correct engine masks it |", "| --- | --- | --- |"]
+    rows = ["| kind | cases of | fields and meaning | a correct engine masks it |", "| --- | --- | --- | --- |"]
     for k in all_kinds():
         masks = k.masking or ("yes" if k.masked else "no")
-        rows.append(f"| `{k.name}` | {k.summary} | {masks} |")
+        meaning = k.summary + (f"; on a target: {k.target_summary}" if k.target_summary else "")
+        of = ", ".join({"pack": "packs", "target": "targets"}[s] for s in k.subjects)
+        rows.append(f"| `{k.name}` | {of} | {meaning} | {masks} |")
     return "\n".join(rows)
 
 
 __all__ = ["Fault", "FaultError", "FaultKind", "Injection", "Plan", "Space", "all_kinds", "columns", "describe",
-           "get", "injection", "listed", "names", "normalize", "of", "register", "table"]
+           "for_subject", "get", "injection", "lacking", "listed", "names", "normalize", "of", "register", "strategies", "table"]

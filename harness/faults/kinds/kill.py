@@ -3,6 +3,9 @@
 ``{kind: kill, at: POINT, twice?: true}``. Several kills of a case fire one after the other, each
 during the recovery from the one before (a crash during recovery); ``twice`` kills again when the
 recovering worker passes the same point (``A`` then ``A#2``). A correct engine masks every kill.
+
+On a target the points are those its golden run passed (the engine's and the effects'); a case's kills fire before
+the kill a sweep adds at each crash point (which then happens during the recovery from them).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ class Kill(FaultKind):
     masked = True
     injected = True
     columns = tuple(f"kill@{k}" for k in POINT_KINDS) + ("kill@during_recovery",)
+    subjects = ("pack", "target")
 
     def strategy(self, space: Space) -> Any:
         from hypothesis import strategies as st

@@ -7,8 +7,16 @@
 (takes ``seconds`` of virtual time, then succeeds). A transient fault within the task's retry budget
 is one a correct engine masks (:meth:`Tool.is_masked`).
 
+On a target the tool is one of the target's effects (a :func:`crashpoint.effect` name or an ``effects:`` entry):
+``{kind: tool, tool: EFFECT, call: N, outcome: O, times?: T, seconds?: S}`` (``slow``: ``seconds`` of real time,
+default 0.2). The target file's older spelling ``{effect: EFFECT, outcome: O, times?, seconds?}`` is the same fault
+with ``call`` the effect's next call after the faults on it before (its faults take the effect's calls in turn).
+A target's generator draws the transient outcomes only (:data:`TARGET_OUTCOMES`: a fatal error ends a thread on an
+error the team's code cannot be expected to hide), and a correct target masks them (its retries and idempotency
+keys: the run ends as without them).
+
 This module also holds the vocabulary of a case's tool events (:data:`TOOL_EVENTS`), which script
-the same outcomes from the case's ``events``.
+the same outcomes from the case's ``events``, and the placement of faults at their call (:func:`placed`).
 """
 
 from __future__ import annotations
@@ -26,6 +34,10 @@ OUTCOMES = ("retryable", "fatal", "timeout", "lost_response", "slow")
 RETRY_MASKED = frozenset({"retryable", "timeout", "lost_response"})
 #: Slow-call durations the generator draws, seconds.
 SLOW_SECONDS = (30.0, 600.0, 7200.0)
+#: Outcomes a target's generator draws (a transient failure, a lost answer, a slow call): what durable code retries.
+TARGET_OUTCOMES = ("retryable", "timeout", "lost_response", "slow")
+#: Real seconds of a target's generated slow calls.
+TARGET_SLOW_SECONDS = (0.2, 1.0)
 #: Coverage column of each outcome (the tool event type that scripts it).
 COLUMN = {"retryable": "tool_failure", "fatal": "tool_failure", "timeout": "tool_timeout",
           "lost_response": "tool_lost_response", "slow": "tool_slow"}
@@ -62,6 +74,9 @@ class Tool(FaultKind):
     masking = "transient ones within the task's retry budget"
     injected = True
     columns = ("tool_failure", "tool_timeout", "tool_lost_response", "tool_slow")
+    subjects = ("pack", "target")
+    target_summary = ("`tool` names an effect of the target (old spelling `{effect, outcome, times, seconds}`: the "
+                      "effect's calls in turn); `slow` takes `seconds` of real time (default 0.2, at most 60)")
 
     def normalize(self, fault: Fault) -> Fault:
         if fault.get("outcome") not in OUTCOMES:
@@ -74,8 +89,23 @@ class Tool(FaultKind):
     def strategy(self, space: Space) -> Any:
         from hypothesis import strategies as st
 
+        if space.subject == "target":  # a transient fault of an effect call the golden run made
+            if not space.calls:
+                return None
+            return st.builds(_fault, tool_calls(space), st.sampled_from(TARGET_OUTCOMES), st.integers(1, 2),
+                             st.sampled_from(TARGET_SLOW_SECONDS))
         return st.builds(_fault, tool_calls(space), st.sampled_from(OUTCOMES), st.integers(1, 3),
                          st.sampled_from(SLOW_SECONDS))
+
+    def check_target(self, fault: Fault) -> None:
+        if fault.get("outcome") == "slow" and float(fault.get("seconds", 0.2)) > MAX_TARGET_SLOW_S:
+            raise FaultError(f"a target's slow call takes real time: at most {MAX_TARGET_SLOW_S:g} s, got "
+                             f"{fault['seconds']}", ("seconds",))
+
+    def masked_on_target(self, fault: Fault) -> bool:
+        """A transient outcome (:data:`TARGET_OUTCOMES`): durable code retries it (same key), so the run ends as
+        without it; a ``fatal`` error ends the thread on an error."""
+        return fault["outcome"] in TARGET_OUTCOMES
 
     def describe(self, fault: Fault) -> str:
         return f"{fault['tool']} call {fault['call']}: {fault['outcome']} x{fault.get('times', 1)}"
@@ -106,6 +136,27 @@ class Tool(FaultKind):
 
     def script(self, ledger: Any, entry: dict[str, Any]) -> None:
         script_event(ledger, entry)
+
+
+#: Real seconds a target's slow call may take at most.
+MAX_TARGET_SLOW_S = 60.0
+
+
+def placed(faults: Iterable[Fault], events: Iterable[dict[str, Any]] = ()) -> list[tuple[dict[str, Any], int | None]]:
+    """The script of a case's tool calls: its tool ``events`` (types of :data:`TOOL_EVENTS`) in order, with its
+    ``faults`` on tool calls (``{kind, tool, call, times?, ...}``, normalized) placed at their call: the ``call``-th
+    call of ``tool`` gets ``times`` entries of the fault, the calls before it follow the events' script (or succeed:
+    a ``tool_success`` entry). Returns ``(entry, index)`` pairs, each entry one call (``times: 1``): the event's, a
+    success, or the fault itself with ``index`` its position in ``faults`` (``None`` for the others)."""
+    tools: list[tuple[dict[str, Any], int | None]] = [({**e, "times": 1}, None) for e in events
+                                                       if e["type"] in TOOL_EVENTS for _ in range(e.get("times", 1))]
+    for index, fault in enumerate(faults):
+        queue = [item for item in tools if item[0]["tool"] == fault["tool"]]
+        while len(queue) < fault["call"] - 1:
+            queue.append(({"type": "tool_success", "tool": fault["tool"], "times": 1}, None))
+        queue[fault["call"] - 1:fault["call"] - 1] = [(fault, index)] * fault.get("times", 1)
+        tools = [item for item in tools if item[0]["tool"] != fault["tool"]] + queue
+    return tools
 
 
 def check_tool(fault: Fault, tools: Iterable[str], workflow: str) -> None:

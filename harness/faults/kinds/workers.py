@@ -4,6 +4,10 @@
 files at the same time instead of one (a deployment whose replicas all restart, or a supervisor
 that starts a worker per host). Combined with kills, it is "several workers recovering at once".
 A correct engine masks it: one of them runs each workflow, the others leave it alone.
+
+On a target (the target file's older ``workers: K``), each of the K workers has an identity of its own (a DBOS
+executor id) and they meet at a barrier; the case's ``recovery`` says how they recover the dead one's work. It needs
+an engine whose workers have identities (:attr:`~crashpoint.harness.engines.base.Engine.worker_identities`).
 """
 
 from __future__ import annotations
@@ -26,6 +30,10 @@ class Workers(FaultKind):
     masked = True
     injected = True
     columns = ("workers_at_once",)
+    subjects = ("pack", "target")
+    needs = ("worker_identities",)
+    target_summary = ("each worker with its own identity, the case's `recovery` saying how (old spelling "
+                      "`workers: K`); needs an engine whose workers have identities")
 
     def normalize(self, fault: Fault) -> Fault:
         return {**fault, "count": max(2, min(MAX_TOGETHER, int(fault.get("count", 2))))}
