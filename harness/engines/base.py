@@ -219,6 +219,12 @@ class Engine:
         """What its workers recorded beyond effects (``TargetOutcome.engine_facts``), read from the run folder."""
         return {}
 
+    def notes(self, run: TargetOutcome) -> list[str]:
+        """What the run showed of the engine's own behaviour worth a note, not a finding (LangGraph: a node run again
+        against its ``sync`` promise whose repeats the team's keys answered ``duplicate``), read from the finished
+        outcome (its ``engine_facts`` filled); one text per note, ``[]`` by default."""
+        return []
+
     # ------------------------------------------------------------------ a sweep
 
     def sampled_second(self, recovery: list[str], first: str = "") -> list[str]:
@@ -236,6 +242,12 @@ class Engine:
         subject = point_subject(first) if first else ""
         own = [p for p in recovery if subject and point_subject(p) == subject]
         return (own or recovery)[:1]
+
+    def race_specs(self, golden: TargetOutcome, durability: str) -> list[str]:
+        """The crash specs with a race (``"A with P held"``, :class:`~crashpoint.harness.process.crashpoints.Spec`) a
+        sampled sweep (the default) adds for a unit whose golden run is ``golden``, in durability mode ``durability``:
+        interleavings of the engine's own threads or processes that its timing decides, forced (by default none)."""
+        return []
 
     def recovery_points(self, after: list[str]) -> list[str]:
         """The points a recovery (``after``: its crash points, in order) is killed at again with ``crash="recovery"``:

@@ -63,6 +63,12 @@ LANGGRAPH_FILE = "langgraph.db"
 SETUP_LOCK_FILE = "langgraph.setup.lock"
 ANSWERS_FILE = "answers.json"
 STEPS_FILE = "steps.log"
+#: JSON lines of what the saver was handed, in order (the judge's view of LangGraph's durability, see
+#: :func:`crashpoint.harness.engines.langgraph.facts`): ``{"pid", "op": "put", "thread", "step", "source",
+#: "at": "call" | "end"}`` (a checkpoint: ``call`` once LangGraph called the saver's ``put``, before its crash point;
+#: ``end`` once it returned) and ``{"pid", "op": "writes", "thread", "node", "task", "channels", "at"}`` (a task's
+#: pending writes, ``put_writes``).
+SAVER_FILE = "saver.log"
 #: ``invoke(None)`` calls per thread in one recovery pass before the thread is called stuck.
 MAX_INVOKES = 20
 #: Characters of an engine error kept in ``threads.json``.
@@ -75,21 +81,33 @@ def probed_saver_class(base: type) -> type:
     class Probed(base):  # type: ignore[misc, valid-type]
         crash_probe: Callable[[str], None] = staticmethod(lambda name: None)
         write_latency_s: float = 0.0
+        saver_log: Path | None = None
+
+        def _log(self, **entry: Any) -> None:
+            if self.saver_log is not None:
+                _append(self.saver_log, json.dumps({"pid": os.getpid(), **entry}, sort_keys=True, default=str) + "\n")
 
         def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
-            where = f"{config['configurable'].get('thread_id')}@{(metadata or {}).get('step')}"
+            thread, step = config['configurable'].get('thread_id'), (metadata or {}).get('step')
+            where = f"{thread}@{step}"
+            self._log(op="put", thread=thread, step=step, source=(metadata or {}).get("source"), at="call")
             self.crash_probe(f"before_put:{where}")
             if self.write_latency_s:
                 time.sleep(self.write_latency_s)
             saved = super().put(config, checkpoint, metadata, new_versions)
+            self._log(op="put", thread=thread, step=step, source=(metadata or {}).get("source"), at="end")
             self.crash_probe(f"after_put:{where}")
             return saved
 
         def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> Any:
             node = (task_path or "").split(",")[-1].strip() or "resume"
-            where = f"{config['configurable'].get('thread_id')}@{node}"
+            thread = config['configurable'].get('thread_id')
+            where = f"{thread}@{node}"
+            channels = sorted({str(w[0]) for w in writes or () if isinstance(w, (tuple, list)) and w})
+            self._log(op="writes", thread=thread, node=node, task=task_id, channels=channels, at="call")
             self.crash_probe(f"before_writes:{where}")
             done = super().put_writes(config, writes, task_id, task_path)
+            self._log(op="writes", thread=thread, node=node, task=task_id, channels=channels, at="end")
             self.crash_probe(f"after_writes:{where}")
             return done
 
@@ -150,6 +168,7 @@ def build(target: dict[str, Any], run_dir: Path, probe: Callable[[str], None]) -
         with held_lock(run_dir / SETUP_LOCK_FILE):
             setup()
     saver.crash_probe = probe
+    saver.saver_log = run_dir / SAVER_FILE
     saver.write_latency_s = float(target.get("write_latency_ms") or 0) / 1000.0
     entry = load_object(target["entry"])
     if callable(entry) and not hasattr(entry, "compile") and not hasattr(entry, "invoke"):

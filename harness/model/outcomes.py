@@ -106,6 +106,9 @@ class TargetOutcome:
         outside: effect calls made in a process that is not a worker (a node's subprocess), one text per process
             and effect (:func:`~crashpoint.harness.engines.effects.outside_calls`): the ledger does not hold them,
             so the verdict is then ``error``.
+        races: the races the run's crash spec held (``"A with P held until Q"``:
+            :func:`crashpoint.harness.process.crashpoints.races`): ``[{"held", "until", "pid", "end": "met" |
+            "timeout" | "killed", "seconds"}]``.
     """
 
     case: str
@@ -131,6 +134,7 @@ class TargetOutcome:
     kill_problems: list[str] = field(default_factory=list)
     faults_missed: list[str] = field(default_factory=list)
     outside: list[str] = field(default_factory=list)
+    races: list[dict[str, Any]] = field(default_factory=list)
 
 
 __all__ = ["RunOutcome", "TargetOutcome", "LATE_BY"]

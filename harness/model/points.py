@@ -7,5 +7,8 @@ An id is ``KIND:WHAT`` (``after_effect:issue_refund``), numbered by occurrence w
 
 #: Between the two points of a schedule ``"A >> B"``.
 THEN = " >> "
+#: Before a crash spec's race clause: ``"A with P held"`` (kill at ``A`` while a thread is held at ``P``), see
+#: :class:`crashpoint.harness.process.crashpoints.Spec`.
+WITH = " with "
 
-__all__ = ["THEN"]
+__all__ = ["THEN", "WITH"]

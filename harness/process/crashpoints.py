@@ -92,11 +92,18 @@ def point_id(name: str, occurrence: int) -> str:
 
 #: Separator of a crash schedule's points in its string form: ``"A >> B"`` kills at ``A``, then
 #: again at ``B`` while the new worker recovers from the first kill.
-from crashpoint.harness.model.points import THEN  # noqa: E402  (here since the probe's first version)
+from crashpoint.harness.model.points import THEN, WITH  # noqa: E402  (here since the probe's first version)
 
 
 #: A crash spec's part that holds the worker at a point while a second worker runs: ``"P || worker"``.
 ALONGSIDE = " || worker"
+_HELD = re.compile(r"^(?P<held>\S.*?) held(?: until (?P<until>\S.*))?$")
+#: Wall seconds a thread held at a race's point (``"A with P held until Q"``) waits for ``Q`` before it goes on by
+#: itself (an engine that waits for the held thread, as a fixed build does, never reaches ``Q`` meanwhile).
+RACE_HOLD_S = 2.0
+#: Lines ``P until Q: held pid N`` / ``P until Q: met|timeout after S s pid N`` of the races a run's probes held
+#: (:func:`races`).
+RACES_FILE = "crash.races"
 #: A crash spec's last part that makes the recovery several workers at once: ``"A >> 3 workers"``.
 _TOGETHER = re.compile(r"^(\d+) workers$")
 
@@ -107,16 +114,23 @@ class Spec:
 
     Forms: ``"A"`` (kill at A), ``"A >> B"`` (and again at B during the recovery), ``"A >> 3 workers"``
     (kill at A, then 3 workers recover at once), ``"P || worker"`` (no kill: hold the worker at P while a
-    second worker process runs on the same files: a zombie, or a slow old worker, next to a new one).
+    second worker process runs on the same files: a zombie, or a slow old worker, next to a new one). Any of them may
+    end with a **race**, ``" with P held until Q"``: the first thread (of any worker process of the run) that reaches
+    ``P`` waits there until some thread or process of the run has passed ``Q`` (at most :data:`RACE_HOLD_S`), so that
+    an interleaving the engine leaves to thread timing is forced: ``"before_put:t@2 with before_writes:t@pay held"``
+    (``until`` omitted: the spec's first kill) kills at the step's checkpoint write while the node's pending writes
+    are still in their thread.
 
     Attributes:
         kills: crash point ids to kill at, in order. ``alongside``: points where a second worker runs
             while the first is held. ``together``: workers (count) that recover at once after each kill.
+        race: ``(P, Q)`` of the race clause, or ``None``.
     """
 
     kills: tuple[str, ...] = ()
     alongside: tuple[str, ...] = ()
     together: int = 1
+    race: tuple[str, str] | None = None
 
     @property
     def first(self) -> str | None:
@@ -125,10 +139,22 @@ class Spec:
 
 
 def parse(crash_point: str | None) -> Spec:
-    """The :class:`Spec` of a crash spec string (``None`` -> an empty spec)."""
+    """The :class:`Spec` of a crash spec string (``None`` -> an empty spec).
+
+    Raises:
+        ValueError: a race clause (``with ...``) that does not read ``P held`` or ``P held until Q``, or that names no
+            ``Q`` in a spec without a kill.
+    """
     kills: list[str] = []
     alongside: list[str] = []
     together = 1
+    race = None
+    if crash_point and WITH in crash_point:
+        crash_point, _, clause = crash_point.rpartition(WITH)
+        match = _HELD.match(clause.strip())
+        if match is None:
+            raise ValueError(f"a race reads 'A with P held' or 'A with P held until Q', got {clause.strip()!r}")
+        race = (match["held"].strip(), (match["until"] or "").strip())
     for part in (p.strip() for p in crash_point.split(THEN.strip())) if crash_point else ():
         many = _TOGETHER.match(part)
         if many and kills:
@@ -137,7 +163,11 @@ def parse(crash_point: str | None) -> Spec:
             alongside.append(part.split("||", 1)[0].strip())
         else:
             kills.append(part)
-    return Spec(tuple(kills), tuple(alongside), together)
+    if race is not None and not race[1]:
+        if not kills:
+            raise ValueError(f"a race without a kill needs its point: '... with {race[0]} held until Q'")
+        race = (race[0], kills[0])
+    return Spec(tuple(kills), tuple(alongside), together, race)
 
 
 def schedule(crash_point: str | None) -> list[str]:
@@ -175,11 +205,16 @@ class CrashProbe:
         simulate: raise :class:`SimulatedCrash` at a target instead of sending SIGKILL (in-process mode).
         witness: also keep the harness's record in :func:`witness_dir` (see the module docstring); the
             occurrence counts and the kills so far are then read from it, not from the run folder.
+        race: ``(P, Q)``: the first thread of the run's workers to reach ``P`` waits there until ``Q`` is in the
+            run's crash point log (passed by any thread or process), at most :data:`RACE_HOLD_S`; recorded in
+            :data:`RACES_FILE` (``met`` or ``timeout``).
     """
 
     def __init__(self, run_dir: str | Path, targets: list[str] | tuple[str, ...] = (),
-                 holds: list[str] | tuple[str, ...] = (), simulate: bool = False, witness: bool = False) -> None:
+                 holds: list[str] | tuple[str, ...] = (), simulate: bool = False, witness: bool = False,
+                 race: tuple[str, str] | list[str] | None = None) -> None:
         self.simulate = simulate
+        self.race = tuple(race) if race else None
         self.run_dir = Path(run_dir)
         self.targets = list(targets)
         self.holds = set(holds)
@@ -199,6 +234,7 @@ class CrashProbe:
             self.fired = fired_points(self.run_dir)
         self.counts: Counter[str] = Counter(line.split("#", 1)[0] for line in seen)
         self.fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.log = (witness_dir(self.run_dir) / LOG_FILE) if witness else log  # every process of the run appends
         self._lock = threading.Lock()  # one thread at a time counts, logs and decides a kill
         self._dying = False  # a kill is decided: the SIGKILL is on its way (never set in simulated-crash mode)
         self._killer = 0  # the thread that decided it
@@ -223,6 +259,8 @@ class CrashProbe:
                     break
             time.sleep(KILL_LANDS_S)  # another thread is killing the process: this one stops here
             waited = True
+        if self.race is not None and ident == self.race[0] and not kill:
+            self._race(ident, self.race[1])
         if hold:
             self._hold(ident)  # a hold comes before a kill at the same point
             if kill and not self.simulate:
@@ -255,6 +293,49 @@ class CrashProbe:
         while not release.exists() and time.monotonic() < deadline:
             time.sleep(0.001)
 
+    def _race(self, ident: str, until: str) -> None:
+        """Hold the calling thread at ``ident`` until ``until`` is in the run's crash point log (at most
+        :data:`RACE_HOLD_S`), once per run (the first thread of any of its processes to get here while ``until`` has not
+        come yet); a line in
+        :data:`RACES_FILE` says how it ended. A kill decided meanwhile (at ``until``, in another thread) ends the
+        process with this thread still held."""
+        try:
+            if until in self.log.read_text().splitlines():
+                return  # ``until`` came first: nothing left to force
+        except OSError:
+            pass
+        fd = os.open(self.run_dir / RACES_FILE, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            done = b""
+            while chunk := os.read(fd, 65536):
+                done += chunk
+            if any(line.startswith(f"{ident} until ") for line in done.decode().splitlines()):
+                return  # another thread or process of the run was held here already
+            os.write(fd, f"{ident} until {until}: held pid {os.getpid()}\n".encode())
+        finally:
+            os.close(fd)
+        began = time.monotonic()
+        met = False
+        while time.monotonic() - began < RACE_HOLD_S:
+            if self._dying:
+                time.sleep(KILL_LANDS_S)  # the kill at ``until`` is on its way
+            try:
+                met = until in self.log.read_text().splitlines()
+            except OSError:
+                met = False
+            if met:
+                with self._lock:  # the thread that logged ``until`` has decided whether it kills there
+                    dying = self._dying
+                if dying:
+                    time.sleep(KILL_LANDS_S)  # the kill at ``until`` is on its way: this thread never goes on
+                break
+            time.sleep(0.001)
+        end = f"met after {time.monotonic() - began:.3f} s" if met else f"timeout after {RACE_HOLD_S:g} s"
+        fd = os.open(self.run_dir / RACES_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.write(fd, f"{ident} until {until}: {end} pid {os.getpid()}\n".encode())
+        os.close(fd)
+
     def _record(self, ident: str) -> None:
         fd = os.open(self.run_dir / FIRED_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         os.write(fd, (ident + "\n").encode())
@@ -269,7 +350,7 @@ def probe(arg: str) -> Callable[[str], None]:
     "witness"?}`` of :func:`probe_arg`."""
     spec = json.loads(arg)
     return CrashProbe(spec["run_dir"], spec.get("targets") or (), spec.get("holds") or (),
-                      simulate=bool(spec.get("simulate")), witness=bool(spec.get("witness")))
+                      simulate=bool(spec.get("simulate")), witness=bool(spec.get("witness")), race=spec.get("race"))
 
 
 def probe_arg(run_dir: str | Path, crash_point: str | None, holds: list[str] | tuple[str, ...] = (),
@@ -281,7 +362,10 @@ def probe_arg(run_dir: str | Path, crash_point: str | None, holds: list[str] | t
     ``simulate`` raises :class:`SimulatedCrash` instead of the SIGKILL; ``witness`` keeps the harness's
     record beside the run folder (see :class:`CrashProbe`).
     """
-    spec: dict[str, object] = {"run_dir": str(run_dir), "targets": schedule(crash_point), "holds": list(holds)}
+    parsed = parse(crash_point)
+    spec: dict[str, object] = {"run_dir": str(run_dir), "targets": list(parsed.kills), "holds": list(holds)}
+    if parsed.race is not None:
+        spec["race"] = list(parsed.race)
     if simulate:
         spec["simulate"] = True
     if witness:
@@ -318,6 +402,25 @@ def paused_points(run_dir: str | Path) -> list[str]:
 def release(run_dir: str | Path, n: int) -> None:
     """Let the worker held for the ``n``-th time (0-based) go on."""
     (Path(run_dir) / f"{RELEASE_PREFIX}{n}").touch()
+
+
+def races(run_dir: str | Path) -> list[dict[str, object]]:
+    """The races a run's probes held (:data:`RACES_FILE`): ``[{"held", "until", "pid", "end": "met" | "timeout"
+    | "killed", "seconds"}]`` in the order they were held (``killed``: the process died while held, as the race
+    meant: a kill at ``until``)."""
+    path = Path(run_dir) / RACES_FILE
+    out: dict[tuple[str, str], dict[str, object]] = {}
+    for line in path.read_text().splitlines() if path.exists() else ():
+        head, _, tail = line.partition(": ")
+        held, _, until = head.partition(" until ")
+        words = tail.split()
+        entry = out.setdefault((held, until), {"held": held, "until": until, "pid": None, "end": "killed",
+                                               "seconds": None})
+        if words[:1] == ["held"]:
+            entry["pid"] = int(words[-1])
+        elif words[:1] in (["met"], ["timeout"]):
+            entry["end"], entry["seconds"] = words[0], float(words[2])
+    return list(out.values())
 
 
 def fired_points(run_dir: str | Path) -> list[str]:

@@ -214,9 +214,10 @@ class Subject:
         """``--crash sampled``: the single kills of ``unit`` whose recovery gets a second kill."""
         return sampled_points(points)["pairs"]
 
-    def extras(self, unit: str, points: list[str]) -> list[str]:
+    def extras(self, unit: str, points: list[str], golden: Any = None) -> list[str]:
         """``--crash sampled``: the unit's runs beyond single kills and pairs (a pack's second live worker and its
-        recovery by several workers at once; none for a target)."""
+        recovery by several workers at once; a target's engine's forced races), from its golden run's ``points`` (and
+        ``golden``, its outcome)."""
         return []
 
     def second(self, unit: str, first: str, recovery: list[str]) -> list[str]:
@@ -300,7 +301,7 @@ class PackSubject(Subject):
         case = next(c for c in self.cases if c.case_id == unit)
         return _pack_run, (self.driver, case, self.pack, crash_point, golden, self.how)
 
-    def extras(self, unit, points):
+    def extras(self, unit, points, golden=None):
         sample = sampled_points(points)
         return ([f"{p}{crashpoints.ALONGSIDE}" for p in sample["alongside"]]
                 + [f"{p}{crashpoints.THEN}{TOGETHER_WORKERS} workers" for p in sample["together"]])
@@ -570,7 +571,7 @@ class _Loop:
             for point in sorted(self.pair_from[unit]):  # resumed: a stored single kill runs again for its pair
                 if (unit, point) in self.skip and not _pair_stored(self.skip, unit, point):
                     self.submit("probe", unit, f"p-{_folder(point)}", point, 1, 0)
-            self.extra(self.subject.extras(unit, self.points[unit]), unit)
+            self.extra(self.subject.extras(unit, self.points[unit], golden.outcome), unit)
         if self.crash == "recovery" and not todo:
             self.double_runs(unit)
 

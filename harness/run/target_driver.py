@@ -658,6 +658,9 @@ class _Run:
         out.crash_points = crashpoints.passed(run_dir)
         out.steps = _steps(run_dir)
         out.engine_facts = self.engine.facts(run_dir)
+        out.races = crashpoints.races(run_dir)
+        out.notes += race_notes(self.crash_point, out.races)
+        out.notes += self.engine.notes(out)
         if self.drop_database is not None:
             try:
                 self.drop_database()
@@ -726,6 +729,26 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
     finally:
         run.finish()
     return run.out
+
+
+def race_notes(crash_point: str | None, races: list[dict[str, Any]]) -> list[str]:
+    """The notes of a crash spec's race (``"A with P held until Q"``): held until ``Q`` came (the interleaving was
+    forced), held until the run's limit with no ``Q`` (the engine waited for the held thread: it does not race there),
+    or never reached ``P`` (not tried)."""
+    spec = crashpoints.parse(crash_point)
+    if spec.race is None:
+        return []
+    held, until = spec.race
+    mine = [r for r in races if r["held"] == held]
+    if not mine:
+        return [f"race not held: no thread reached {held} before {until} came (the interleaving came by itself, or "
+                "not at all)"]
+    r = mine[0]
+    if r["end"] == "timeout":
+        return [f"race not forced: {held} was held {r['seconds']:g} s and {until} never came meanwhile (the engine "
+                "waited for the held thread there)"]
+    return [f"race forced: {held} held (pid {r['pid']}) until {until} came"
+            + (f" ({r['seconds']:.3f} s)" if r["seconds"] is not None else ", and the process was killed there")]
 
 
 def _unsubmitted(target: Target, run_dir: Path) -> bool:

@@ -138,6 +138,10 @@ class TargetSubject(Subject):
     def second(self, unit, first, recovery):
         return self._engine.sampled_second(recovery, first)
 
+    def extras(self, unit, points, golden=None):
+        case, mode = self._of[unit]
+        return self._engine.race_specs(golden, mode) if isinstance(golden, TargetOutcome) else []
+
     def recovery_seconds(self, unit, first, recovery):
         return self._engine.recovery_points(recovery)
 

@@ -1,0 +1,103 @@
+"""A crash spec's race (``"A with P held until Q"``): the first thread to reach P waits there until some thread or
+process of the run has passed Q, so an interleaving an engine leaves to thread timing is forced (issue 28 item 2).
+
+The sample engine below is LangGraph's shape: a node's pending writes and the step's checkpoint are written by two
+background threads, nobody waiting for the first. Without the race the kill at the checkpoint write lands after the
+writes in nearly every try; with it, before them every time, and an engine that waits for the writes (the fixed
+build) never reaches the checkpoint meanwhile: the hold times out and the kill lands with the writes done."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from crashpoint.harness.process import crashpoints
+
+SCRIPT = textwrap.dedent('''
+    import sys, threading, time
+    from crashpoint.harness.process.crashpoints import probe, probe_arg
+
+    run_dir, spec, waits = sys.argv[1], sys.argv[2], sys.argv[3] == "waits"
+    p = probe(probe_arg(run_dir, spec))
+    done = []
+
+    def writes():  # the node's pending writes: submitted, never awaited (unless the engine waits)
+        p("before_writes:t@pay")
+        done.append("writes")
+        p("after_writes:t@pay")
+
+    def checkpoint():
+        p("before_put:t@2")
+        print("checkpoint written; writes done before it:", "writes" in done, flush=True)
+
+    w = threading.Thread(target=writes)
+    w.start()
+    if waits:
+        w.join()  # the fixed engine: the step's writes are awaited before its checkpoint
+    else:
+        time.sleep(0.05)  # the released engine: the writes thread usually wins this race
+    c = threading.Thread(target=checkpoint)
+    c.start()
+    c.join()
+    w.join()
+    print("not killed", flush=True)
+''')
+
+
+def _run(tmp_path: Path, spec: str, waits: bool) -> subprocess.CompletedProcess:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    return subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path), spec, "waits" if waits else "races"],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_the_spec_reads_its_race() -> None:
+    spec = crashpoints.parse("before_put:t@2 with before_writes:t@pay held")
+    assert spec.kills == ("before_put:t@2",) and spec.race == ("before_writes:t@pay", "before_put:t@2")
+    spec = crashpoints.parse("before_result:a@check >> 2 workers with requeue:a held until dequeued:a@q#2")
+    assert (spec.kills, spec.together, spec.race) == (("before_result:a@check",), 2, ("requeue:a", "dequeued:a@q#2"))
+    assert crashpoints.parse("before_put:t@2").race is None
+    assert crashpoints.schedule("before_put:t@2 with before_writes:t@pay held") == ["before_put:t@2"]
+    for bad in ("before_put:t@2 with before_writes:t@pay", "x with y held until"):
+        with pytest.raises(ValueError, match="a race reads"):
+            crashpoints.parse(bad)
+    with pytest.raises(ValueError, match="needs its point"):
+        crashpoints.parse("P || worker with Q held")
+
+
+def test_without_the_race_the_writes_win_and_with_it_the_kill_lands_before_them(tmp_path: Path) -> None:
+    plain = _run(tmp_path / "plain", "before_put:t@2", waits=False)
+    assert plain.returncode == -signal.SIGKILL
+    assert crashpoints.passed(tmp_path / "plain").index("after_writes:t@pay") < \
+        crashpoints.passed(tmp_path / "plain").index("before_put:t@2")
+    for n in range(3):
+        where = tmp_path / f"race{n}"
+        raced = _run(where, "before_put:t@2 with before_writes:t@pay held", waits=False)
+        assert raced.returncode == -signal.SIGKILL, raced.stdout + raced.stderr
+        passed = crashpoints.passed(where)
+        assert "after_writes:t@pay" not in passed and passed[-1] == "before_put:t@2", passed
+        race = crashpoints.races(where)
+        assert [(r["held"], r["until"]) for r in race] == [("before_writes:t@pay", "before_put:t@2")]
+        assert race[0]["end"] in ("met", "killed")
+
+
+def test_an_engine_that_waits_for_the_held_thread_is_released_after_the_limit(tmp_path: Path) -> None:
+    done = _run(tmp_path, "before_put:t@2 with before_writes:t@pay held", waits=True)
+    assert done.returncode == -signal.SIGKILL
+    passed = crashpoints.passed(tmp_path)
+    assert passed.index("after_writes:t@pay") < passed.index("before_put:t@2")
+    race = crashpoints.races(tmp_path)
+    assert race[0]["end"] == "timeout" and race[0]["seconds"] == crashpoints.RACE_HOLD_S
+
+
+def test_no_hold_once_the_point_waited_for_has_come(tmp_path: Path) -> None:
+    """A thread that reaches P after Q (here: the recovery's, Q already in the run's log) is not held: nothing is
+    left to force, and the race's record stays the first process's."""
+    (tmp_path / crashpoints.LOG_FILE).write_text("before_put:t@2\n")
+    probe = crashpoints.CrashProbe(tmp_path, race=("before_writes:t@pay", "before_put:t@2"))
+    probe("before_writes:t@pay")
+    assert crashpoints.races(tmp_path) == []
