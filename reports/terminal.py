@@ -115,6 +115,13 @@ def coverage(data: dict[str, Any], width: int = WIDTH) -> str:
     return visible("\n".join(lines))
 
 
+def _kinds(s: dict[str, Any]) -> str:
+    """What ran, from ``runs_by_kind``: ``1 golden, 47 single kill(s), 2 during a recovery``."""
+    kinds = s.get("runs_by_kind") or {}
+    return (f"{kinds.get('golden', 0)} golden, {kinds.get('single', 0)} single kill(s), "
+            f"{kinds.get('double', 0)} during a recovery or with another worker")
+
+
 def summary(data: dict[str, Any]) -> str:
     """The summary block: counts, crash points, metrics, wall time."""
     s = data["summary"]
@@ -125,7 +132,7 @@ def summary(data: dict[str, Any]) -> str:
             [(data.get("subject") or {}).get("kind", "pack"), f"{data['pack']['name']} {data['pack']['version']}"],
             ["cases", s["cases"]], ["crash points", s["crash_points"]],
             ["verified kills", s.get("kills_verified", 0)],
-            ["recovery pairs", s.get("recovery_pairs", 0)], ["runs", s["runs"]],
+            ["recovery pairs", s.get("recovery_pairs", 0)], ["runs", s["runs"]], ["runs by kind", _kinds(s)],
             ["passed", s["passed"]], ["failed", s["failed"]], ["errors", s["errors"]], ["unknown", s["unknown"]]]
     if s.get("unsupported"):
         rows.append(["unsupported", s["unsupported"]])

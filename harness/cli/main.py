@@ -288,7 +288,9 @@ def _sweep_and_report(args: argparse.Namespace, subject, executor, where: str) -
         bar.result(result)
 
     began = time.perf_counter()
-    print(visible(f"crashpoint: sweeping {subject.describe()}, crash={args.crash}, crash mode={args.crash_mode}, "
+    # with --crash-point the loop runs the named points only: what --crash sampled means there is every
+    crash = "every (the --crash-point(s) named)" if args.crash_point and args.crash == "sampled" else args.crash
+    print(visible(f"crashpoint: sweeping {subject.describe()}, crash={crash}, crash mode={args.crash_mode}, "
                   f"on {where}"), flush=True)
     todo = subject.narrowed(resumed.todo) if resumed else subject
     try:
