@@ -29,6 +29,9 @@ MIN_SECONDS = 3.0
 REDRAW_S = 0.1
 MODES = ("auto", "on", "off")
 
+#: The character a finished run prints without a bar, as pytest's: passed, failed, error, unknown, unsupported.
+DOTS = {"passed": ".", "failed": "F", "error": "E", "unknown": "?", "unsupported": "s"}
+
 
 def progress_bar(stream: TextIO, clock: Callable[[], float], *, terminal: bool) -> Any:
     """A :class:`rich.progress.Progress` writing to ``stream``: bar, ``done/total``, then the
@@ -114,7 +117,7 @@ class SweepProgress:
         if self.bar:
             self._draw(force=self.done >= self.planned)
         elif not self.quiet:
-            self.stream.write("." if result.verdict == "passed" else "F")
+            self.stream.write(DOTS.get(str(result.verdict), "?"))
             self._dots += 1
             self.stream.flush()
 

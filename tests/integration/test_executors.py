@@ -306,3 +306,13 @@ def test_run_with_forced_progress_draws_the_bar_on_stderr_only(tmp_path: Path,
     assert re.search(r"2/2\s+100%", captured.err) and "runs/s" in captured.err and "\r" in captured.err
     assert "runs/s" not in captured.out and "runs/s" not in out.read_text()
     assert "on 1 process(es)" in captured.out
+
+
+def test_progress_dots_tell_an_error_from_a_failure_as_pytest_does() -> None:
+    """Before, every run that did not pass printed ``F``: an error (a run that tested nothing) looked failed."""
+    stream = _Stream(tty=False)
+    progress = SweepProgress(stream, clock=lambda: 0.0)
+    progress.plan(5)
+    for verdict in ("passed", "failed", "error", "unknown", "unsupported"):
+        progress.result(_Run(verdict))
+    assert stream.getvalue() == ".FE?s"
