@@ -147,8 +147,8 @@ def finding_rule(r: dict[str, Any]) -> str:
 def failure_groups(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """The runs that did not pass, grouped by verdict and :func:`finding_rule`, and within a group by
     :func:`crash_family`: twelve failures of one bug are one group with its families counted, not
-    twelve. Largest group first, then by verdict and rule; within a group the runs are in case and
-    crash point order, so a report does not depend on the order parallel workers finished in.
+    twelve. Largest group first, then by verdict and rule; within a group the golden runs come first, then the
+    runs in case and crash point order, so a report does not depend on the order parallel workers finished in.
 
     Returns:
         ``[{"verdict", "rule", "runs": [result dicts by case id, crash point], "cases": [ids],
@@ -160,7 +160,8 @@ def failure_groups(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             groups.setdefault((r["verdict"], finding_rule(r)), []).append(r)
     out = []
     for (verdict, rule), runs in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        runs = sorted(runs, key=lambda r: (r["case_id"], str(r.get("crash_point"))))
+        # golden runs first: a golden run that fails shows the bug with no kill in the way (the group's example)
+        runs = sorted(runs, key=lambda r: (r.get("crash_point") is not None, r["case_id"], str(r.get("crash_point"))))
         families: dict[str, list[dict[str, Any]]] = {}
         for r in runs:
             families.setdefault(crash_family(r.get("crash_point")), []).append(r)

@@ -233,3 +233,16 @@ def test_templates_escape_by_default() -> None:
     assert env.from_string("{{ x }}").render(x=Markup("<i>ours</i>")) == "<i>ours</i>"
     md = markdown.environment()
     assert md.from_string("{{ x }} {{ x | code }}").render(x="*a* | @here") == "\\*a\\* \\| &#64;here `*a* | @here`"
+
+
+def test_a_failing_golden_run_is_its_groups_example() -> None:
+    """A group's first run is its example (the report shows its findings); a golden run that fails shows the bug
+    with no kill in the way, so it comes first, whatever its case's name (the docs trial saw a kill run of another
+    case shown instead)."""
+    def run(case: str, point: str | None) -> dict:
+        return {"verdict": "failed", "case_id": case, "crash_point": point,
+                "failures": [{"rule": "target.approval_gate", "message": "m", "evidence": []}]}
+
+    groups = failure_groups([run("a[sync]", "after_effect:pay"), run("b[sync]", None), run("a[sync]", "node:x")])
+    assert [(r["case_id"], r["crash_point"]) for r in groups[0]["runs"]] == [
+        ("b[sync]", None), ("a[sync]", "after_effect:pay"), ("a[sync]", "node:x")]
