@@ -107,7 +107,8 @@ def coverage(data: dict[str, Any], width: int = WIDTH) -> str:
     rows = [[step] + [f"{row[k]['passed']}/{row[k]['runs']}" if k in row else "-" for k in kinds]
             for step, row in sorted(cells.items())]
     head = ["step"] + [k.replace("kill@", "kill ").replace("_", " ").replace(" ", "\n") for k in kinds]
-    lines = ["durability coverage (passed/runs; - = not covered)", "\n\n".join(_column_parts(rows, head, width))]
+    lines = (["durability coverage (passed/runs; - = not covered)", "\n\n".join(_column_parts(rows, head, width))]
+             if rows else ["durability coverage: no fault ran (golden runs only)"])
     vac = data.get("vacuity") or {}
     if vac.get("findings"):
         lines.append(f"vacuity: {vac['runs_with_findings']} run(s) with faults or events that did nothing:")

@@ -35,3 +35,9 @@ def test_a_narrow_matrix_stays_one_table() -> None:
     data = {"coverage": {"issue_refund": {"kill@after_effect": {"runs": 3, "passed": 3, "failed": 0}}}}
     out = text.coverage(data)
     assert out.count("step") == 1 and "3/3" in out
+
+
+def test_a_sweep_with_no_fault_says_so_instead_of_an_empty_matrix() -> None:
+    """``--crash none``: before, a title over an empty 'step' table."""
+    got = text.coverage({"coverage": {}})
+    assert got == "durability coverage: no fault ran (golden runs only)", got
