@@ -29,6 +29,9 @@ which runs them, records a rule that raises, and lists them with the other rules
 * ``target.expected_end``: each thread the case's ``expect`` (else the target's) names ends in its status and with
   its values (a subset: a mapping matches key by key, any other value by JSON equality: true is not 1), on every run, the golden run
   included: a golden run that is itself wrong fails here, where ``final_state_like_golden`` would take it for right.
+* ``target.expected_effects``: each effect the ``expect`` counts for a thread (``effects: {issue_refund: 1}``) is
+  applied that many times in it (a ``duplicate`` its key answered does not count), on every run, the golden run
+  included.
 * ``differential.same_end``: each thread ends in the golden run's status and state values.
 * ``differential.same_effects``: each thread applies each effect as many times as in the golden run.
 * ``target.invariant:NAME``: the team's own checks (:func:`crashpoint.invariant`), judged strictly: only ``None`` or
@@ -255,6 +258,31 @@ def expected_end(target: Target, run: TargetOutcome, golden: TargetOutcome | Non
         if wrong:
             found.append(Failure("target.expected_end", f"thread {thread} did not end as expected: {wrong[0]}"
                                  + (f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else ""), wrong[:4]))
+    return found
+
+
+@rule("target.expected_effects", "each effect an expect counts is applied that many times in its thread, golden run "
+                                 "included", kind="expectation")
+def expected_effects(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
+    """A failure per thread and effect of the case's ``expect`` (else the target's) ``effects`` (``issue_refund: 1``)
+    applied another number of times in that thread: calls of the effect in the thread's ledger rows with outcome
+    ``applied`` (a ``lost`` answer counts: the effect happened; a ``duplicate`` its key answered, or a ``failed`` call
+    with nothing applied, does not). Judged on every run, the golden run included, so a golden run that pays twice
+    fails on its own, where ``differential.same_effects`` takes it for the reference."""
+    found = []
+    for thread, want in sorted(target.expected(target.case(run.case)).items()):
+        for effect, times in sorted((want.get("effects") or {}).items()):
+            applied = [c for c in run.calls if c.thread == thread and c.effect == effect and c.outcome == "applied"]
+            if len(applied) != times:
+                others = [c for c in run.calls if c.thread == thread and c.effect == effect and c.outcome != "applied"]
+                keys = sorted({str(c.key) for c in applied})
+                found.append(Failure(
+                    "target.expected_effects",
+                    f"thread {thread}: {effect} applied {len(applied)} time(s), expected {times}"
+                    + (f" (keys: {', '.join(keys)})" if len(applied) > 1 else "")
+                    + (f"; {len(others)} more call(s) applied nothing ("
+                       + ", ".join(sorted({c.outcome for c in others})) + ")" if others else ""),
+                    [line(c) for c in (applied or others)[:4]]))
     return found
 
 

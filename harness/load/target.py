@@ -172,7 +172,7 @@ class TargetCase:
 
     ``recovery`` (an engine whose workers have identities, with ``workers`` >= 2): how the K workers recover
     the dead one's work, :data:`RECOVERY`;
-    ``expect``: thread -> ``{"status"?, "values"?}``, the end every run of the case must reach (``None``: the target's
+    ``expect``: thread -> ``{"status"?, "values"?, "effects"?}``, the end every run of the case must reach (``None``: the target's
     ``expect``; see :meth:`Target.expected`); ``no_effect``: ``True``, the case's path makes no side effect (a
     rejection path: its golden run calling no effect is what is expected, not an ``error``), or the names of the effects
     it does not make (each an effect of the target's: an ``effects:`` entry it never calls is then not an ``error``);
@@ -334,8 +334,10 @@ class Target:
         versions: ``NAME -> module:attr``, the entry point of another version of the code, which every worker runs
             after a ``deploy: NAME`` case's deploy (an engine that keeps versions elsewhere says where:
             :meth:`~crashpoint.harness.engines.base.Engine.versions`).
-        expect: thread -> ``{"status"?: finished | waiting, "values"?: {...}}``, the end every case without an
-            ``expect`` of its own must reach (judged by ``target.expected_end`` on every run, the golden run included).
+        expect: thread -> ``{"status"?: finished | waiting, "values"?: {...}, "effects"?: {EFFECT: times}}``, the
+            end every case without an ``expect`` of its own must reach (judged by ``target.expected_end`` and, for
+            ``effects``, the times each effect is applied in the thread, ``target.expected_effects``, on every run,
+            the golden run included).
         file: the YAML it came from (``None`` when built in Python).
     """
 
@@ -386,9 +388,9 @@ class Target:
                 if thread not in threads:
                     raise CaseError(f"expect names thread {thread!r}, which inputs do not start (threads: "
                                     f"{', '.join(threads)})", file=self.file, field=f"{where}.{thread}")
-                odd = sorted(set(end) - {"status", "values"}) if isinstance(end, dict) else []
+                odd = sorted(set(end) - {"status", "values", "effects"}) if isinstance(end, dict) else []
                 if not isinstance(end, dict) or not end or odd:
-                    raise CaseError(f"the expected end of {thread} takes status and values, got "
+                    raise CaseError(f"the expected end of {thread} takes status, values and effects, got "
                                     f"{', '.join(odd) if odd else repr(end)}", file=self.file,
                                     field=f"{where}.{thread}" + (f".{odd[0]}" if odd else ""))
                 if "status" in end and end["status"] not in EXPECT_STATUS:
@@ -397,6 +399,15 @@ class Target:
                 if "values" in end and not isinstance(end["values"], dict):
                     raise CaseError(f"the expected values of {thread} must be a mapping (a subset of the final "
                                     f"state), got {end['values']!r}", file=self.file, field=f"{where}.{thread}.values")
+                effects = end.get("effects", {})
+                if not isinstance(effects, dict):
+                    raise CaseError(f"the expected effects of {thread} must be a mapping (effect -> times applied), "
+                                    f"got {effects!r}", file=self.file, field=f"{where}.{thread}.effects")
+                for name, times in effects.items():
+                    if isinstance(times, bool) or not isinstance(times, int) or times < 0:
+                        raise CaseError(f"the expected effects of {thread}: {name} must be applied a whole number of "
+                                        f"times, 0 or more, got {times!r}", file=self.file,
+                                        field=f"{where}.{thread}.effects.{name}")
         humans = [("human", self.human)] + [(f"cases[{n}].human", c.human) for n, c in enumerate(self.cases)]
         for where, human in humans:
             for node, answers in (human or {}).items():

@@ -8,7 +8,7 @@ the invariants, the ``effects:`` paths, a saver class, what the engine's options
 the field:
 
 * a name that imports nothing;
-* an effect in ``gates`` (or a case's ``no_effect`` list) that no effect has (the effects the code makes through
+* an effect in ``gates`` (or a case's ``no_effect`` list, or an ``expect``'s ``effects``) that no effect has (the effects the code makes through
   ``crashpoint.effect`` on import of its modules, and the ``effects:`` entries): the gate would gate nothing and
   every run would pass it;
 * a node in ``human`` or a gate's node that the graph does not have, where the entry is a graph whose nodes can be
@@ -239,6 +239,16 @@ def check_target(target: Any, path: str | Path | None = None, timeout_s: float =
                 raise refuse(f"case {case.name!r} says it makes no {effect!r}, which no effect has (the target's code "
                              f"makes these effects: {', '.join(sorted(effects)) or 'none'})",
                              f"cases[{i}].no_effect[{j}]", ["cases", i, "no_effect", j])
+    expects = [("expect", ["expect"], target.expect)] + [(f"cases[{i}].expect", ["cases", i, "expect"], c.expect)
+                                                         for i, c in enumerate(target.cases)]
+    for where, steps, expect in expects:
+        for thread, end in (expect or {}).items():
+            for effect in end.get("effects") or {}:
+                if effect not in effects:
+                    raise refuse(f"{where} counts effect {effect!r} of {thread}, which no effect has: it would be "
+                                 f"applied 0 times on every run (the target's code makes these effects: "
+                                 f"{', '.join(sorted(effects)) or 'none'})", f"{where}.{thread}.effects.{effect}",
+                                 [*steps, thread, "effects", effect])
     nodes = facts["nodes"]
     if nodes is not None:
         for field, steps, node in _nodes_named(target):
