@@ -123,6 +123,27 @@ def _kinds(s: dict[str, Any]) -> str:
             f"{kinds.get('double', 0)} during a recovery or with another worker")
 
 
+def _sampled_row(pairs: dict[str, int] | None) -> list[list[Any]]:
+    """The summary row of the recovery pairs ``--crash sampled`` picked (none when it picked none)."""
+    if not pairs or not pairs.get("sampled"):
+        return []
+    text = f"{pairs['reached']} of {pairs['sampled']} reached"
+    if pairs.get("replaced"):
+        text += f" ({pairs['replaced']} at another point or try)"
+    if pairs.get("not_reached"):
+        text += f", {pairs['not_reached']} not reached (left out)"
+    return [["sampled pairs", text]]
+
+
+def unreached_pairs(data: dict[str, Any]) -> list[str]:
+    """One line per recovery pair ``--crash sampled`` picked that no try reached (left out of the results, never an
+    error): the unit, its first kill and the second kills tried."""
+    return [f"sampled pair not reached in {len(p['tried'])} tries, left out: {unit}: {p['first']} >> "
+            f"{' | '.join(p['tried'])} (a correct recovery took another path; the single kill at {p['first']} "
+            "was run and judged)"
+            for unit, cover in (data.get("sampled_pairs") or {}).items() for p in cover.get("not_reached", [])]
+
+
 def summary(data: dict[str, Any]) -> str:
     """The summary block: counts, crash points, metrics, wall time."""
     s = data["summary"]
@@ -133,7 +154,8 @@ def summary(data: dict[str, Any]) -> str:
             [(data.get("subject") or {}).get("kind", "pack"), f"{data['pack']['name']} {data['pack']['version']}"],
             ["cases", s["cases"]], ["crash points", s["crash_points"]],
             ["verified kills", s.get("kills_verified", 0)],
-            ["recovery pairs", s.get("recovery_pairs", 0)], ["runs", s["runs"]], ["runs by kind", _kinds(s)],
+            ["recovery pairs", s.get("recovery_pairs", 0)], *_sampled_row(s.get("sampled_pairs")), ["runs", s["runs"]],
+            ["runs by kind", _kinds(s)],
             ["passed", s["passed"]], ["failed", s["failed"]], ["errors", s["errors"]], ["unknown", s["unknown"]]]
     if s.get("unsupported"):
         rows.append(["unsupported", s["unsupported"]])

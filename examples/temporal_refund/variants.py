@@ -92,5 +92,22 @@ class RefundAmountInValidator(RefundWorkflow):
         return await super().run(order)
 
 
+@workflow.defn(name="RefundUuidChildId")
+class RefundUuidChildId(RefundWorkflow):
+    """Correct code, not a mistake: names the notification child with ``workflow.uuid4()``, which Temporal makes
+    deterministic on replay (seeded per workflow run). The id differs from one run to the next, so crashpoint names
+    the child by its parent and start ordinal (``notify-1001-refund-1001.child1``): its crash points are the same in
+    every run (tests/adapters/test_target_temporal_child_names.py)."""
+
+    async def notify(self, order_id: str, template: str) -> None:
+        await workflow.execute_child_workflow(NotifyCustomer.run, args=[order_id, template],
+                                              id=f"notify-{order_id}-{workflow.uuid4()}")
+
+    @workflow.run
+    async def run(self, order: dict[str, Any]) -> dict[str, Any]:
+        return await super().run(order)
+
+
 #: What a variant target registers.
-WORKFLOWS = [RefundWithoutKey, RefundRandomChildId, RefundWallClockChildId, RefundAmountInValidator, NotifyCustomer]
+WORKFLOWS = [RefundWithoutKey, RefundRandomChildId, RefundWallClockChildId, RefundAmountInValidator, RefundUuidChildId,
+             NotifyCustomer]

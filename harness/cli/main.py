@@ -323,6 +323,8 @@ def _sweep_and_report(args: argparse.Namespace, subject, executor, where: str) -
     print(text.coverage(data))
     print()
     print(text.summary(data))
+    for line in text.unreached_pairs(data):
+        print(visible(line))
     from crashpoint.harness.engines.effects import unseen_summary
 
     for line in unseen_summary(result.results):  # processes whose effects no run could see

@@ -74,6 +74,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -118,19 +119,57 @@ PATCHED_HINT = ("a code change that does not replay the running workflow's histo
                 "running workflows behind workflow.patched(\"CHANGE-ID\") (then workflow.deprecate_patch once "
                 "none runs it)")
 
+#: ``CHILD_ID NAME`` lines: the stable name of each child workflow whose id holds a generated UUID (see :func:`named`).
+CHILD_NAMES_FILE = "child-names.log"
+#: A UUID inside a workflow id (``workflow.uuid4()``'s, with or without dashes): drawn anew in every run.
+_UUID = re.compile(r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}")
+_child_names: dict[str, str] = {}
+_names_file = Path(os.devnull)
+
 _probe: Callable[[str], None] = lambda name: None
 #: With ``$CRASHPOINT_TEMPORAL_TIMING``: prints a stage of the worker (not a crash point) with its time.
 _mark: Callable[[str], None] = lambda name: None
 _task_timeout = timedelta(seconds=2)
 
 
+# ------------------------------------------------------------------ stable names of generated workflow ids
+def named(workflow_id: str) -> str:
+    """The name crash points and effect calls give workflow ``workflow_id``: its id, unless the id holds a UUID (a
+    child started with ``id=f"notify-{workflow.uuid4()}"``: ``workflow.uuid4()`` is deterministic within one
+    workflow run, for replay, but drawn from a seed Temporal picks per run, so each crashpoint run would name the
+    child, its crash points and its effects' thread anew, and a crash run would never reach a point its golden
+    run passed). Such a child is named by its parent and its start's ordinal among the parent's child starts
+    (the ``seq`` of its ``StartChildWorkflowExecution`` command, in code order): the UUID in its id is replaced by
+    ``PARENT.childN`` (``notify-refund-1001.child1``), the same in every run. The parent's worker records the name
+    (:func:`_name_child`) in ``RUN_DIR/child-names.log`` before its workflow task completes, so before the child
+    exists; a later worker of the run reads it from there."""
+    if not _UUID.search(workflow_id):
+        return workflow_id
+    if workflow_id not in _child_names:
+        try:
+            lines = _names_file.read_text().splitlines()
+        except OSError:
+            lines = []
+        _child_names.update(line.split(" ", 1) for line in lines if " " in line)  # type: ignore[arg-type]
+    return _child_names.get(workflow_id, workflow_id)
+
+
+def _name_child(parent: str, seq: int, child: str) -> None:
+    """Record the stable name (:func:`named`) of ``child``, started by workflow ``parent`` with command ``seq``."""
+    if not _UUID.search(child) or child in _child_names:
+        return
+    name = _UUID.sub(f"{named(parent)}.child{seq}", child)
+    _child_names[child] = name
+    append(_names_file, f"{child} {name}\n")
+
+
 # ------------------------------------------------------------------ activities: Temporal's public interceptors
 class _ActivityProbe(ActivityInboundInterceptor):
     async def execute_activity(self, input: ExecuteActivityInput) -> Any:
         info = activity.info()
-        where = f"{info.workflow_id}@{info.activity_type}"
+        where = f"{named(info.workflow_id)}@{info.activity_type}"
         step = int(info.activity_id) if info.activity_id.isdigit() else None
-        append(_steps, f"{os.getpid()} {info.workflow_id} {step} {info.activity_type}\n")
+        append(_steps, f"{os.getpid()} {named(info.workflow_id)} {step} {info.activity_type}\n")
         _probe(f"activity:{where}")
         result = await super().execute_activity(input)
         _probe(f"after_activity:{where}")
@@ -166,7 +205,12 @@ _updates: dict[str, str] = {}  # an update's protocol instance id -> its name
 
 class _ProbedInstance(WorkflowInstance):
     def __init__(self, inner: WorkflowInstance, workflow_id: str) -> None:
-        self.inner, self.wf = inner, workflow_id
+        self.inner, self._id = inner, workflow_id
+
+    @property
+    def wf(self) -> str:
+        """The workflow's name in crash points (:func:`named`)."""
+        return named(self._id)
 
     def activate(self, act: Any) -> Any:
         live = not act.is_replaying
@@ -192,8 +236,9 @@ class _ProbedInstance(WorkflowInstance):
             if kind == "schedule_activity":
                 _types[(act.run_id, cmd.schedule_activity.seq)] = cmd.schedule_activity.activity_type
             elif kind == "start_child_workflow_execution":
-                _types[("c" + act.run_id, cmd.start_child_workflow_execution.seq)] = \
-                    cmd.start_child_workflow_execution.workflow_type
+                start = cmd.start_child_workflow_execution
+                _types[("c" + act.run_id, start.seq)] = start.workflow_type
+                _name_child(self._id, start.seq, start.workflow_id)
         if live:
             _probe(f"task_done:{self.wf}" if completion.HasField("successful") else f"task_failed:{self.wf}")
             for cmd in commands:
@@ -249,7 +294,8 @@ def workflow_code() -> dict[str, Any]:
         info = workflow.info()
     except Exception:  # noqa: BLE001 - not in a workflow's event loop (the SDK raises its own RuntimeError subclass)
         return {}
-    return {"thread": info.workflow_id, "node": WORKFLOW_CODE, "task": f"workflow {info.workflow_type}", "step": None}
+    return {"thread": named(info.workflow_id), "node": WORKFLOW_CODE, "task": f"workflow {info.workflow_type}",
+            "step": None}
 
 
 def _specs(specs: list[str]) -> list[Any]:
@@ -644,7 +690,7 @@ _steps = Path(os.devnull)
 
 def main(argv: list[str] | None = None) -> int:
     """One worker pass (see the module docstring)."""
-    global _probe, _mark, _steps, _task_timeout
+    global _probe, _mark, _steps, _task_timeout, _names_file
     parser = worker_parser("temporal_worker")
     parser.add_argument("--address", required=True, help="the run's Temporal server, HOST:PORT")
     parser.add_argument("--namespace", default="default", help="the run's namespace on it")
@@ -656,7 +702,7 @@ def main(argv: list[str] | None = None) -> int:
               "history before the worker is told of it; it has no other mode", flush=True)
         return UNSUPPORTED_RC
     _probe = worker_probe(args.probe, args.probe_arg)
-    _steps = run_dir / STEPS_FILE
+    _steps, _names_file = run_dir / STEPS_FILE, run_dir / CHILD_NAMES_FILE
     if os.environ.get("CRASHPOINT_TEMPORAL_TIMING"):
         inner, t0 = _probe, time.monotonic()
 
@@ -675,7 +721,7 @@ def main(argv: list[str] | None = None) -> int:
             info = activity.info()
         except RuntimeError:
             return workflow_code()
-        return {"thread": info.workflow_id, "node": info.activity_type, "task": f"attempt {info.attempt}",
+        return {"thread": named(info.workflow_id), "node": info.activity_type, "task": f"attempt {info.attempt}",
                 "step": int(info.activity_id) if info.activity_id.isdigit() else None}
 
     effect_api._install(EffectSession(run_dir / LEDGER_FILE, _probe, where_am_i,

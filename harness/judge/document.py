@@ -10,6 +10,12 @@ Shape (stable; README "The JSON report")::
      "per_case": {case_id: {"runs", "passed", "failed", "errors", "unknown", "unsupported", "crash_points",
                             "recovery_pairs", "metrics": {...}}},
 
+``summary.sampled_pairs`` counts the recovery pairs ``--crash sampled`` picked (``{"sampled", "reached", "replaced",
+"not_reached"}``) and top-level ``"sampled_pairs"`` names them per unit (``{"sampled", "reached", "replaced": [{"pair",
+"by", "tries"}], "not_reached": [{"first", "tried"}]}``): a pair whose second kill a run did not reach is run again
+at another point of its recovery (or retried), never an ``error``; one that no try reached is left out of
+``results``.
+
 plus ``"coverage"``: ``{step: {fault kind: {"runs", "passed", "failed"}}}`` (the durability-coverage
 matrix) and ``"vacuity"``: ``{"runs_with_findings", "findings"}``; each result also has ``"vacuity"``.
 
@@ -65,6 +71,15 @@ def _units(result: SweepResult) -> dict[str, dict[str, Any]]:
                         "workflow": result.subject.workflows[c.workflow]} for c in result.cases}
 
 
+def pair_summary(pairs: dict[str, dict[str, Any]]) -> dict[str, int]:
+    """``{"sampled", "reached", "replaced", "not_reached"}``: the recovery pairs ``--crash sampled`` picked, summed over
+    units (:attr:`~crashpoint.harness.model.results.SweepResult.sampled_pairs`); ``replaced``: reached at another
+    second point, or on a later try, than the first pick."""
+    return {"sampled": sum(p["sampled"] for p in pairs.values()), "reached": sum(p["reached"] for p in pairs.values()),
+            "replaced": sum(len(p["replaced"]) for p in pairs.values()),
+            "not_reached": sum(len(p["not_reached"]) for p in pairs.values())}
+
+
 def sweep_data(result: SweepResult) -> dict[str, Any]:
     """Build the result document of a sweep, of a pack or of a target (see the module docstring)."""
     metrics = aggregate(result.results)
@@ -94,9 +109,11 @@ def sweep_data(result: SweepResult) -> dict[str, Any]:
             "recovery_pairs": sum(c["recovery_pairs"] for c in per_case.values()),
             "kills_verified": sum(1 for r in result.results if r.crash_point and r.crash_fired),
             "runs_by_kind": result.runs_by_kind(),
+            "sampled_pairs": pair_summary(result.sampled_pairs),
             "findings": result.findings(),
             "metrics": metrics["overall"]},
         "per_case": per_case,
+        "sampled_pairs": {u: result.sampled_pairs[u] for u in sorted(result.sampled_pairs)},
         "results": (rows := [r.to_dict() for r in result.results]),
         "coverage": matrix(rows, {c: unit[c]["events"] for c in per_case}, {c: unit[c]["workflow"] for c in per_case},
                            {c: unit[c]["faults"] for c in per_case}),

@@ -204,12 +204,25 @@ def decide(raised: BaseException | None = None, not_tested: Iterable[str | None]
     return Verdict.PASSED, None
 
 
+#: The words of :func:`unreached`'s text after the crash point.
+UNREACHED = "was never reached, so nothing was tested"
+
+
 def unreached(crash_point: str | None, reached: bool, passed: str) -> str | None:
     """The ``error`` text of a run whose targeted crash point was never reached (``None`` when it was, or
     for a golden run); ``passed`` names what the golden run passed instead."""
     if crash_point is None or reached:
         return None
-    return f"crash point {crash_point} was never reached, so nothing was tested; {passed}"
+    return f"crash point {crash_point} {UNREACHED}; {passed}"
+
+
+def only_unreached(result: RunResult) -> bool:
+    """``True`` when ``result`` is an ``error`` for one reason only: its targeted crash point was never reached
+    (:func:`unreached`, the last reason of the decision order, so no earlier one held), with no finding and no rule
+    that raised. A sweep replaces such a run of a pair it sampled itself (:data:`crashpoint.harness.run.sweep.
+    PAIR_TRIES`); a point the user named stays this ``error``."""
+    return (result.verdict == Verdict.ERROR and not result.failures and not result.rules_unknown
+            and (result.error or "").startswith(f"crash point {result.crash_point} {UNREACHED};"))
 
 
 #: Why a golden run that called no effect tested nothing, per kind of subject.
@@ -302,4 +315,4 @@ def is_vacuous(result: RunResult) -> bool:
     return result.verdict == "error" and bool(result.error) and result.error.startswith(NOTHING_TESTED)
 
 
-__all__ = ["judge", "judge_target", "decide", "unreached", "unsupported", "VERDICTS", "RunResult", "Invocation", "repro_command", "needs_fault_free", "exception_text", "is_vacuous"]
+__all__ = ["judge", "judge_target", "decide", "unreached", "only_unreached", "unsupported", "VERDICTS", "RunResult", "Invocation", "repro_command", "needs_fault_free", "exception_text", "is_vacuous"]

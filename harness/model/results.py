@@ -168,6 +168,10 @@ class SweepResult:
         cases: a pack's cases as run (``[]`` for a target).
         units: unit -> ``{"case", "variant", "events", "faults", "workflow"}``: what the coverage matrix reads
             (a pack case's tool events and workflow definition; ``workflow`` ``None`` for a target).
+        sampled_pairs: unit -> what became of the recovery pairs ``--crash sampled`` picked for it: ``{"sampled",
+            "reached", "replaced": [{"pair", "by", "tries"}], "not_reached": [{"first", "tried"}]}`` (a pair whose
+            second kill a correct run did not reach is run again at another point of its recovery, or retried;
+            one no try reached is left out of ``results``, named here).
     """
 
     subject: Any
@@ -180,6 +184,7 @@ class SweepResult:
     cases: list["Case"] = field(default_factory=list)
     crash_mode: str = "kill"
     units: dict[str, dict[str, Any]] = field(default_factory=dict)
+    sampled_pairs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def kind(self) -> str:

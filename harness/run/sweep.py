@@ -35,6 +35,10 @@ SAMPLED_ALONGSIDE = 1   #: a second live worker while one is held ("P || worker"
 SAMPLED_TOGETHER = 1    #: several workers recovering at once after a kill ("A >> 3 workers"), count per case
 #: Workers that recover at once in a sampled "A >> N workers" run.
 TOGETHER_WORKERS = 3
+#: Runs a sampled recovery pair ("A >> B", B picked by crashpoint) gets at most: a run whose second kill was never
+#: reached (the recovery took another path: another queued workflow first, a racy ordinal) is replaced by a run
+#: killed at another point of that recovery, or retried, never reported as an ``error`` (see :class:`_Loop`).
+PAIR_TRIES = 3
 #: File in a sweep folder that the sweep made itself (and removes when it ends): a pool process whose
 #: caller was SIGKILLed removes such a folder (see :func:`abandon`).
 TEMPORARY_ROOT = ".crashpoint-temporary"
@@ -411,7 +415,9 @@ def sweep_subject(subject: Subject, *, crash: str = "every", jobs: int | None = 
         repeat: runs per crash point (>= 1): a racy point's outcome can depend on thread timing.
         on_result: called with each result as it completes, in the calling thread, in order of completion.
         on_plan: called in the calling thread with the number of results planned so far (count), each time it
-            grows. The number of ``on_result`` calls never exceeds the last value given.
+            changes: it grows as runs are planned, and shrinks by one for a sampled pair that no try reached (left
+            out of the results, :data:`PAIR_TRIES`). The number of ``on_result`` calls never exceeds the last value
+            given.
         skip: ``(unit, crash_point)`` pairs already done (``crash_point`` ``None``: the golden run), for
             ``crashpoint run --resume``: they are neither run nor returned, except that a skipped golden run
             still runs when the unit has other runs to do, as their reference (reported only when it does not
@@ -449,7 +455,9 @@ def sweep_subject(subject: Subject, *, crash: str = "every", jobs: int | None = 
         subject.close(own)
         loop.clean_up(keep, interrupted=isinstance(sys.exc_info()[1], (KeyboardInterrupt, SystemExit)))
     ran = "every" if crash == "sampled" and only else crash  # chosen points run once each: no sampled pairs
-    return subject.result(ran, loop.results(), loop.points, time.perf_counter() - began)
+    result = subject.result(ran, loop.results(), loop.points, time.perf_counter() - began)
+    result.sampled_pairs = loop.pair_cover
+    return result
 
 
 class _Loop:
@@ -479,6 +487,10 @@ class _Loop:
         self.pending: dict[Future, tuple[str, str, str | None, int, int]] = {}
         self.left = {u: 0 for u in self.units}  # single-kill runs of the unit still running (recovery)
         self.pair_from: dict[str, set[str]] = {}  # (sampled) single kills whose recovery gets a second kill
+        #: (unit, index in its doubles) -> the sampled pair's first kill and the second kills tried, in order
+        self.pairs: dict[tuple[str, int], dict[str, Any]] = {}
+        #: unit -> what became of its sampled pairs (:meth:`pair_coverage`)
+        self.pair_cover: dict[str, dict[str, Any]] = {}
         self.used: set[Path] = set()
 
     def plan(self, more: int) -> None:
@@ -520,6 +532,8 @@ class _Loop:
                     self.finished(phase, unit, point, repeat, index, result)
 
     def finished(self, phase: str, unit: str, point: str | None, repeat: int, index: int, result: RunResult) -> None:
+        if phase == "double" and (unit, index) in self.pairs and self.replaced(unit, index, result):
+            return  # a sampled pair whose second kill was never reached: another run takes its place
         if phase == "golden" and self.crash != "none":
             result = _needs_crash_points(result)
         again = phase == "golden" and _golden_again(self.skip, unit, result.verdict)
@@ -536,8 +550,7 @@ class _Loop:
                 self.left[unit] -= 1
             if point in self.pair_from.get(unit, ()) and repeat == 1 and result.outcome is not None \
                     and result.crash_fired:
-                after = crashpoints.recovery_points(result.outcome.crash_points, point)
-                self.extra([f"{point}{crashpoints.THEN}{b}" for b in self.subject.second(unit, point, after)], unit)
+                self.pair(unit, point, crashpoints.recovery_points(result.outcome.crash_points, point))
             if self.crash == "recovery" and self.left[unit] == 0 and phase == "single":
                 self.double_runs(unit)
             elif self.crash != "recovery":
@@ -583,6 +596,48 @@ class _Loop:
             self.doubles[unit].append(None)
             n = len(self.doubles[unit]) - 1
             self.submit("double", unit, f"r{n:04d}", spec, 1, n)
+
+    def pair(self, unit: str, first: str, recovery: list[str]) -> None:
+        """``sampled``: the recovery pair of the single kill at ``first`` (whose recovery passed ``recovery``): a run
+        killed at ``first``, then at the second point the subject picks in that recovery."""
+        second = self.subject.second(unit, first, recovery)[:1]
+        if not second or (unit, f"{first}{crashpoints.THEN}{second[0]}") in self.skip:
+            return
+        self.extra([f"{first}{crashpoints.THEN}{second[0]}"], unit)
+        self.pairs[(unit, len(self.doubles[unit]) - 1)] = {"first": first, "tried": [second[0]], "recovery": recovery}
+        self.pair_cover.setdefault(unit, {"sampled": 0, "reached": 0, "replaced": [], "not_reached": []})
+        self.pair_cover[unit]["sampled"] += 1
+
+    def replaced(self, unit: str, index: int, result: RunResult) -> bool:
+        """Whether the sampled pair at ``index`` of ``unit``'s doubles is run again instead of reported: its run
+        reached no second kill (:func:`~crashpoint.harness.judge.verdict.only_unreached`: nothing else went
+        wrong, no rule found anything), so it tested only what the single kill at its first point tests, and the
+        point was crashpoint's choice, not the user's. The next try is killed at the subject's pick among the
+        points this run's own recovery passed that no try has used (else the same pair again), at most
+        :data:`PAIR_TRIES` runs in all; a pair no try reached is left out of the results (the plan shrinks by one)
+        and named in the sweep's ``sampled_pairs``, as each replacement is."""
+        from crashpoint.harness.judge.verdict import only_unreached
+
+        pair, cover = self.pairs[(unit, index)], self.pair_cover[unit]
+        first, tried = pair["first"], pair["tried"]
+        spec = f"{first}{crashpoints.THEN}{tried[-1]}"
+        if not only_unreached(result):
+            cover["reached"] += 1
+            if len(tried) > 1:
+                cover["replaced"].append({"pair": f"{first}{crashpoints.THEN}{tried[0]}", "by": spec,
+                                          "tries": len(tried)})
+            return False
+        if len(tried) >= PAIR_TRIES:
+            cover["not_reached"].append({"first": first, "tried": list(tried)})
+            self.plan(-1)
+            return True
+        fired = [k.get("crash_point") for k in result.kill_log][:1] == [first]
+        own = crashpoints.recovery_points(result.outcome.crash_points, first) if fired and result.outcome else []
+        fresh = [p for p in own if p not in tried]  # the first kill did not fire: the same pair again
+        second = (self.subject.second(unit, first, fresh) if fresh else [])[:1] or tried[-1:]
+        tried.append(second[0])
+        self.submit("double", unit, f"r{index:04d}", f"{first}{crashpoints.THEN}{second[0]}", 1, index)
+        return True
 
     def double_runs(self, unit: str) -> None:
         """``recovery``: once every single kill of ``unit`` is done, a second kill in each recovery (``budget``)."""
