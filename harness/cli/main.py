@@ -329,6 +329,11 @@ def _sweep_and_report(args: argparse.Namespace, subject, executor, where: str) -
 
     for line in unseen_summary(result.results):  # processes whose effects no run could see
         print(visible(line))
+    if result.kind == "target":
+        from crashpoint.harness.judge.target_rules import keyed_summary
+
+        for line in keyed_summary(result.results):  # repeats that passed because their key answered them
+            print(visible(line))
     if args.json:
         json_report.write(args.json, data)
         print(f"results written to {args.json}")

@@ -17,6 +17,10 @@ which runs them, records a rule that raises, and lists them with the other rules
   timed out or failed (Temporal's activities are at-least-once), in the same process or another. A
   repeat after the killed process had started a later step is lost progress (the engine had not made the
   step durable before moving on). A retry that applies an effect twice is ``differential.same_effects``'s.
+  A repeat nothing explains that the ledger answered by its key (a ``duplicate``: the effect applied once) is
+  safe and passes, with a note naming the engine behaviour (:func:`keyed_repeats`: "LangGraph re-runs an
+  interrupted node from its start on resume: 1 call repeated, answered by its key ..."), except in a thread the
+  engine lost and crashpoint submitted again.
 * ``target.single_live_process``: no step's effect called by two processes that were alive at once (each
   call records the run's other live workers).
 * ``target.ends_within_budget``: each thread ends finished or waiting for a human, within the budget;
@@ -111,14 +115,16 @@ def _retried(call: EffectCall, later: EffectCall) -> bool:
             and call.node == later.node and call.step == later.step)
 
 
-@rule("target.repeats_explained", "a call repeats only as far as kills, faults and the engine's retries explain; never after the process moved on")
-def repeats_explained(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
+def _repeats(run: TargetOutcome) -> list[tuple[list[EffectCall], int, list[tuple[EffectCall, tuple[int, str]]]]]:
+    """Each group of calls of one step (:func:`step_of`) made more than once: ``(calls, allowed, lost_progress)``,
+    ``allowed`` the calls kills, faults and engine retries explain, ``lost_progress`` the calls repeated after their
+    killed process had moved on to a later step (with that step)."""
     killed = {p["pid"] for p in run.pids if p["rc"] == -9 and p["pid"] is not None}
     groups: dict[tuple[Any, ...], list[EffectCall]] = defaultdict(list)
     for call in run.calls:
         groups[step_of(call)].append(call)
-    found = []
-    for ident, calls in groups.items():
+    out = []
+    for calls in groups.values():
         if len(calls) < 2:
             continue
         allowed = 1
@@ -135,6 +141,24 @@ def repeats_explained(target: Target, run: TargetOutcome, golden: TargetOutcome 
                     lost_progress.append((call, later))
             elif _retried(call, calls[i + 1]):
                 allowed += 1  # the engine ran the activity again after this attempt timed out or failed
+        out.append((calls, allowed, lost_progress))
+    return out
+
+
+def answered_by_key(calls: list[EffectCall], run: TargetOutcome) -> bool:
+    """Whether the repeats of one step's keyed call were answered by the ledger by their key: the calls carry a key
+    and at most one of them was applied (the others ``duplicate``, or ``failed``): the effect happened once. Not in
+    a thread crashpoint had to submit again (a ``resubmit`` delivery: the engine held no record of it, as a server
+    that lost its database): there the repeat is the engine's lost work, however the key answered it."""
+    resubmitted = {d.get("thread") for d in run.deliveries if d.get("kind") == "resubmit"}
+    return (calls[0].key is not None and calls[0].thread not in resubmitted
+            and sum(c.outcome == "applied" for c in calls) <= 1)
+
+
+@rule("target.repeats_explained", "a call repeats only as far as kills, faults and the engine's retries explain; never after the process moved on")
+def repeats_explained(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
+    found = []
+    for calls, allowed, lost_progress in _repeats(run):
         if lost_progress:
             call, (step, node) = lost_progress[0]
             found.append(Failure("target.repeats_explained",
@@ -142,13 +166,66 @@ def repeats_explained(target: Target, run: TargetOutcome, golden: TargetOutcome 
                                  f"{step} ({node}) of {call.thread}: the engine lost its place (the checkpoint of step "
                                  f"{call.step} was not durable when the next step began; durability={run.durability})",
                                  [line(c) for c in calls[:4]]))
-        elif len(calls) > allowed:
+        elif len(calls) > allowed and not answered_by_key(calls, run):
             why = ("no kill, fault or engine retry explains any repeat" if allowed == 1
                    else f"kills, faults and engine retries explain {allowed - 1}")
             found.append(Failure("target.repeats_explained",
                                  f"{calls[0].effect} called {len(calls)} times for one step of {calls[0].thread} "
                                  f"({calls[0].node}); {why}", [line(c) for c in calls[:4]]))
     return found
+
+
+#: The words a :func:`keyed_repeats` note starts with when the engine's own behaviour explains the repeat.
+INTERRUPTED_RERUN = {"langgraph": "LangGraph re-runs an interrupted node from its start on resume"}
+
+
+def _interrupting(target: Target) -> set[str]:
+    """The nodes the target's ``human`` answers (its own or any case's): the nodes that interrupt."""
+    nodes = set(target.human or {})
+    for case in target.cases:
+        nodes |= set(case.human or {})
+    return nodes
+
+
+def keyed_repeats(target: Target, run: TargetOutcome) -> list[str]:
+    """The run's notes on repeats :func:`repeats_explained` passes because the ledger answered them by their key
+    (:func:`answered_by_key`), one per step: "LangGraph re-runs an interrupted node from its start on resume: 1
+    call repeated, answered by its key (notify key=n-1 in o1@approve: applied once, 1 duplicate)" for a node that
+    interrupts on LangGraph (documented: the node runs again from its first line when the thread resumes), else
+    "EFFECT called N times for one step of THREAD (NODE) with one key; no kill, fault or engine retry explains ...:
+    answered by its key ...". ``[]`` when there is none."""
+    notes = []
+    for calls, allowed, lost_progress in _repeats(run):
+        if lost_progress or len(calls) <= allowed or not answered_by_key(calls, run):
+            continue
+        first, extra = calls[0], len(calls) - allowed
+        dups = sum(c.outcome == "duplicate" for c in calls)
+        what = (f"answered by its key ({first.effect} key={first.key} in {first.thread}@{first.node}: applied "
+                f"{'once' if any(c.outcome == 'applied' for c in calls) else 'never'}, {dups} duplicate(s))")
+        behaviour = INTERRUPTED_RERUN.get(target.engine) if first.node in _interrupting(target) else None
+        if behaviour:
+            notes.append(f"{behaviour}: {extra} call(s) repeated, {what}")
+        else:
+            notes.append(f"{first.effect} called {len(calls)} times for one step of {first.thread} ({first.node}), "
+                         f"{extra} more than kills, faults and engine retries explain: {what}")
+    return notes
+
+
+#: What every :func:`keyed_repeats` note holds.
+ANSWERED_BY_KEY = "answered by its key ("
+
+
+def keyed_summary(results: list[Any]) -> list[str]:
+    """The summary lines of a sweep's repeats answered by their key (each result's ``notes``, as
+    :func:`keyed_repeats` wrote them): ``[]`` when none; else one line with the number of runs, then the distinct
+    notes (at most 3)."""
+    notes = [(r, n) for r in results for n in getattr(r, "notes", None) or () if ANSWERED_BY_KEY in n]
+    if not notes:
+        return []
+    distinct = list(dict.fromkeys(n for _, n in notes))
+    runs = len({id(r) for r, _ in notes})
+    return [f"answered by key: {runs} run(s) repeated a keyed call that the ledger answered as a duplicate (the "
+            "effect applied once: safe, passed)"] + [f"  {n}" for n in distinct[:3]]
 
 
 @rule("target.single_live_process", "no step's effect is called by two processes alive at once")
@@ -332,6 +409,10 @@ def judge(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> t
                                                        references=refs))
     failures = list(judgement.findings)
     unknown = [f"{rule_id}: {exc}" for rule_id, exc in judgement.broken]
+    try:  # repeats passed because the ledger answered them by key: said in the run's notes
+        run.notes.extend(n for n in keyed_repeats(target, run) if n not in run.notes)
+    except Exception as exc:  # noqa: BLE001 - a note is never worth a verdict; repeats_explained judged the same calls
+        unknown.append(f"target.repeats_explained: its notes could not be made: {type(exc).__name__}: {exc}")
     seen = view(run)
     try:
         checks = invariants(target)
