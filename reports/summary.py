@@ -72,7 +72,8 @@ def _ratio(num: int, den: int) -> float | None:
 def metrics(results: Iterable[dict[str, Any]]) -> dict[str, float | None]:
     """Every metric of :data:`METRICS` from the stored ``measures`` of each result (``None`` when
     nothing measured it). Ratios in [0, 1]; ``approval_wait_s`` is the mean virtual wait in seconds;
-    ``crash_points_covered`` counts distinct (case, crash point) whose kill fired."""
+    ``crash_points_covered`` counts distinct (case, crash point) whose kill fired, a run counted at its first kill
+    (:func:`first_kill`)."""
     m = [(r, r.get("measures") or {}) for r in results]
     crashed = [(r, x) for r, x in m if x.get("crashed")]
     waits = [x["approval_wait_s"] for _, x in m if x.get("approval_wait_s") is not None]
@@ -84,8 +85,22 @@ def metrics(results: Iterable[dict[str, Any]]) -> dict[str, float | None]:
         "cancellation_correctness": _ratio(sum(bool(x.get("cancel_ok")) for _, x in m),
                                            sum(bool(x.get("cancel")) for _, x in m)),
         "approval_wait_s": round(sum(waits) / len(waits), 3) if waits else None,
-        "crash_points_covered": len({(r["case_id"], r["crash_point"]) for r, _ in crashed}) if m else None,
+        "crash_points_covered": len({(r["case_id"], first_kill(r["crash_point"])) for r, _ in crashed
+                                     if first_kill(r["crash_point"])}) if m else None,
     }
+
+
+def first_kill(spec: str | None) -> str | None:
+    """The crash point a run's spec kills at first: ``"A"``, ``"A >> B"`` and ``"A >> 3 workers"`` -> ``"A"``;
+    ``"P || worker"`` (which kills nothing), ``"none"`` and ``None`` -> ``None``. A point is covered once however
+    many runs kill there, so *crash points covered* is at most 100%, as the terminal's
+    (:func:`crashpoint.harness.judge.metrics.aggregate`) is."""
+    from crashpoint.harness.process.crashpoints import parse
+
+    if not spec or spec == "none":
+        return None
+    kills = parse(spec).kills
+    return kills[0] if kills else None
 
 
 def golden_points(results: Iterable[dict[str, Any]]) -> int | None:

@@ -30,7 +30,7 @@ from datetime import date, datetime, time, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from crashpoint.errors import UsageError
-from crashpoint.reports.summary import METRICS, fmt_metric
+from crashpoint.reports.summary import METRICS, first_kill, fmt_metric
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -107,7 +107,8 @@ def week_metrics(df: pd.DataFrame) -> dict[str, float | None]:
         "compensation_success": _ratio(df["comp_ok"].sum(), df["comp"].sum()),
         "cancellation_correctness": _ratio(df["cancel_ok"].sum(), df["cancel"].sum()),
         "approval_wait_s": round(float(waits.mean()), 3) if len(waits) else None,
-        "crash_points_covered": int(crashed[["case_id", "crash_point"]].drop_duplicates().shape[0]) if len(df) else None,
+        "crash_points_covered": int(crashed.assign(point=crashed["crash_point"].map(first_kill)).dropna(
+            subset=["point"])[["case_id", "point"]].drop_duplicates().shape[0]) if len(df) else None,
     }
 
 
