@@ -538,6 +538,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
+    stdout = sys.stdout
+    if stdout is not None and not isinstance(stdout, ReaderSafe):
+        sys.stdout = ReaderSafe(stdout)  # type: ignore[assignment]
     previous = _exit_on_sigterm()
     try:
         return int(args.func(args))
@@ -545,9 +548,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not _STORED_SAID:
             print("crashpoint: interrupted; no result written", file=sys.stderr)
         return ExitCode.INTERRUPTED
-    except BrokenPipeError:  # the reader of the output went away (| head): not an error of ours
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the final flush cannot fail again
-        return ExitCode.OK
+    except BrokenPipeError:  # a write ReaderSafe does not see (a library's own handle on the output)
+        _output_gone()
+        print("crashpoint: the reader of the output went away before the command ended", file=sys.stderr)
+        return ExitCode.INTERNAL
     except CrashpointError as exc:
         print(f"crashpoint: error: {exc}", file=sys.stderr)
         return exit_code_of(exc)
@@ -561,6 +565,57 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+        if isinstance(sys.stdout, ReaderSafe) and sys.stdout._inner is stdout:
+            sys.stdout = stdout
+
+
+def _output_gone() -> None:
+    """Point standard output's file descriptor at ``/dev/null`` (its reader went away), so that later writes and the
+    final flush cannot fail."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, 1)
+        os.close(fd)
+    except OSError:
+        pass
+
+
+class ReaderSafe:
+    """Standard output that outlives its reader: when a write or flush finds the pipe closed (``crashpoint run ... |
+    head -1``: ``head`` exits after one line), the rest of the output goes to ``/dev/null`` and the command goes on,
+    so the sweep ends, ``--json`` and the results store are written and the exit code is the sweep's (1 when it
+    failed; before, the ``BrokenPipeError`` ended the command with exit 0 and nothing written). Everything else is
+    the wrapped stream's."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.reader_gone = False
+
+    def write(self, text: str) -> int:
+        if not self.reader_gone:
+            try:
+                return self._inner.write(text)
+            except BrokenPipeError:
+                self._gone()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.reader_gone:
+            try:
+                self._inner.flush()
+            except BrokenPipeError:
+                self._gone()
+
+    def _gone(self) -> None:
+        self.reader_gone = True
+        _output_gone()
+        try:
+            self._inner.flush()  # what the wrapper still buffers goes to /dev/null now
+        except OSError:
+            pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
 
 
 def _exit_on_sigterm() -> Any:
