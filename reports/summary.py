@@ -95,12 +95,10 @@ def first_kill(spec: str | None) -> str | None:
     ``"P || worker"`` (which kills nothing), ``"none"`` and ``None`` -> ``None``. A point is covered once however
     many runs kill there, so *crash points covered* is at most 100%, as the terminal's
     (:func:`crashpoint.harness.judge.metrics.aggregate`) is."""
-    from crashpoint.harness.process.crashpoints import parse
-
     if not spec or spec == "none":
         return None
-    kills = parse(spec).kills
-    return kills[0] if kills else None
+    first = spec.split(">>", 1)[0].strip()  # the spec's syntax: crashpoint.harness.process.crashpoints.parse
+    return None if not first or "||" in first else first
 
 
 def golden_points(results: Iterable[dict[str, Any]]) -> int | None:

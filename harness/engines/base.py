@@ -139,6 +139,10 @@ class Engine:
     #: A deploy case's version names an entry point (``versions: {NAME: module:attr}``) that every later worker runs;
     #: ``False``: the engine reads the version's code itself (its worker gets ``--version NAME``).
     deploy_replaces_entry: ClassVar[bool] = True
+    #: What the engine does to a node that interrupts (waits for a human) when its thread resumes, when it runs the
+    #: node again from its start (``None``: it does not): the note of a repeat its key answered
+    #: (:func:`crashpoint.harness.judge.target_rules.keyed_repeats`).
+    interrupted_rerun: ClassVar[str | None] = None
 
     # ------------------------------------------------------------------ what it is
 

@@ -44,6 +44,8 @@ class LangGraph(Engine):
     pair_kinds: ClassVar[tuple[str, ...]] = ("before_put:", "after_put:")
     #: Two invocations of one thread are not serialised by LangGraph: the worker holds them together in a step.
     rendezvous: ClassVar[bool] = True
+    #: Documented: on resume, the node that called interrupt() runs again from its first line.
+    interrupted_rerun: ClassVar[str | None] = "LangGraph re-runs an interrupted node from its start on resume"
 
     def facts(self, run_dir: Path) -> dict[str, Any]:
         return facts(run_dir)

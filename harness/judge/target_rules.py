@@ -175,8 +175,15 @@ def repeats_explained(target: Target, run: TargetOutcome, golden: TargetOutcome 
     return found
 
 
-#: The words a :func:`keyed_repeats` note starts with when the engine's own behaviour explains the repeat.
-INTERRUPTED_RERUN = {"langgraph": "LangGraph re-runs an interrupted node from its start on resume"}
+def _interrupted_rerun(target: Target) -> str | None:
+    """The engine's words for running an interrupted node again on resume
+    (:attr:`~crashpoint.harness.engines.base.Engine.interrupted_rerun`), ``None`` when it does not or is unknown."""
+    from crashpoint.harness.engines.base import engine_for
+
+    try:
+        return engine_for(target.engine).interrupted_rerun
+    except KeyError:
+        return None
 
 
 def _interrupting(target: Target) -> set[str]:
@@ -202,7 +209,7 @@ def keyed_repeats(target: Target, run: TargetOutcome) -> list[str]:
         dups = sum(c.outcome == "duplicate" for c in calls)
         what = (f"answered by its key ({first.effect} key={first.key} in {first.thread}@{first.node}: applied "
                 f"{'once' if any(c.outcome == 'applied' for c in calls) else 'never'}, {dups} duplicate(s))")
-        behaviour = INTERRUPTED_RERUN.get(target.engine) if first.node in _interrupting(target) else None
+        behaviour = _interrupted_rerun(target) if first.node in _interrupting(target) else None
         if behaviour:
             notes.append(f"{behaviour}: {extra} call(s) repeated, {what}")
         else:
