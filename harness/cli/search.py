@@ -3,6 +3,8 @@
     crashpoint search PATH [--seed N|last] [--schedules N] [--max-faults N] [--kinds K,K]
                            [--engine MODULE:CLASS | --adapter MODULE:CLASS] [--workers N] [--executor SPEC] [--out DIR] [--json FILE]
                            [--worker-timeout S] [--workdir DIR]
+    crashpoint search TARGET.yaml [--case NAME ...] [--durability MODE ...] [--seed N|last] [--schedules N]
+                           [--max-faults N] [--kinds K,K] [--workers N] [--out DIR] [--json FILE] [--workdir DIR]
 
 For each case of PATH, hypothesis generates up to ``--schedules`` fault schedules (see
 :mod:`crashpoint.harness.run.schedule_search`), runs each with real worker processes, and shrinks the
@@ -10,6 +12,12 @@ first failing one. Each shrunk failure is written under ``--out`` as a pack fold
 one case that reproduces it on its own, and the command prints the line that runs it. The
 seed is printed in the summary and kept in ``.crashpoint/last-seed``, so ``--seed last``
 draws the same schedules again.
+
+A target file (the team's own code on its engine) is searched the same way, unit by unit (each case in each
+durability mode): its golden run tells what exists (crash points, effect calls, requests, the engine's
+capabilities), schedules draw the kinds a target's case holds (kill, tool, duplicate, workers, deploy,
+server_crash: those its engine can inject), and a shrunk failure is written as a target file of one case, run by
+``crashpoint run FILE --crash none``.
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ def add_search_parser(sub: argparse._SubParsersAction) -> None:
     from crashpoint.harness.faults import kinds as fault_kinds  # listed() imports no kind: --version stays fast
 
     p = sub.add_parser("search", help="generated fault schedules per case (hypothesis), shrunk to a repro case")
-    p.add_argument("path", help="pack folder, case file, or built-in pack name (refunds)")
+    p.add_argument("path", help="pack folder, case file, built-in pack name (refunds), or a target file (TARGET.yaml)")
     p.add_argument("--seed", default=None, metavar="N|last",
                    help="search seed (default: a new random one); 'last' reuses the previous search's")
     p.add_argument("--schedules", type=int, default=50, metavar="N", help="schedules generated per case (default 50)")
@@ -54,6 +62,10 @@ def add_search_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--worker-timeout", type=float, default=60.0, metavar="S",
                    help="wall seconds a worker may take (default 60)")
     p.add_argument("--workdir", type=Path, help="keep the run folders here (must be empty or absent)")
+    p.add_argument("--case", action="append", default=None, metavar="NAME",
+                   help="a target file: only this case (repeatable; default: every case)")
+    p.add_argument("--durability", action="append", default=None, metavar="MODE",
+                   help="a target file: only this durability mode (repeatable; default: the target's)")
     p.set_defaults(func=cmd_search)
 
 
@@ -65,7 +77,12 @@ def cmd_search(args: argparse.Namespace) -> int:
     from crashpoint.harness.run.schedule_search import resolve_seed, search, summary_lines, write_repro
     from crashpoint.harness.load.loader import load_target
     from crashpoint.harness.load.schedule import KINDS
+    from crashpoint.harness.cli.target_run import is_target_file
 
+    if is_target_file(Path(args.path)):  # the team's own code, not a pack
+        return _cmd_search_target(args)
+    if args.case or args.durability:
+        raise UsageError("--case and --durability are for a target file (a pack's cases are its case files)")
     pack, cases = load_target(resolve_path(args.path))
     adapter = engine_under_test(args.engine, args.adapter, args.worker_timeout)
     if args.schedules < 1 or args.max_faults < 1:
@@ -115,6 +132,81 @@ def cmd_search(args: argparse.Namespace) -> int:
 
         write_atomic(args.json, json.dumps({"format": "crashpoint.search/1", "seed": seed, "pack": pack.name,
                                             "engine": adapter.name, "schedules_per_case": args.schedules,
+                                            "cases": [r.to_dict() for r in results]}, indent=2))
+    return ExitCode.FAILED if found or broken else ExitCode.OK
+
+
+def _cmd_search_target(args: argparse.Namespace) -> int:
+    """``crashpoint search TARGET.yaml``: :func:`~crashpoint.harness.run.schedule_search.search_target` of the file's
+    cases (``--case``) in its durability modes (``--durability``); exit 0 when nothing failed, 1 when a failure was
+    found (or a golden run did not pass), 2 on bad input."""
+    from crashpoint.harness.cli.main import ExitCode, check_sweep_options
+    from crashpoint.harness.cli.target_run import check_names
+    from crashpoint.harness.engines.base import engine_for
+    from crashpoint.harness.faults import kinds as fault_kinds
+    from crashpoint.harness.load.target import Target
+    from crashpoint.harness.run.schedule_search import (resolve_seed, search_target, summary_lines, target_repro_line,
+                                                        write_target_repro)
+    from crashpoint.harness.run.target_sweep import default_workers, subject_of
+    from crashpoint.paths import output_file, output_folder
+
+    for option in ("engine", "adapter"):
+        if getattr(args, option, None):
+            raise UsageError(f"--{option} is for packs: a target file names its engine (engine: ...)")
+    if args.executor not in (None, "threads"):
+        raise UsageError("--executor: a target's search runs in threads of this process (--workers N of them)")
+    if args.schedules < 1 or args.max_faults < 1:
+        raise UsageError("--schedules and --max-faults must be at least 1")
+    check_sweep_options(args)
+    target = Target.from_file(args.path)
+    subject = subject_of(target, cases=args.case, durability=args.durability)  # UsageError: an unknown case or mode
+    engine = engine_for(target.engine)
+    known = [k.name for k in fault_kinds.for_subject("target") if all(c in engine.capabilities() for c in k.needs)]
+    kinds = [k.strip() for k in args.kinds.split(",")] if args.kinds else None
+    bad = [k for k in kinds or () if k not in known]
+    if bad:
+        raise UsageError(f"--kinds: {', '.join(bad)}: not a fault kind a {engine.title} target's case can hold; "
+                         f"known: {', '.join(known)}")
+    out_dir = args.out or STATE_DIR / "repro"
+    output_folder(out_dir, "--out", files_only=True)
+    if args.json is not None:
+        output_file(args.json, "--json")
+    check_names(target, Path(args.path))  # the objects it names import (in a child interpreter)
+    seed = resolve_seed(args.seed, STATE_DIR)
+    root = args.workdir or Path(tempfile.mkdtemp(prefix="crashpoint-search-"))
+    print(f"crashpoint: searching target {target.name} ({len(subject.cases)} case(s) x {len(subject.modes)} "
+          f"durability mode(s)) on engine {engine.version()}: seed {seed}, {args.schedules} schedule(s) per case, up "
+          f"to {args.max_faults} fault(s) each", flush=True)
+    began = time.perf_counter()
+    try:
+        results = search_target(target, subject.cases, subject.modes, seed=seed, budget=args.schedules,
+                                workdir=root, max_faults=args.max_faults, kinds=kinds,
+                                jobs=args.workers or default_workers(target), keep=bool(args.workdir),
+                                on_result=lambda r: print("\n".join(summary_lines(r)), flush=True))
+    except ValueError as exc:  # a kind that draws nothing on a case (no version to deploy, nothing waits)
+        raise UsageError(str(exc)) from None
+    finally:
+        if not args.workdir:
+            shutil.rmtree(root, ignore_errors=True)
+    found = [r for r in results if r.found is not None]
+    broken = [r for r in results if r.golden_error]
+    for r in found:
+        path = write_target_repro(r, target, out_dir)
+        print(f"{r.case_id}: repro written to {path}")
+        print(f"    reproduce: {target_repro_line(path)}")
+    print(f"seed {seed}: {sum(r.generated for r in results)} schedule(s) generated, {sum(r.runs for r in results)} "
+          f"run(s) with shrinking, {sum(r.vacuous for r in results)} vacuous, {len(found)} failing unit(s), "
+          f"{len(broken)} golden run(s) that did not pass in {time.perf_counter() - began:.1f} s")
+    rerun = ["crashpoint", "search", args.path, "--seed", str(seed), "--schedules", str(args.schedules),
+             "--max-faults", str(args.max_faults), *(["--kinds", args.kinds] if args.kinds else []),
+             *[w for c in args.case or () for w in ("--case", c)],
+             *[w for m in args.durability or () for w in ("--durability", m)]]
+    print(f"rerun: {shlex.join(rerun)}")
+    if args.json:
+        from crashpoint.reports.json_report import write_atomic
+
+        write_atomic(args.json, json.dumps({"format": "crashpoint.search/1", "seed": seed, "target": target.name,
+                                            "engine": target.engine, "schedules_per_case": args.schedules,
                                             "cases": [r.to_dict() for r in results]}, indent=2))
     return ExitCode.FAILED if found or broken else ExitCode.OK
 

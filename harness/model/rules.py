@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # light at import: the rules module is imported by every work
 #: Modules whose import registers rules, in the order their findings are reported.
 RULE_MODULES: list[str] = ["crashpoint.harness.judge.pack_rules", "crashpoint.harness.judge.effect_rules",
                            "crashpoint.harness.judge.invariants",
-                           "crashpoint.harness.judge.target_rules"]
+                           "crashpoint.harness.judge.target_rules", "crashpoint.harness.judge.target_scope"]
 #: A rule id: ``family.name``, lower case, at most 50 characters (the results store's ``oracle`` column).
 RULE_ID = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
 RULE_ID_MAX = 50

@@ -41,8 +41,11 @@ from crashpoint.harness.run.pack_driver import Driver, RunOutcome
 from crashpoint.harness.run.executors import result_of
 from crashpoint.harness.process.launch import reaping
 from crashpoint.harness.load.loader import Case, Pack
+from crashpoint.harness.load.target import Target, TargetCase
+from crashpoint.harness.model.outcomes import TargetOutcome
+from crashpoint.harness.model.results import unit_id
 from crashpoint.harness.model.rules import Finding
-from crashpoint.harness.judge.verdict import Invocation, RunResult, is_vacuous, unsupported
+from crashpoint.harness.judge.verdict import Invocation, RunResult, is_vacuous, repro_command, unsupported
 from crashpoint.harness.judge.verdict import judge as judge_run
 from crashpoint.harness.faults import kinds as registry
 from crashpoint.harness.faults.kinds import Space
@@ -209,6 +212,18 @@ def search_case(case: Case, pack: Pack, adapter: EngineAdapter, *, seed: int, bu
             result.wall_s = time.perf_counter() - began
             return result
     strategy = st.lists(faults(case, pack, golden, kinds), min_size=1, max_size=max_faults)
+    _find(result, strategy, lambda schedule, run_dir: trial(driver, case, pack, schedule, run_dir, golden),
+          workdir, keep, stop)
+    result.wall_s = time.perf_counter() - began
+    return result
+
+
+def _find(result: SearchResult, strategy: st.SearchStrategy, run: Callable[[list[Fault], Path], Trial],
+          workdir: Path, keep: bool, stop: threading.Event | None) -> None:
+    """Draw up to ``result.budget`` schedules from ``strategy`` (seeded by ``result.seed``), run each with ``run``
+    (schedule, its run folder) until one fails, then shrink it (at most :data:`MAX_SHRINK_RUNS` more runs);
+    ``result`` gets the counts, the schedules, the first failure and the shrunk one (``found``). The loop packs and
+    targets share: only ``run`` differs."""
     seen: dict[str, Trial] = {}
     state = {"failing": False, "shrink_runs": 0}
 
@@ -227,7 +242,7 @@ def search_case(case: Case, pack: Pack, adapter: EngineAdapter, *, seed: int, bu
             result.schedules.append(schedule)
         run_dir = workdir / f"s{result.runs:05d}"
         result.runs += 1
-        outcome = trial(driver, case, pack, schedule, run_dir, golden)
+        outcome = run(schedule, run_dir)
         if not keep:
             shutil.rmtree(run_dir, ignore_errors=True)
         seen[key] = outcome
@@ -237,15 +252,14 @@ def search_case(case: Case, pack: Pack, adapter: EngineAdapter, *, seed: int, bu
             result.first = schedule
         return outcome.failing
 
-    config = settings(max_examples=budget, database=None, deadline=None, phases=(Phase.generate, Phase.shrink),
-                      suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet)
+    config = settings(max_examples=result.budget, database=None, deadline=None,
+                      phases=(Phase.generate, Phase.shrink), suppress_health_check=list(HealthCheck),
+                      verbosity=Verbosity.quiet)
     try:
-        shrunk = find(strategy, condition, settings=config, random=random.Random(seed))
+        shrunk = find(strategy, condition, settings=config, random=random.Random(result.seed))
         result.found = seen[json.dumps(shrunk, sort_keys=True)]
     except NoSuchExample:
         pass
-    result.wall_s = time.perf_counter() - began
-    return result
 
 
 def search(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, seed: int, budget: int, workdir: Path,
@@ -406,5 +420,190 @@ def summary_lines(result: SearchResult) -> list[str]:
     return lines
 
 
+# ------------------------------------------------------------------ a target's search (the team's own code)
+
+#: Kinds a target's case holds once at most (a second fault of the kind in a schedule is dropped: it adds nothing,
+#: and :class:`~crashpoint.harness.load.target.TargetCase` refuses two ``workers`` or ``deploy`` faults).
+ONCE_PER_CASE = ("workers", "deploy", "server_crash")
+
+
+def target_space(target: Target, golden: TargetOutcome) -> Space:
+    """The :class:`~crashpoint.harness.faults.kinds.Space` a target's schedules draw over, from its golden run: the
+    crash points it passed (kills), the effect calls it made (tool faults: ``{effect: calls}``), the requests it
+    delivered (``start``; ``answer`` when it answered a human), the engine's capabilities, the target's code versions
+    (deploys) and whether a workflow waited at rest (a deploy or a server crash happens only then)."""
+    from crashpoint.harness.engines.base import engine_for
+
+    engine = engine_for(target.engine)
+    calls: dict[str, int] = {}
+    for c in golden.calls:
+        calls[c.effect] = calls.get(c.effect, 0) + 1
+    answered = any(d.get("kind") in ("answer", "late_answer") for d in golden.deliveries)
+    waited = answered or any(t.get("status") == "waiting" for t in (golden.threads or {}).values())
+    return Space(list(golden.crash_points), calls, sorted(calls), 1, subject="target",
+                 capabilities=engine.capabilities(), requests=("start", *(("answer",) if answered else ())),
+                 versions=tuple(engine.versions(target)[1]), waits=waited)
+
+
+def target_faults(target: Target, golden: TargetOutcome, kinds: Sequence[str] | None = None) -> st.SearchStrategy:
+    """A hypothesis strategy of single faults for a target's case (:func:`target_space` of its golden run): the kinds
+    a target's case holds whose engine capabilities its engine has (:func:`~crashpoint.harness.faults.kinds.
+    strategies`), or only ``kinds``.
+
+    Raises:
+        ValueError: the golden run passed no crash point, or a kind in ``kinds`` draws nothing here.
+    """
+    if not golden.crash_points:
+        raise ValueError(f"{golden.case}: the golden run passed no crash point")
+    choices = registry.strategies(target_space(target, golden))
+    wanted = list(kinds) if kinds else list(choices)
+    unknown = [k for k in wanted if k not in choices]
+    if unknown:
+        raise ValueError(f"fault kind(s) {unknown} draw nothing on this target's case (its engine, versions or golden "
+                         f"run); these do: {', '.join(choices)}")
+    return st.one_of([choices[k] for k in wanted])
+
+
+def target_case(case: TargetCase, schedule: Sequence[Fault]) -> TargetCase:
+    """``case`` with ``schedule``'s faults after its own (a fault of :data:`ONCE_PER_CASE` the case already holds
+    dropped), and ``like_fault_free`` when every fault of the schedule is one a correct target masks
+    (:meth:`~crashpoint.harness.faults.kinds.FaultKind.masked_on_target`) and the case has no fault of its own (its
+    fault-free run is then the reference a repro file's run makes again)."""
+    faults = list(case.faults)
+    for fault in schedule:
+        if fault["kind"] in ONCE_PER_CASE and any(f["kind"] == fault["kind"] for f in faults):
+            continue
+        faults.append(dict(fault))
+    masked = all(registry.get(f["kind"]).masked_on_target(registry.normalize(f)) for f in schedule)
+    return dataclasses.replace(case, name=f"{case.name}_gen_{schedule_id(schedule)}", faults=faults, duplicate=None,
+                               workers=1, deploy=None, server_crash=False,
+                               like_fault_free=case.like_fault_free or (masked and not case.faults))
+
+
+def target_trial(target: Target, case: TargetCase, durability: str, schedule: list[Fault], run_dir: Path,
+                 golden: TargetOutcome, run_options: dict[str, Any] | None = None) -> Trial:
+    """Run ``case`` of ``target`` with ``schedule`` (:func:`target_case`) once in ``run_dir`` (its golden run: the
+    kills are the schedule's) and judge it as ``crashpoint run`` judges the repro file it makes: a schedule a correct
+    target masks must end as ``golden`` (the case's run without the schedule) ends. A schedule whose faults never
+    fired (a kill at a point this run did not pass, a deploy with no workflow waiting) is ``vacuous``."""
+    from crashpoint.harness.run.target_sweep import run_one
+
+    derived = target_case(case, schedule)
+    masked = all(registry.get(f["kind"]).masked_on_target(registry.normalize(f)) for f in schedule)
+    result = run_one(dataclasses.replace(target, cases=[derived]), derived, durability, run_dir, None,
+                     golden if masked else None, **(run_options or {}))
+    verdict = "vacuous" if is_vacuous(result) else str(result.verdict)
+    out = result.outcome
+    return Trial(schedule, derived, verdict, result.failures, result.error,
+                 missed=list(out.faults_missed) if out is not None else [], result=result)
+
+
+def search_target_case(target: Target, case: TargetCase, durability: str, *, seed: int, budget: int, workdir: Path,
+                       max_faults: int = 3, kinds: Sequence[str] | None = None, keep: bool = False,
+                       run_options: dict[str, Any] | None = None, stop: threading.Event | None = None) -> SearchResult:
+    """:func:`search_case` for one case of a target in one durability mode (its unit ``CASE[MODE]``): its golden
+    run (judged: one that does not pass is ``golden_error``, nothing searched), then up to ``budget`` generated
+    schedules of 1..``max_faults`` faults (:func:`target_faults`), each a :func:`target_trial`, the first failure
+    shrunk by the loop packs use. ``run_options``: :func:`~crashpoint.harness.run.target_sweep.run_one`'s
+    (``warm``, ``server``, ...).
+
+    Raises:
+        ValueError: ``budget`` < 1 or ``max_faults`` < 1, or a kind in ``kinds`` that draws nothing here.
+    """
+    from crashpoint.harness.run.target_sweep import run_one
+
+    if budget < 1 or max_faults < 1:
+        raise ValueError(f"budget and max_faults must be at least 1, got {budget} and {max_faults}")
+    began = time.perf_counter()
+    result = SearchResult(unit_id(case.name, durability), seed, budget)
+    workdir.mkdir(parents=True, exist_ok=True)
+    first = run_one(target, case, durability, workdir / "golden", None, None, **(run_options or {}))
+    if first.verdict != "passed" or first.outcome is None:
+        why = first.error or "; ".join(f"[{f.rule}] {f.message}" for f in first.failures[:3])
+        result.golden_error = f"{first.verdict}: {why}"
+        result.wall_s = time.perf_counter() - began
+        return result
+    golden: TargetOutcome = first.outcome
+    strategy = st.lists(target_faults(target, golden, kinds), min_size=1, max_size=max_faults)
+    _find(result, strategy, lambda schedule, run_dir: target_trial(target, case, durability, schedule, run_dir,
+                                                                   golden, run_options), workdir, keep, stop)
+    result.wall_s = time.perf_counter() - began
+    return result
+
+
+def search_target(target: Target, cases: Sequence[TargetCase], durability: Sequence[str], *, seed: int, budget: int,
+                  workdir: Path, max_faults: int = 3, kinds: Sequence[str] | None = None, jobs: int | None = None,
+                  keep: bool = False, run_options: dict[str, Any] | None = None,
+                  on_result: Callable[[SearchResult], None] | None = None) -> list[SearchResult]:
+    """:func:`search_target_case` for every case in every durability mode, ``jobs`` at once in threads (each waits
+    on its own worker processes); each unit's seed is :func:`case_seed` of its unit id. Returns the results in order.
+    """
+    units = [(c, m) for c in cases for m in durability]
+    stop = threading.Event()
+    pool = ThreadPoolExecutor(max_workers=jobs or 2)
+    try:
+        futures = [pool.submit(search_target_case, target, c, m, seed=case_seed(seed, unit_id(c.name, m)),
+                               budget=budget, workdir=workdir / unit_id(c.name, m), max_faults=max_faults,
+                               kinds=kinds, keep=keep, run_options=run_options, stop=stop) for c, m in units]
+        results = []
+        for f in futures:
+            results.append(result_of(f))
+            if on_result:
+                on_result(results[-1])
+        return results
+    except BaseException:  # Ctrl-C, SIGTERM: the searches stop at their next schedule and their workers die
+        stop.set()
+        with reaping(workdir):
+            pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def write_target_repro(result: SearchResult, target: Target, out_dir: Path) -> Path:
+    """Write the shrunk failure of ``result`` as a target file of its own, ``out_dir/CASE_gen_ID.yaml``: the target
+    (its paths absolute) with the one case the schedule made, in the durability mode searched; its seed and schedule
+    in a comment. ``crashpoint run FILE --crash none`` runs it (:func:`target_repro_line`). An existing file with
+    other contents is left alone (``_2``, ``_3``, ... instead). Returns the path (also set on ``result.repro``).
+
+    Raises:
+        ValueError: ``result`` found nothing.
+        UsageError: :data:`MAX_REPRO_COPIES` files of that name already exist with other contents.
+    """
+    if result.found is None:
+        raise ValueError(f"{result.case_id}: the search found no failure to write")
+    case: TargetCase = result.found.case
+    mode = result.case_id.rsplit("[", 1)[1].rstrip("]")
+    data = dataclasses.replace(target, cases=[case], durability=[mode]).to_data()
+    why = "; ".join(f"[{f.rule}] {f.message}" for f in result.found.failures[:3]) or str(result.found.error)
+    head = (f"# Generated by crashpoint search (seed {result.seed}, {result.case_id}): the shrunk schedule of "
+            f"{len(result.found.schedule)} fault(s) that fails:\n"
+            + "".join(f"#   - {describe(f)}\n" for f in result.found.schedule)
+            + "# " + " ".join(why.split())[:400] + "\n")
+    text = head + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    for n in range(1, MAX_REPRO_COPIES + 1):  # a file with other contents is never overwritten
+        path = Path(out_dir) / (f"{case.name}.yaml" if n == 1 else f"{case.name}_{n}.yaml")
+        if not path.exists():
+            tmp = path.with_name(path.name + ".partial")
+            tmp.write_text(text)
+            tmp.replace(path)
+            break
+        if path.read_text(errors="replace") == text:
+            break
+    else:
+        raise UsageError(f"{out_dir}/{case.name}.yaml: it and {MAX_REPRO_COPIES - 1} numbered copies already exist "
+                         "with other contents; a repro is never overwritten (move them away to write this one)")
+    result.repro = path
+    return path
+
+
+def target_repro_line(path: Path) -> str:
+    """The one-line command that runs a target repro file (its faults are in it): ``crashpoint run FILE --crash
+    none``."""
+    return repro_command(path, None)
+
+
 __all__ = ["faults", "search", "search_case", "trial", "write_repro", "resolve_seed", "case_seed",
-           "SearchResult", "Trial", "summary_lines"]
+           "SearchResult", "Trial", "summary_lines", "target_space", "target_faults", "target_case", "target_trial",
+           "search_target_case", "search_target", "write_target_repro", "target_repro_line"]
