@@ -38,6 +38,7 @@ import os
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -46,6 +47,7 @@ import time
 import urllib.request
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -82,7 +84,10 @@ class Prefect(Engine):
         return RunServer(Path(run_dir))
 
     def server_args(self, server: EngineServer) -> list[str]:
-        return ["--api-url", f"http://{server.address}/api"]
+        """``--api-url`` of the server, and ``--server-folder``, its folder (where the deployment's id is kept once
+        per server), for a server crashpoint started."""
+        folder = getattr(server, "folder", None)
+        return ["--api-url", f"http://{server.address}/api", *(["--server-folder", str(folder)] if folder else [])]
 
     def facts(self, run_dir: Path) -> dict[str, Any]:
         return facts(run_dir)
@@ -99,6 +104,10 @@ DB_FILE = "prefect.db"
 #: Seconds a server may take to answer ``/api/health``: a start is 9 to 16 CPU seconds, 20 to 130 s of wall time on
 #: this 2-core machine under load (measured at load 11 to 29).
 SERVER_START_S = 300.0
+#: Whether the server runs Prefect's loop services beside its API (scheduler, late runs, pause expirations, the task
+#: run recorder, ...). A run needs none of them: its worker creates and executes its flow runs itself and reads flow
+#: runs only, and a suspend's timeout (pause expirations) is longer than any run.
+SERVICES = False
 #: Sets PR_SET_PDEATHSIG (kept across exec) then becomes the server: it dies with the harness thread that started it.
 _DIE_WITH_PARENT = ("import ctypes, os, sys; ctypes.CDLL(None).prctl(1, 9, 0, 0, 0); "
                     "os.getppid() == 1 and os._exit(1); os.execv(sys.argv[1], sys.argv[1:])")
@@ -146,16 +155,16 @@ def template_db() -> Path | None:
         try:
             server.start()
             server.stop()
-            for extra in ("-wal", "-shm", "-journal"):
-                if (scratch / f"{DB_FILE}{extra}").exists():
-                    return None  # not checkpointed: a copy of the main file alone could be torn
-            (scratch / SERVER_LOG).unlink(missing_ok=True)
+            ready = Path(tempfile.mkdtemp(prefix="crashpoint-prefect-template-", dir=folder.parent))
+            # SQLite's backup API: one consistent file, whatever the stopped server left in its WAL
+            with closing(sqlite3.connect(scratch / DB_FILE)) as src, closing(sqlite3.connect(ready / DB_FILE)) as dst:
+                src.backup(dst)
             try:
-                os.rename(scratch, folder)  # atomic: another process that made one first keeps its own
+                os.rename(ready, folder)  # atomic: another process that made one first keeps its own
             except OSError:
-                pass
+                shutil.rmtree(ready, ignore_errors=True)
             return made if made.exists() else None
-        except (OSError, RuntimeError):
+        except (OSError, RuntimeError, sqlite3.Error):
             server.kill()
             return None
         finally:
@@ -175,9 +184,10 @@ class RunServer:
 
     namespace = ""
 
-    def __init__(self, folder: Path, template: bool = True) -> None:
+    def __init__(self, folder: Path, template: bool = True, services: bool = SERVICES) -> None:
         self.folder = Path(folder)
         self.template = template
+        self.services = services
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
         self.pids: list[int] = []
@@ -215,7 +225,7 @@ class RunServer:
             self.proc = subprocess.Popen(
                 [sys.executable, "-S", "-c", _DIE_WITH_PARENT, sys.executable, "-m", "prefect", "server", "start",
                  "--host", "127.0.0.1", "--port", str(self.port), "--no-ui", "--analytics-off",
-                 "--log-level", "WARNING"],
+                 "--log-level", "WARNING", *([] if self.services else ["--no-services"])],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=env)
         self.pids.append(self.proc.pid)
         deadline = began + SERVER_START_S
@@ -314,6 +324,12 @@ class Lease:
         """``127.0.0.1:PORT`` of the shared server."""
         assert self.shared is not None
         return self.shared.server.address
+
+    @property
+    def folder(self) -> Path:
+        """The shared server's folder."""
+        assert self.shared is not None
+        return self.shared.folder
 
     def start(self) -> "Lease":
         with _shared_lock:

@@ -19,7 +19,8 @@ Crash points, with no user code (methods of Prefect's client, result store and t
   (``create_flow_run_from_deployment``, with the request's idempotency key: a start delivered twice is one run);
 * ``after_flow_state:THREAD@STATE``: a state of the flow run written by the server (``set_flow_run_state``:
   ``Pending``, ``Running``, ``Suspended``, ``Completed``, ``Failed``; the runner's ``Crashed`` and the retry's
-  ``Scheduled`` too), whether the server accepted or rejected it (a suspend that has fired before is rejected);
+  ``Scheduled`` too), once the server accepted it (a proposal it rejects writes nothing: a suspend that has fired
+  before is rejected, and the run goes on with the stored answer);
 * ``after_input:THREAD@schema``: the input schema of a suspend saved (the run can be answered from then on);
 * ``before_answer:THREAD@NODE`` / ``after_answer:THREAD@NODE``: the human's answer (``resume_flow_run`` with
   ``run_input``: the server stores it and reschedules the run in one transaction);
@@ -34,7 +35,9 @@ the flow waits for; the task's durable record is its persisted result. Cache loo
 transactions' rollbacks and hooks are recorded (``prefect-tasks.log``, ``prefect-transactions.log``) for the rules
 of :mod:`crashpoint.harness.engines.prefect`. A task starting (a cache miss) is a step (``steps.log``): a task outside
 a transaction is a step of its own, the tasks of one transaction share its step (Prefect persists them together, at
-its commit).
+its commit), and a transaction that rolled back leaves its step number to the next step: it persisted nothing, so a
+retried flow run runs it again (Prefect's design: only a committed transaction has a record), which is no lost
+place.
 
 Phases (what a Prefect team's runner and its clients do):
 
@@ -179,6 +182,14 @@ def _step_of(txn: Any) -> int:
     return _now.steps[key]
 
 
+def _state_written(flow_run_id: Any, state: Any, out: Any) -> None:
+    """The crash point after a flow run state the server accepted (a rejected or aborted proposal writes nothing: a
+    suspend that has fired before, a ``Crashed`` of a final run)."""
+    status = getattr(getattr(out, "status", None), "value", "ACCEPT")
+    if status == "ACCEPT":
+        _probe(f"after_flow_state:{_thread_of(flow_run_id)}@{state.name or state.type.value}")
+
+
 def install_hooks() -> None:
     """Wrap the Prefect methods behind the crash points and facts (see the module docstring)."""
     from prefect.client.orchestration._flow_runs.client import FlowRunAsyncClient, FlowRunClient
@@ -201,7 +212,7 @@ def install_hooks() -> None:
     def set_flow_run_state(self: Any, flow_run_id: Any, state: Any, *args: Any, **kwargs: Any) -> Any:
         refuse_blocking_pause(state)
         out = set_state(self, flow_run_id, state, *args, **kwargs)
-        _probe(f"after_flow_state:{_thread_of(flow_run_id)}@{state.name or state.type.value}")
+        _state_written(flow_run_id, state, out)
         return out
 
     aset_state = FlowRunAsyncClient.set_flow_run_state
@@ -210,7 +221,7 @@ def install_hooks() -> None:
     async def aset_flow_run_state(self: Any, flow_run_id: Any, state: Any, *args: Any, **kwargs: Any) -> Any:
         refuse_blocking_pause(state)
         out = await aset_state(self, flow_run_id, state, *args, **kwargs)
-        _probe(f"after_flow_state:{_thread_of(flow_run_id)}@{state.name or state.type.value}")
+        _state_written(flow_run_id, state, out)
         return out
 
     create_input = FlowRunClient.create_flow_run_input
@@ -242,8 +253,9 @@ def install_hooks() -> None:
 
     def _persisted(record: Any) -> None:
         key = Path(str(getattr(record.metadata, "storage_key", "") or "")).name  # the storage's path, then the key
-        name = _now.keys.get(key, "flow")
-        if name != "flow":
+        ctx = TaskRunContext.get()  # a task's result outside a cache lookup's key (a failed task's exception)
+        name = _now.keys.get(key) or (ctx.task.name if ctx is not None else "flow")
+        if key in _now.keys:  # a result under the cache key a lookup of this attempt computed
             _log(TASKS_FILE, {"event": "persisted", "task": name, "key": key})
         _probe(f"after_result:{_now.thread}@{name}")
 
@@ -289,6 +301,8 @@ def install_hooks() -> None:
         out = rollback(self)
         if live:
             _log(TXNS_FILE, {"event": "rolled_back" if out else "rollback_failed", "txn": _txn_id(self)})
+            if self.get_parent() is None and _now.steps.get(id(self)) == _now.step:
+                _now.step -= 1  # a rolled-back transaction persisted nothing: its step was never made durable
         return out
 
     run_hook = Transaction.run_hook
@@ -353,20 +367,24 @@ def where_am_i() -> dict[str, Any]:
 
 # ------------------------------------------------------------------ the runner's side
 def run_tag(run_dir: Path) -> str:
-    """The tag (and deployment name) of a run's flow runs: ``crashpoint-DIGEST`` of its folder."""
+    """The tag of a run's flow runs: ``crashpoint-DIGEST`` of its folder."""
     return "crashpoint-" + hashlib.sha256(str(run_dir.resolve()).encode()).hexdigest()[:16]
 
 
-def deployment(flow: Any, run_dir: Path) -> UUID:
-    """The run's deployment of the team's flow (no work pool: this process is its runner), made once per run."""
-    path = run_dir / DEPLOYMENT_FILE
+def deployment(flow: Any, entry: str, run_dir: Path, shared: Path | None) -> UUID:
+    """The deployment of the team's flow on this server (no work pool: this process is its runner), made once per
+    server and flow: its id is kept in ``shared`` (the server's folder: every run of a sweep uses it), else in the run
+    folder. Runs are told apart by their tag (:func:`run_tag`), not by their deployment."""
+    name = "crashpoint-" + hashlib.sha256(f"{entry} {flow.name}".encode()).hexdigest()[:16]
+    folder = shared / "deployments" if shared is not None else run_dir
+    path = folder / (f"{name}.json" if shared is not None else DEPLOYMENT_FILE)
     if path.exists():
         try:
             return UUID(json.loads(path.read_text())["id"])
-        except (ValueError, KeyError):
+        except (ValueError, KeyError, OSError):
             pass
-    dep = flow.to_deployment(name=run_tag(run_dir), tags=[run_tag(run_dir)])
-    found = dep.apply()
+    found = flow.to_deployment(name=name).apply()  # an upsert by flow and name: two runs at once get one id
+    folder.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps({"id": str(found)}))
     os.replace(tmp, path)
@@ -378,9 +396,10 @@ def request_tag(thread: str) -> str:
 
 
 def flow_runs(client: Any, dep: UUID, thread: str) -> list[Any]:
-    """The request's flow runs of the run's deployment, oldest first."""
-    runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(deployment_id=FlowRunFilterDeploymentId(any_=[dep]),
-                                                               tags=FlowRunFilterTags(all_=[request_tag(thread)])))
+    """The request's flow runs of this run (its tag and the request's, on the deployment), oldest first."""
+    runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+        deployment_id=FlowRunFilterDeploymentId(any_=[dep]),
+        tags=FlowRunFilterTags(all_=[run_tag(_run_dir), request_tag(thread)])))
     runs = sorted(runs, key=lambda r: r.created)
     for r in runs:
         _threads[str(r.id)] = thread
@@ -435,14 +454,40 @@ def execute(flow: Any, fr: Any, thread: str) -> Any:
         _now.reset(None, None, 0)
 
 
+def unanswered_pauses(client: Any, fr: Any) -> list[str]:
+    """The pause keys of flow run ``fr`` that fired (``empirical_policy.pause_keys``) with no answer stored under
+    them (``suspended-KEY-response`` / ``paused-KEY-response``): a forced retry would take them as fired and go on
+    without an answer."""
+    missing = []
+    for key in sorted(getattr(fr.empirical_policy, "pause_keys", None) or ()):
+        for kind in ("suspended", "paused"):
+            try:
+                client.read_flow_run_input(fr.id, f"{kind}-{key}-response")
+                break
+            except (ObjectNotFound, PrefectHTTPStatusError) as exc:
+                if isinstance(exc, PrefectHTTPStatusError) and exc.response.status_code != 404:
+                    raise
+        else:
+            missing.append(str(key))
+    return missing
+
+
 def recover(client: Any, flow: Any, dep: UUID, run_dir: Path, fr: Any, item: dict[str, Any], mode: str,
             reruns: int) -> None:
     """A flow run whose process is gone: the runner's ``Crashed`` (unless it is final), then ``mode``'s recovery:
-    ``retry`` (``Scheduled``, forced, as ``prefect flow-run retry``) and execution, or ``rerun`` (a new flow run with
-    the same parameters) and its execution."""
-    from prefect.states import Crashed, Scheduled
+    ``retry`` and execution, or ``rerun`` (a new flow run with the same parameters) and its execution.
+
+    A retry is ``prefect flow-run retry ID``'s (``Scheduled``, forced: the run's fired pauses stay fired, so a suspend
+    answered before the kill returns its stored answer), except for a run killed between the two writes of its
+    suspend (``Suspended``, its input schema never stored): the forced retry of such a run fails it (its suspend
+    counts as fired, no answer is stored: ``ValidationError``, measured on 3.9.1), so it is retried as the UI's Retry
+    does (``AwaitingRetry``, not forced: Prefect's rules reset the run's pauses when it leaves ``Crashed``, and the
+    suspend asks again). Generally: a run with a fired pause whose answer was never stored
+    (:func:`unanswered_pauses`) is retried as the UI does; a forced retry would go on without that answer."""
+    from prefect.states import AwaitingRetry, Crashed, Scheduled
 
     thread = item["thread"]
+    unanswered = unanswered_pauses(client, fr)
     if not fr.state.is_final():
         client.set_flow_run_state(fr.id, Crashed(message=CRASHED_MESSAGE))
         fr = client.read_flow_run(fr.id)
@@ -451,7 +496,10 @@ def recover(client: Any, flow: Any, dep: UUID, run_dir: Path, fr: Any, item: dic
         return
     if not fr.state.is_crashed():
         return  # the server kept it (completed meanwhile): nothing to retry
-    client.set_flow_run_state(fr.id, Scheduled(message="Retried via CLI"), force=True)
+    if unanswered:
+        client.set_flow_run_state(fr.id, AwaitingRetry(message="Retry from the UI"))
+    else:
+        client.set_flow_run_state(fr.id, Scheduled(message="Retried via CLI"), force=True)
     execute(flow, client.read_flow_run(fr.id), thread)
 
 
@@ -574,6 +622,8 @@ def main(argv: list[str] | None = None) -> int:
         _mark("main")
     parser = worker_parser("prefect_worker")
     parser.add_argument("--api-url", required=True, help="the Prefect server's API, http://HOST:PORT/api")
+    parser.add_argument("--server-folder", default=None,
+                        help="a folder of the server's, shared by the runs on it (the deployment's id)")
     args = parser.parse_args(argv)
     run_dir = _run_dir = Path(args.run_dir)
     target = open_run(run_dir, args.phase)
@@ -604,7 +654,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {}
     _mark("ready")
     with get_client(sync_client=True) as client:
-        dep = deployment(flow, run_dir)
+        dep = deployment(flow, target["entry"], run_dir, Path(args.server_folder) if args.server_folder else None)
         _mark("deployment")
         if args.phase == "answer":
             answer_all(client, dep, json.loads((run_dir / ANSWERS_FILE).read_text()))

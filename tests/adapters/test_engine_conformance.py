@@ -39,10 +39,17 @@ def _temporal() -> tuple[Target, Target, dict]:
     return correct, Target.from_data(data), {"case": "approved", "broken_point": "after_effect:issue_refund"}
 
 
+def _prefect() -> tuple[Target, Target, dict]:
+    correct = Target.from_file(EXAMPLES / "prefect_refund/target.yaml")
+    return correct, dataclasses.replace(correct, entry="prefect_refund.variants:refund_without_key"), \
+        {"case": "approved", "broken_point": "after_effect:issue_refund"}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("make", [pytest.param(_langgraph, marks=needs("langgraph.checkpoint.sqlite"), id="langgraph"),
                                   pytest.param(_dbos, marks=needs("dbos"), id="dbos"),
-                                  pytest.param(_temporal, marks=needs("temporalio"), id="temporal")])
+                                  pytest.param(_temporal, marks=needs("temporalio"), id="temporal"),
+                                  pytest.param(_prefect, marks=needs("prefect"), id="prefect")])
 def test_each_installed_engine_conforms(make, tmp_path: Path) -> None:
     from crashpoint.harness.run.engine_conformance import assert_conforms, report
 

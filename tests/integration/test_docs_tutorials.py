@@ -8,6 +8,9 @@ A page marks what a test must do with a comment right before a fenced block:
 * ``<!-- test: output -->``: the block's lines (after a ``$ command`` line, which is not checked) are lines of what
   the last command before it printed, in order; pids and wall times are compared as ``N`` (:func:`shown`).
 
+A page whose commands need an optional package (an engine of an extra the test venv may lack) says so anywhere,
+``<!-- test: needs MODULE -->``: without ``MODULE`` installed, its commands are skipped with that reason.
+
 The blocks of a page run in order. A page with files runs in a fresh folder holding them (the reader's own
 project); a page without runs from the repository root (the built-in packs, the examples). The marked commands
 are cheap on purpose (``--case``, ``--crash-point``, ``--crash none``); the full sweeps a page shows are not
@@ -16,6 +19,7 @@ marked. ``crashpoint`` and ``python`` are this venv's.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -27,6 +31,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 MARK = re.compile(r"<!-- test: (?P<what>[^>]*?) -->[ \t]*\n```[A-Za-z0-9_-]*\n(?P<body>.*?)^```", re.S | re.M)
+NEEDS = re.compile(r"<!-- test: needs (?P<module>[\w.]+) -->")
 #: Seconds one command may take (a Temporal run starts a dev server).
 TIMEOUT_S = 600
 
@@ -92,6 +97,9 @@ def test_the_tutorials_mark_commands_to_run() -> None:
 @pytest.mark.slow  # each page runs real sweeps: golden runs and kills (LangGraph, DBOS, a Temporal dev server)
 @pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(DOCS).as_posix() for p in PAGES])
 def test_the_commands_of_the_page_run_as_it_says(page: Path, tmp_path: Path) -> None:
+    for needed in NEEDS.findall(page.read_text(encoding="utf-8")):
+        if importlib.util.find_spec(needed) is None:
+            pytest.skip(f"{page.relative_to(DOCS).as_posix()} needs {needed}, which is not installed")
     marked = steps(page)
     has_files = any(what.startswith("file ") for what, _ in marked)
     folder = tmp_path / "project" if has_files else ROOT
