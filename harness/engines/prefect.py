@@ -7,8 +7,9 @@ storage folder; the flow's process keeps nothing. crashpoint starts **one Prefec
 pytest process): ``prefect server start`` on a free loopback port, on a copy of a migrated database (a template made
 once per machine and Prefect release: a start on it skips the migrations, 6 to 7 of a start's 9 to 16 CPU seconds),
 in its own session with ``PR_SET_PDEATHSIG`` (it dies with the thread that started it: no orphan even after a SIGKILL
-of the harness), shared by every run and killed (SIGKILL of its group, verified) when the sweep ends. A run leases
-nothing on it: its flow runs belong to a deployment of the run's own and carry the run's tag, and its task results go
+of the harness), shared by every run and killed (SIGKILL of its group, verified) when the sweep ends. It runs without
+Prefect's loop services (``--no-services``: :data:`SERVICES`). A run leases nothing on it: its flow runs carry the
+run's tag (on one deployment of the flow per server, its id kept in the server's folder), and its task results go
 to a storage folder in the run folder (what separates runs on one Prefect server: measured, four runs at once with
 identical parameters, each task body ran once). A case with ``server_crash`` gets a server of its own
 (:class:`RunServer`), SIGKILLed and restarted on the same database while its flow runs wait.
@@ -495,7 +496,7 @@ def rollback_complete(target: Target, run: TargetOutcome, golden: TargetOutcome 
         if last_begun is None:
             continue
         later = events[last_begun + 1:]
-        if not any(e["event"] in ("rolled_back", "committed") for e in later):
+        if not any(e["event"] in ("rolled_back", "committed", "rollback_failed") for e in later):  # a failed one: its hook's
             e = events[last_begun]
             found.append(Finding("target.rollback_complete",
                                  f"{thread}: the rollback of transaction {txn} began in pid {e['pid']} (flow run "

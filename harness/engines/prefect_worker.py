@@ -7,8 +7,9 @@ runs against the sweep's Prefect server.
 The target is read from ``RUN_DIR/target.json``; its entry ``module:flow`` is the team's ``@flow``, an input is the
 flow's parameters (by name). The worker plays the process a Prefect team runs its flows in: the runner of a
 deployment (``flow.serve()``, or a process worker), executing the deployment's scheduled flow runs in this process.
-Each run has a deployment of its own (named after the run folder), its flow runs carry the run's tag, its task
-results are persisted in ``RUN_DIR/prefect-results`` (``PREFECT_RESULTS_LOCAL_STORAGE_PATH``) and its Prefect home
+The flow has one deployment per server (made by the first worker, its id kept in the server's folder:
+``--server-folder``), each run's flow runs carry the run's tag, its task results are persisted in
+``RUN_DIR/prefect-results`` (``PREFECT_RESULTS_LOCAL_STORAGE_PATH``) and its Prefect home
 is ``RUN_DIR/prefect-home``: runs share the server and nothing else. ``prefect.settings`` (``PREFECT_*`` names)
 sets the team's own Prefect settings; crashpoint sets ``PREFECT_LOGGING_TO_API_ENABLED=false`` unless it is given
 (the run's logs stay in the worker's log).
@@ -54,7 +55,9 @@ Then, in every phase, each request's latest flow run is brought to rest, one at 
   two writes of the suspend): the runner's report, ``Crashed`` ("Flow run infrastructure exited with non-zero status
   code", proposed as a runner proposes it: the server may refuse), then the recovery of ``prefect.recovery``:
   ``retry`` (default): what ``prefect flow-run retry ID`` does for a deployment's run, ``Scheduled`` (forced), then
-  executed; ``rerun``: a new flow run of the deployment with the same parameters (a team that re-runs the flow);
+  executed; for a run with a fired pause whose answer was never stored, what the UI's Retry does instead
+  (``AwaitingRetry``, not forced: the pause fires again; the forced retry fails such a run); ``rerun``: a new flow
+  run of the deployment with the same parameters (a team that re-runs the flow);
 * ``Crashed``: the same recovery;
 * ``Suspended`` with its input schema stored: ``waiting`` (its process ended: a suspend exits the flow's process);
 * ``Completed``: ``finished``; ``Failed`` / ``Cancelled``: ``stuck``, quoting Prefect's message.
@@ -192,11 +195,14 @@ def _state_written(flow_run_id: Any, state: Any, out: Any) -> None:
 
 def install_hooks() -> None:
     """Wrap the Prefect methods behind the crash points and facts (see the module docstring)."""
+    _hook_flow_runs()
+    _hook_results()
+    _hook_transactions()
+
+
+def _hook_flow_runs() -> None:
+    """Flow run states and a suspend's input schema: writes of the server's."""
     from prefect.client.orchestration._flow_runs.client import FlowRunAsyncClient, FlowRunClient
-    from prefect.context import TaskRunContext
-    from prefect.results import ResultStore
-    from prefect.task_engine import SyncTaskRunEngine
-    from prefect.transactions import Transaction, TransactionState
 
     def refuse_blocking_pause(state: Any) -> None:
         if state.is_paused() and not state.state_details.pause_reschedule:
@@ -231,6 +237,17 @@ def install_hooks() -> None:
         out = create_input(self, flow_run_id, key, *args, **kwargs)
         _probe(f"after_input:{_thread_of(flow_run_id)}@{key.rsplit('-', 1)[-1]}")
         return out
+
+    FlowRunClient.set_flow_run_state = set_flow_run_state
+    FlowRunAsyncClient.set_flow_run_state = aset_flow_run_state
+    FlowRunClient.create_flow_run_input = create_flow_run_input
+
+
+def _hook_results() -> None:
+    """Cache lookups, results persisted (files of the result storage), a task's body starting (a step)."""
+    from prefect.context import TaskRunContext
+    from prefect.results import ResultStore
+    from prefect.task_engine import SyncTaskRunEngine
 
     exists = ResultStore.exists
 
@@ -281,6 +298,16 @@ def install_hooks() -> None:
             append(_run_dir / STEPS_FILE, f"{os.getpid()} {_now.thread} {_step_of(transaction)} {self.task.name}\n")
         return call_task_fn(self, transaction)
 
+    ResultStore.exists = store_exists
+    ResultStore.persist_result_record = persist_result_record
+    ResultStore.apersist_result_record = apersist_result_record
+    SyncTaskRunEngine.call_task_fn = call_task
+
+
+def _hook_transactions() -> None:
+    """Transactions' commits, rollbacks and rollback hooks (facts: nothing of a rollback is durable)."""
+    from prefect.transactions import Transaction, TransactionState
+
     commit = Transaction.commit
 
     @functools.wraps(commit)
@@ -325,13 +352,6 @@ def install_hooks() -> None:
             _log(TXNS_FILE, {"event": "hook", "txn": _txn_id(self), "hook": name, "ok": True})
         return out
 
-    FlowRunClient.set_flow_run_state = set_flow_run_state
-    FlowRunAsyncClient.set_flow_run_state = aset_flow_run_state
-    FlowRunClient.create_flow_run_input = create_flow_run_input
-    ResultStore.exists = store_exists
-    ResultStore.persist_result_record = persist_result_record
-    ResultStore.apersist_result_record = apersist_result_record
-    SyncTaskRunEngine.call_task_fn = call_task
     Transaction.commit = txn_commit
     Transaction.rollback = txn_rollback
     Transaction.run_hook = txn_run_hook

@@ -7,8 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from crashpoint.harness.engines import prefect
+from crashpoint.harness.model import rules
 from crashpoint.harness.model.outcomes import TargetOutcome
+
+rules.registered()  # every rule module, then every engine's, in the registry's own order (docs/reference/rules.md)
+from crashpoint.harness.engines import prefect  # noqa: E402
 
 
 def _lookup(pid: int, attempt: int, task: str, key: str, hit: bool, flow_run: str = "fr1") -> dict:
