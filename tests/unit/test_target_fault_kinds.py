@@ -12,6 +12,7 @@ import yaml
 
 from crashpoint.errors import CaseError
 from crashpoint.fakes.ledger import Ledger
+from crashpoint.harness.engines.base import engine_names
 from crashpoint.harness.faults.kinds import FaultError
 from crashpoint.harness.judge.document import sweep_data
 from crashpoint.harness.load.target import Target, TargetCase
@@ -56,18 +57,22 @@ def test_the_older_spellings_are_the_kinds_a_pack_case_uses(tmp_path: Path) -> N
     assert temporal.faults == [{"kind": "server_crash"}] and temporal == TargetCase("s", faults=[{"kind": "server_crash"}])
 
 
+#: The engines with a server, as the message lists them (the registry's: every engine module of the package)
+SERVERS = ", ".join(engine_names(server=True))
+
+
 @pytest.mark.parametrize("case, engine, field, message", [
     ({"name": "c", "faults": [{"kind": "hold", "at": "node:a@x", "event": {"type": "cancel"}}]}, "langgraph",
      "cases[0].faults[0].kind", "'hold' is not one of ['kill', 'duplicate', 'tool', 'workers', 'deploy', "
                                 "'server_crash']"),
     ({"name": "c", "faults": [{"kind": "server_crash"}]}, "langgraph", "cases[0].faults[0]",
-     "server_crash needs an engine with a server (temporal), not langgraph"),
+     f"server_crash needs an engine with a server ({SERVERS}), not langgraph"),
     ({"name": "c", "faults": [{"kind": "workers", "count": 2}]}, "temporal", "cases[0].faults[0]",
      "several workers at once (2) need an engine whose workers have their own identity (dbos), not temporal"),
     ({"name": "c", "workers": 3}, "langgraph", "cases[0].workers",
      "several workers at once (3) need an engine whose workers have their own identity (dbos), not langgraph"),
     ({"name": "c", "server_crash": True}, "dbos", "cases[0].server_crash",
-     "server_crash needs an engine with a server (temporal), not dbos"),
+     f"server_crash needs an engine with a server ({SERVERS}), not dbos"),
     ({"name": "c", "faults": [{"kind": "deploy", "version": "v9"}]}, "langgraph", "cases[0].faults[0].version",
      "deploys 'v9', which versions does not name"),
     ({"name": "c", "deploy": "v2", "faults": [{"kind": "deploy", "version": "v3"}]}, "langgraph",
