@@ -119,17 +119,25 @@ class EffectTimeout(EffectFault, TimeoutError):
     """A scripted timeout: no answer in time, nothing applied (retryable)."""
 
 
+#: How a provider answers an idempotency key used again with other arguments (:class:`EffectSpec`).
+KEY_REUSE = ("conflict", "replay")
+
+
 @dataclass(frozen=True)
 class EffectSpec:
     """How one effect is identified: its ``name`` and how to read its idempotency key.
 
     ``key`` is ``None`` (no key), the name of a parameter whose value is the key, or a callable taking
     the effect's arguments by name (``lambda draft_id, **_: f"refund-{draft_id}"``) and returning the key
-    (``str`` or ``None``).
+    (``str`` or ``None``). ``key_reuse`` (:data:`KEY_REUSE`) is how the provider answers a key used again with other
+    arguments: ``conflict`` (the default, as a payments API refuses it: the call raises :class:`EffectFault`, applies
+    nothing, and the run fails ``target.key_reused``) or ``replay`` (a provider that answers the first call's answer
+    whatever the arguments: recorded ``duplicate``, no finding).
     """
 
     name: str
     key: str | Callable[..., Any] | None = None
+    key_reuse: str = "conflict"
 
     def key_of(self, fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any]) -> str | None:
         """The call's idempotency key as a string, or ``None``.
@@ -160,13 +168,19 @@ def bound_arguments(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping
     return dict(bound.arguments)
 
 
-def wrap(fn: Callable[..., Any], name: str | None = None, key: str | Callable[..., Any] | None = None
-         ) -> Callable[..., Any]:
+def wrap(fn: Callable[..., Any], name: str | None = None, key: str | Callable[..., Any] | None = None,
+         key_reuse: str = "conflict") -> Callable[..., Any]:
     """``fn`` as an effect (what :func:`effect` does to a decorated function; also used to patch an
-    effect named by dotted path in a target's ``effects:``). Wrapping a wrapped effect returns it."""
+    effect named by dotted path in a target's ``effects:``). Wrapping a wrapped effect returns it.
+
+    Raises:
+        ValueError: ``key_reuse`` is not one of :data:`KEY_REUSE`.
+    """
+    if key_reuse not in KEY_REUSE:
+        raise ValueError(f"key_reuse must be one of {', '.join(KEY_REUSE)}, got {key_reuse!r}")
     if getattr(fn, "__crashpoint_effect__", None) is not None:
         return fn
-    spec = EffectSpec(name or getattr(fn, "__qualname__", repr(fn)), key)
+    spec = EffectSpec(name or getattr(fn, "__qualname__", repr(fn)), key, key_reuse)
     origins = _effects.setdefault(spec.name, [])
     if _origin(fn) not in origins:
         origins.append(_origin(fn))
@@ -182,7 +196,8 @@ def wrap(fn: Callable[..., Any], name: str | None = None, key: str | Callable[..
     return wrapper
 
 
-def effect(name: str | Callable[..., Any] | None = None, *, key: str | Callable[..., Any] | None = None) -> Any:
+def effect(name: str | Callable[..., Any] | None = None, *, key: str | Callable[..., Any] | None = None,
+           key_reuse: str = "conflict") -> Any:
     """Mark a side-effecting function: ``@effect``, ``@effect("issue_refund", key="draft_id")``, or
     ``effect("notify")(send_email)``.
 
@@ -191,13 +206,21 @@ def effect(name: str | Callable[..., Any] | None = None, *, key: str | Callable[
             qualified name).
         key: its idempotency key: ``None``, a parameter name, or a callable given the call's arguments by
             name (``lambda order_id, **_: f"refund-{order_id}"``) that returns it.
+        key_reuse: how the provider answers the key used again with other arguments (:class:`EffectSpec`):
+            ``conflict`` (default: refused, as a payments API does; a finding, ``target.key_reused``) or ``replay``
+            (the first answer, whatever the arguments).
 
     Returns:
         The wrapped function (or, without a function, the decorator).
+
+    Raises:
+        ValueError: ``key_reuse`` is not one of :data:`KEY_REUSE`.
     """
     if callable(name):
         return wrap(name)
-    return lambda fn: wrap(fn, name, key)
+    if key_reuse not in KEY_REUSE:
+        raise ValueError(f"key_reuse must be one of {', '.join(KEY_REUSE)}, got {key_reuse!r}")
+    return lambda fn: wrap(fn, name, key, key_reuse)
 
 
 def invariant(fn: Callable[["RunView"], Any] | None = None, *, name: str | None = None) -> Any:
@@ -284,7 +307,8 @@ class EffectCall:
     Attributes:
         seq: order in the run's ledger (1-based). ``effect``: its name. ``key``: the idempotency key or
             ``None``. ``digest``: SHA-256 prefix of the arguments. ``args``: the arguments (JSON form).
-        outcome: ``applied`` | ``duplicate`` (a repeated key, not applied again) | ``failed``.
+        outcome: ``applied`` | ``duplicate`` (a repeated key, not applied again) | ``failed`` | ``conflict`` (the key
+            used again with other arguments, refused: :class:`EffectSpec`'s ``key_reuse``).
         lost: the effect applied but its answer never reached the caller.
         pid: the calling process. ``thread`` / ``node`` / ``task``: where the engine said the call ran.
         durable: the engine had a durable record of the thread when the call began.

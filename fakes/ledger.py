@@ -194,7 +194,8 @@ class Ledger:
                     lost: bool = False, result_json: str | None = None) -> int:
         """Record one call (inside the caller's transaction ``conn``); returns its ``seq``.
 
-        ``outcome`` is ``applied``, ``duplicate`` or ``failed``; ``result`` is JSON-encoded (when there is
+        ``outcome`` is ``applied``, ``duplicate``, ``failed`` or ``conflict`` (a key used again with other arguments,
+        refused); ``result`` is JSON-encoded (when there is
         no ``error``) unless ``result_json`` gives it already encoded (a duplicate's copy of the first answer).
         """
         cur = conn.execute(

@@ -2,7 +2,7 @@
 
 The ledger is the one the fake tools use (:class:`crashpoint.fakes.ledger.Ledger`, ``RUN_DIR/ledger.db``):
 a call is a row of its ``calls`` table (tool = the effect's name, its arguments, idempotency key,
-outcome ``applied`` | ``duplicate`` | ``failed``, ``lost``), a scripted fault is a row of its ``script``
+outcome ``applied`` | ``duplicate`` | ``failed`` | ``conflict``, ``lost``), a scripted fault is a row of its ``script``
 table with its :class:`~crashpoint.fakes.ledger.Behaviour` (the built-in ``retryable``, ``fatal``,
 ``timeout``, ``lost_response``, ``slow``, or a fault kind's own, such as ``late_answer``), human answers
 are its ``decisions``. A ``slow`` call sleeps its script's ``seconds`` of real time (a team's code runs
@@ -16,7 +16,9 @@ run's other worker processes alive when the call began, from ``RUN_DIR/pids.log`
 call and ``after_effect:NAME`` once the call is recorded and before its answer returns.
 
 Calls with one key are serialised across processes (a ``flock`` per effect and key), as the idempotent
-service they stand for would answer them. A call's *step* (what "the same call" means across kills) is ``(thread, node, effect, key)``, with the
+service they stand for would answer them; a key used again with other arguments is refused (outcome ``conflict``,
+the call raises :class:`~crashpoint.api.EffectFault`) unless the effect says its provider replays the first answer
+(``key_reuse="replay"``). A call's *step* (what "the same call" means across kills) is ``(thread, node, effect, key)``, with the
 argument digest standing in for a missing key.
 """
 
@@ -26,6 +28,7 @@ import hashlib
 import json
 import os
 import pickle
+import re
 import threading
 import time
 from typing import Any, Callable, Mapping, Sequence
@@ -246,6 +249,15 @@ def unseen_summary(results: Sequence[Any]) -> list[str]:
             "observed)"] + [f"  {n}" for n in list(distinct.values())[:3]]
 
 
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _comparable(args_json: str) -> str:
+    """A call's arguments (JSON) as compared for a reused key: the canonical JSON without the memory addresses of
+    ``repr`` forms (``<Client object at 0x7f...>`` differs in every process and means nothing)."""
+    return _ADDRESS.sub("", json.dumps(json.loads(args_json), sort_keys=True))
+
+
 def digest(args: Mapping[str, Any]) -> str:
     """SHA-256 prefix (16 hex digits) of the arguments' canonical JSON (``repr`` for what JSON cannot hold)."""
     return hashlib.sha256(json.dumps(args, sort_keys=True, default=repr).encode()).hexdigest()[:16]
@@ -354,6 +366,13 @@ class EffectSession:
                 "SELECT c.*, e.value FROM calls c LEFT JOIN effect_calls e ON e.seq=c.seq WHERE c.tool=? AND "
                 "c.idempotency_key=? AND (c.outcome='applied' OR (c.outcome='failed' AND c.retryable=0)) "
                 "ORDER BY c.seq LIMIT 1", (name, key)).fetchone()
+            if prior is not None and spec.key_reuse == "conflict" and _comparable(prior["args"]) != _comparable(args_json):
+                text = (f"{name}: idempotency key {key!r} was already used with other arguments (ledger#{prior['seq']}): "
+                        "refused, as a payments API refuses it (conflict); nothing applied")
+                with ledger.transaction() as conn:
+                    self._insert(conn, name, args_json, key, "conflict", 0, None, text, at, 0,
+                                 (thread, node, task, step, dig, durable, others, None))
+                raise EffectFault(text, effect=name, retryable=False)
             if prior is not None:
                 with ledger.transaction() as conn:
                     self._insert(conn, name, args_json, key, "duplicate", prior["retryable"], prior["result"],

@@ -104,7 +104,7 @@ def load_object(spec: str) -> Any:
 
 
 def patch_effects(effects: list[dict[str, Any]]) -> None:
-    """Wrap each ``{"path": "module:attr", "name"?, "key"?}`` as a crashpoint effect, in its module (callers that
+    """Wrap each ``{"path": "module:attr", "name"?, "key"?, "key_reuse"?}`` as a crashpoint effect, in its module (callers that
     imported the function by name before this ran keep the original: name it where it is used)."""
     for spec in effects:
         module, _, attr = spec["path"].partition(":")
@@ -112,7 +112,8 @@ def patch_effects(effects: list[dict[str, Any]]) -> None:
         *parents, leaf = attr.split(".")
         for part in parents:
             owner = getattr(owner, part)
-        setattr(owner, leaf, effect_api.wrap(getattr(owner, leaf), spec.get("name") or leaf, spec.get("key")))
+        setattr(owner, leaf, effect_api.wrap(getattr(owner, leaf), spec.get("name") or leaf, spec.get("key"),
+                                                spec.get("key_reuse") or "conflict"))
 
 
 def append(path: Path, text: str) -> None:

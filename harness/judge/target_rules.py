@@ -33,6 +33,10 @@ which runs them, records a rule that raises, and lists them with the other rules
 * ``target.expected_end``: each thread the case's ``expect`` (else the target's) names ends in its status and with
   its values (a subset: a mapping matches key by key, any other value by JSON equality: true is not 1), on every run, the golden run
   included: a golden run that is itself wrong fails here, where ``final_state_like_golden`` would take it for right.
+* ``target.key_reused``: no idempotency key is used again with other arguments (the ledger refuses it as a payments
+  API does, outcome ``conflict``, unless the effect declares ``key_reuse="replay"``).
+* ``target.fresh_key_repeat``: a node run does not apply one effect twice with the same arguments under new keys
+  where no kill explains it (a key made fresh per call), the golden run included.
 * ``target.expected_effects``: each effect the ``expect`` counts for a thread (``effects: {issue_refund: 1}``) is
   applied that many times in it (a ``duplicate`` its key answered does not count), on every run, the golden run
   included.
@@ -342,6 +346,69 @@ def expected_end(target: Target, run: TargetOutcome, golden: TargetOutcome | Non
         if wrong:
             found.append(Failure("target.expected_end", f"thread {thread} did not end as expected: {wrong[0]}"
                                  + (f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else ""), wrong[:4]))
+    return found
+
+
+@rule("target.key_reused", "an idempotency key is never used again with other arguments (a payments API refuses it)")
+def key_reused(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
+    """A failure per effect and key the ledger refused as a ``conflict``: the key had been used with other arguments
+    (two orders sharing a key built from the customer and the day; a key that omits the amount). The effect's
+    provider answers so by default (``crashpoint.effect(key_reuse="conflict")``); one that replays the first answer
+    whatever the arguments is declared ``key_reuse="replay"`` and gives no finding."""
+    found = []
+    seen: set[tuple[str, str | None]] = set()
+    for call in run.calls:
+        if call.outcome != "conflict" or (call.effect, call.key) in seen:
+            continue
+        seen.add((call.effect, call.key))
+        first = next((c for c in run.calls if c.effect == call.effect and c.key == call.key
+                      and c.outcome in ("applied", "failed")), None)
+        where = f" by {first.thread}@{first.node}" if first is not None else ""
+        found.append(Failure(
+            "target.key_reused",
+            f"{call.effect}: key {call.key} was used{where} and again with other arguments by {call.thread}@{call.node}:"
+            " a payments API refuses such a request (conflict), and one that answers the first answer instead applies "
+            "nothing for the second; give each distinct request its own key (derived from what makes it distinct), or "
+            "declare the provider's behaviour (crashpoint.effect(key_reuse=\"replay\"))",
+            [f"{line(c)} args={json.dumps(c.args, sort_keys=True, default=str)[:200]}"
+             for c in ([first] if first is not None else []) + [call]]))
+    return found
+
+
+def _request(call: EffectCall) -> str:
+    """What a call asks for, its key aside: its arguments' JSON without the ones whose value is the key."""
+    args = call.args if isinstance(call.args, dict) else {"args": call.args}
+    return json.dumps({k: v for k, v in args.items() if call.key is None or str(v) != call.key}, sort_keys=True,
+                      default=str)
+
+
+@rule("target.fresh_key_repeat", "a node never repeats an applied call with the same arguments under a new key unless "
+                                 "a kill explains it (a key made fresh per call cannot stop the repeat)")
+def fresh_key_repeat(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
+    """A failure per node run (thread, node, step) that applied one effect twice or more with the same arguments and
+    different idempotency keys where no kill of the earlier call's process explains it: a retry after a lost answer
+    (LangGraph's RetryPolicy, a Temporal activity's retry), or the node's re-run on resume after an ``interrupt()``,
+    sent a new key, so the provider applied it again; judged on the golden run as on any other (the payments twice
+    with no kill at all that ``differential.same_effects`` takes for the reference)."""
+    killed = {p["pid"] for p in run.pids if p["rc"] == -9 and p["pid"] is not None}
+    groups: dict[tuple[Any, ...], list[EffectCall]] = defaultdict(list)
+    for call in run.calls:
+        if call.key is not None and call.outcome == "applied":
+            groups[(call.thread, call.node, call.step, call.effect, _request(call))].append(call)
+    found = []
+    for (thread, node, step, effect, _), calls in groups.items():
+        fresh = [c for i, c in enumerate(calls) if i and c.key not in {e.key for e in calls[:i]}
+                 and calls[i - 1].pid not in killed]
+        if fresh:
+            shown = [calls[0], *fresh]
+            found.append(Failure(
+                "target.fresh_key_repeat",
+                f"{effect} applied {len(shown)} times with the same arguments in node {node} of {thread}"
+                + (f" (step {step})" if step is not None else "") + f", each time under a new idempotency key "
+                f"({', '.join(str(c.key) for c in shown[:3])}{', ...' if len(shown) > 3 else ''}), and no kill explains "
+                "the repeat: a key made fresh per call (a UUID, the time, the attempt number) cannot let the provider "
+                "recognise a retry; derive it from the workflow's state (the order, the step)",
+                [line(c) for c in shown[:4]]))
     return found
 
 
