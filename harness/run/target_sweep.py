@@ -105,10 +105,39 @@ def run_one(target: Target, case: TargetCase, durability: str, run_dir: Path, cr
     return result
 
 
+def missing_code(target: Target, code: Sequence[str]) -> str | None:
+    """On the machine that executes a run (a Dask worker): an ``error`` result when a folder of ``code`` (the target's
+    ``pythonpath`` folders that existed where the sweep was started) is not there, or the engine's packages are not
+    installed, naming the machine and what is missing (the error's text); ``None`` when the team's code and its engine are in place."""
+    import importlib.metadata
+    import socket
+
+    missing = [p for p in code if not os.path.isdir(p)]
+    engine = engine_for(target.engine)
+    absent = []
+    for package in engine.packages:
+        try:
+            importlib.metadata.distribution(package)
+        except importlib.metadata.PackageNotFoundError:
+            absent.append(package)
+    if not missing and not absent:
+        return None
+    what = ([f"the target's pythonpath folder {', '.join(missing)} (the team's code)"] if missing else []) + \
+        ([f"the engine's package {', '.join(absent)}"] if absent else [])
+    return f"this run's machine ({socket.gethostname()}) lacks {' and '.join(what)}: every worker of the executor " \
+           "needs the team's code at the same path and its engine installed (docs/how-to/parallel.md, 'A target on " \
+           "a Dask cluster')"
+
+
 def _target_run(run_dir: Path, target: Target, case: TargetCase, durability: str, crash_point: str | None,
-                golden: TargetOutcome | None, repeat: int, opts: dict[str, Any]) -> RunResult:
+                golden: TargetOutcome | None, repeat: int, opts: dict[str, Any], code: Sequence[str] = ()) -> RunResult:
     """:func:`run_one` with the run folder first (the shape :meth:`~crashpoint.harness.run.sweep.Subject.call`
-    gives)."""
+    gives); an ``error`` without running when this machine lacks the team's code or its engine (:func:`missing_code`:
+    ``code`` the target's ``pythonpath`` folders that existed on the sweep's machine)."""
+    lacks = missing_code(target, code)
+    if lacks is not None:
+        return RunResult(unit_id(case.name, durability), crash_point, "error", error=lacks, variant=durability,
+                         repeat=repeat)
     return run_one(target, case, durability, run_dir, crash_point, golden, repeat, **opts)
 
 
@@ -127,13 +156,15 @@ class TargetSubject(Subject):
     def __post_init__(self) -> None:
         self._of = {unit_id(c.name, m): (c, m) for c in self.cases for m in self.modes}
         self._engine = engine_for(self.target.engine)
+        #: the pythonpath folders that exist here: a run on a machine without them is an error (missing_code)
+        self._code = tuple(p for p in self.target.pythonpath if os.path.isdir(p))
 
     def units(self) -> list[str]:
         return list(self._of)
 
     def call(self, unit, crash_point, golden, repeat):
         case, mode = self._of[unit]
-        return _target_run, (self.target, case, mode, crash_point, golden, repeat, self.opts)
+        return _target_run, (self.target, case, mode, crash_point, golden, repeat, self.opts, self._code)
 
     def second(self, unit, first, recovery):
         return self._engine.sampled_second(recovery, first)
