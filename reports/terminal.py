@@ -162,3 +162,33 @@ def summary(data: dict[str, Any]) -> str:
     rows += [[name.replace("_", " "), _ratio(value)] for name, value in s["metrics"].items()]
     rows.append(["wall time", f"{data['wall_s']:.1f} s"])
     return visible(tabulate(rows, tablefmt="simple", headers=["summary", ""]))
+
+
+def sampling(data: dict[str, Any]) -> list[str]:
+    """The lines that say what a sweep left out: its crash-point classes (how many, how many instances were killed at,
+    how many not), when a class has more than one instance; and a time budget's cut (what did not start, by tier),
+    saying so plainly when only the golden runs ran. ``[]`` when nothing was left out."""
+    lines = []
+    found = [c for per in (data.get("classes") or {}).values() for c in per]
+    if any(c["instances"] > 1 for c in found):
+        instances = sum(c["instances"] for c in found)
+        cut = sum(len(c["budget_cut"]) for c in found)
+        if data.get("points") == "classes":
+            sampled = sum(len(c["sample"]) for c in found)
+            line = (f"crash-point classes: {len(found)} classes of {instances} crash points; {sampled} sampled (one "
+                    f"instance of each class, two of a racy or recovery class), {instances - sampled} not "
+                    "(--points all kills at every one)")
+        else:
+            line = f"crash-point classes: {len(found)} classes of {instances} crash points; every one sampled"
+        lines.append(line + (f"; {cut} of them cut by the time budget" if cut else ""))
+    budget = data.get("budget") or {}
+    if budget.get("left_out"):
+        tiers = ", ".join(f"{n} {tier}" for tier, n in budget["left_out_by_tier"].items())
+        if budget.get("only_golden"):
+            lines.append(f"time budget {budget['seconds']:g} s: only the golden runs ran; no crash run fit, so no crash "
+                         f"was tested: {len(budget['left_out'])} run(s) left out ({tiers}); neither failed nor passed")
+        else:
+            lines.append(f"time budget {budget['seconds']:g} s: {budget['crash_runs_started']} crash run(s) ran, "
+                         f"{len(budget['left_out'])} left out ({tiers}): neither failed nor passed (the JSON's "
+                         "budget.left_out lists them)")
+    return [visible(line) for line in lines]

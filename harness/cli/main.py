@@ -152,6 +152,20 @@ def add_parallel_options(parser: argparse.ArgumentParser, what: str = "parallel 
                                  "than 50 runs or 3 s; --progress forces it, --no-progress shows no progress at all, not even dots)")
 
 
+def seconds(text: str) -> float:
+    """A ``--budget``: a finite number of seconds > 0, written ``60`` or ``60s`` (``argparse`` type: a bad value exits
+    2 naming the option)."""
+    raw = text.strip().lower()
+    number = raw[:-1] if raw.endswith("s") else raw
+    try:
+        value = float(number)
+    except ValueError:
+        value = float("nan")
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected seconds > 0 (60 or 60s), got {text!r}")
+    return value
+
+
 def check_sweep_options(args: argparse.Namespace) -> None:
     """Check the options every sweeping command shares: ``--workers`` (``--jobs``), ``--executor``,
     ``--worker-timeout``, ``--workdir``.
@@ -208,8 +222,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     if args.crash_point and args.crash not in ("every", "sampled"):
         raise UsageError("--crash-point needs --crash every or sampled (a schedule 'A >> B' kills twice)")
-    if args.budget is not None and (args.crash != "recovery" or args.budget < 1):
-        raise UsageError("--budget N (N >= 1) applies to --crash recovery only")
+    if args.pairs is not None and (args.crash != "recovery" or args.pairs < 1):
+        raise UsageError("--pairs N (N >= 1) applies to --crash recovery only")
+    if args.points is not None and args.crash_point:
+        raise UsageError("--points picks among the crash points a golden run passed; --crash-point names them: "
+                         "give one of the two")
+    if args.budget is not None and args.crash == "recovery":  # what --budget N meant before (until 2026-12-03)
+        print(f"crashpoint: note: --budget {args.budget:g} is a time budget in seconds; at most N double-kill runs "
+              "per case of --crash recovery is --pairs N", file=sys.stderr)
     check_sweep_options(args)
     if args.json is not None:
         output_file(args.json, "--json")
@@ -296,7 +316,8 @@ def _sweep_and_report(args: argparse.Namespace, subject, executor, where: str) -
     try:
         result = sweep_subject(todo, crash=args.crash, executor=executor, workdir=args.workdir,
                                keep=bool(args.workdir), only=args.crash_point or (), repeat=args.repeat,
-                               budget=args.budget, on_result=progress, on_plan=bar.plan,
+                               pairs=args.pairs, points=args.points, time_budget_s=args.budget,
+                               on_result=progress, on_plan=bar.plan,
                                skip=resumed.skip if resumed else (), keep_outcomes=bool(args.save_traces))
     except (KeyboardInterrupt, SystemExit):
         bar.close()
@@ -325,6 +346,8 @@ def _sweep_and_report(args: argparse.Namespace, subject, executor, where: str) -
     print(text.summary(data))
     for line in text.unreached_pairs(data):
         print(visible(line))
+    for line in text.sampling(data):  # the classes sampled, what a time budget left out
+        print(line)
     from crashpoint.harness.engines.effects import unseen_summary
 
     for line in unseen_summary(result.results):  # processes whose effects no run could see
@@ -454,12 +477,22 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("path", help="pack folder, case file, built-in pack name (refunds), or a target file "
                                   "(TARGET.yaml: the team's own workflow code)")
     run.add_argument("--crash", choices=("sampled", "every", "none", "recovery"), default="sampled",
-                     help="sampled (default): every, plus per case 2 kills during a recovery, 1 second live "
+                     help="sampled (default): a kill at a sample of each crash-point class (--points), plus per "
+                          "case 2 kills during a recovery, 1 second live "
                           "worker next to a held one, 1 recovery by 3 workers at once (docs/reference/cli.md); "
                           "every: kill at each crash point of the golden run; none: golden runs only; "
                           "recovery: every, plus a second kill at each crash point of each recovery")
-    run.add_argument("--budget", type=int, default=None, metavar="N",
-                     help="with --crash recovery: at most N double-kill runs per case (default: all pairs)")
+    run.add_argument("--points", choices=("classes", "all"), default=None,
+                     help="classes (the default of --crash sampled): kill at a sample of each crash-point class (the "
+                          "same code position of interchangeable threads or workflows; racy and recovery classes "
+                          "twice); all (the default otherwise): at every crash point")
+    run.add_argument("--budget", type=seconds, default=None, metavar="SECONDS",
+                     help="a time budget (60 or 60s): the golden runs, then the most informative runs first (each "
+                          "class once, racy classes, recovery classes, kills during recovery, the other instances, "
+                          "repeats); no run starts that would not end in time; what did not run is listed, neither "
+                          "failed nor passed")
+    run.add_argument("--pairs", type=int, default=None, metavar="N",
+                     help="with --crash recovery: at most N double-kill runs per case (default: all pairs; was --budget N)")
     run.add_argument("--crash-point", action="append", metavar="ID",
                      help="only this crash point (repeatable), e.g. after_checkpoint:refund_draft")
     run.add_argument("--json", metavar="FILE", help="write the result document here (atomically)")

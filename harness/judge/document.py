@@ -19,6 +19,12 @@ at another point of its recovery (or retried), never an ``error``; one that no t
 plus ``"coverage"``: ``{step: {fault kind: {"runs", "passed", "failed"}}}`` (the durability-coverage
 matrix) and ``"vacuity"``: ``{"runs_with_findings", "findings"}``; each result also has ``"vacuity"``.
 
+``"points"`` is ``classes`` (the single kills were a sample of each crash-point class) or ``all``; ``"classes"``:
+``{case_id: [{"class", "instances", "sample", "covered", "left_out", "budget_cut", "racy", "recovery"}]}`` (every
+class of the unit's golden run: the instances a sampled sweep kills at, those this sweep killed at, those it did
+not, those a time budget cut); ``"budget"``: see
+:func:`budget_data` (a run a budget left out is listed there, never in ``results``: neither failed nor passed).
+
 ``crash_point`` of a result is ``"none"`` (golden run), an id, or ``"A >> B"`` (killed at ``A``,
 then at ``B`` during the recovery).
      "results": [{"case_id", "crash_point", "verdict", "failures": [{"oracle", "message",
@@ -119,4 +125,17 @@ def sweep_data(result: SweepResult) -> dict[str, Any]:
                            {c: unit[c]["faults"] for c in per_case}),
         "vacuity": {"runs_with_findings": sum(1 for r in rows if r["vacuity"]),
                     "findings": sorted({f for r in rows for f in r["vacuity"]})},
+        "points": result.points,
+        "classes": result.classes,
+        "budget": budget_data(result),
     }
+
+
+def budget_data(result: SweepResult) -> dict[str, Any]:
+    """``{"seconds", "left_out": [{"case_id", "crash_point", "tier"}], "left_out_by_tier": {tier: N},
+    "crash_runs_started", "only_golden"}``: what a time budget let run (``seconds`` ``None``: no budget, nothing left
+    out). ``only_golden``: the budget cut every crash run (the sweep tested the golden runs only)."""
+    started = sum(1 for r in result.results if r.crash_point is not None)
+    tiers = Counter(r["tier"] for r in result.left_out)
+    return {"seconds": result.time_budget_s, "left_out": list(result.left_out), "left_out_by_tier": dict(tiers),
+            "crash_runs_started": started, "only_golden": bool(result.left_out) and started == 0}

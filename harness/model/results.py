@@ -172,6 +172,11 @@ class SweepResult:
             "reached", "replaced": [{"pair", "by", "tries"}], "not_reached": [{"first", "tried"}]}`` (a pair whose
             second kill a correct run did not reach is run again at another point of its recovery, or retried;
             one no try reached is left out of ``results``, named here).
+        points: ``classes`` (the single kills were a sample of each crash-point class) or ``all``.
+        classes: unit -> its crash-point classes, ``[{"class", "instances", "sample", "covered", "left_out",
+            "budget_cut", "racy", "recovery"}]`` (:meth:`~crashpoint.harness.run.point_classes.PointClass.to_dict`).
+        left_out: the runs a time budget did not start, ``[{"case_id", "crash_point", "tier"}]``: neither failed
+            nor passed. ``time_budget_s``: the budget (``None``: none).
     """
 
     subject: Any
@@ -185,6 +190,10 @@ class SweepResult:
     crash_mode: str = "kill"
     units: dict[str, dict[str, Any]] = field(default_factory=dict)
     sampled_pairs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    points: str = "all"
+    classes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    left_out: list[dict[str, Any]] = field(default_factory=list)
+    time_budget_s: float | None = None
 
     @property
     def kind(self) -> str:

@@ -60,7 +60,8 @@ FOREIGN_SKIPS = ("skip", "skipif", "xfail")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Register ``--crashpoint-chaos``, ``--crashpoint-engine``, ``--crashpoint-worker-timeout``."""
+    """Register ``--crashpoint-chaos``, ``--crashpoint-engine``, ``--crashpoint-worker-timeout``, ``--crashpoint-seed``,
+    ``--crashpoint-schedules``, ``--crashpoint-budget``, ``--crashpoint-results-db``."""
     group = parser.getgroup("crashpoint", "crashpoint: crash-test durable workflows")
     group.addoption("--crashpoint-chaos", action="store_true", default=False, dest="crashpoint_chaos",
                     help="expand scenario cases into one test per (case, crash point) with a real SIGKILL")
@@ -72,6 +73,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="seed of the generated fault schedules under chaos; 'last' reuses the previous session's")
     group.addoption("--crashpoint-schedules", type=int, default=10, metavar="N", dest="crashpoint_schedules",
                     help="generated fault schedules per case under chaos (default 10; 0 turns them off)")
+    from crashpoint.harness.cli.main import seconds
+
+    group.addoption("--crashpoint-budget", type=seconds, default=None, metavar="SECONDS", dest="crashpoint_budget",
+                    help="a time budget for each crashpoint_sweep (60 or 60s), as crashpoint run --budget: the most "
+                         "informative runs first, what did not fit is left out (neither failed nor passed)")
     group.addoption("--crashpoint-results-db", nargs="?", const="", default=None, metavar="URL",
                     dest="crashpoint_results_db",
                     help="record this session's case runs in a results store (SQLite path or database URL; "

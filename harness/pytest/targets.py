@@ -30,7 +30,12 @@ class SweepReport:
         self.passed = result.passed
         from crashpoint.harness.engines.effects import unseen_summary
 
-        lines = [f"{len(result.results)} runs: {result.counts()}", *unseen_summary(result.results)]
+        from crashpoint.harness.judge.document import budget_data
+        from crashpoint.reports.terminal import sampling
+
+        left = {"points": getattr(result, "points", "all"), "classes": getattr(result, "classes", None) or {},
+                "budget": budget_data(result) if getattr(result, "left_out", None) else {}}
+        lines = [f"{len(result.results)} runs: {result.counts()}", *sampling(left), *unseen_summary(result.results)]
         for r in result.results:
             if r.verdict != "passed":
                 rules = ", ".join(sorted({f.rule for f in r.failures})) or r.error
@@ -51,7 +56,9 @@ def crashpoint_sweep(request: pytest.FixtureRequest, tmp_path: Path) -> Callable
     """``crashpoint_sweep(target, **options) -> SweepReport``: ``target`` is a :class:`crashpoint.Target` or a
     target file (relative to the test file's folder); options as :func:`crashpoint.harness.run.target_sweep.sweep`,
     except that ``crash`` defaults to ``sampled``, ``crashpoint run``'s default, so a test makes the runs the CLI
-    makes (``sweep``'s own default, ``every``, has no second kill during a recovery)."""
+    makes (``sweep``'s own default, ``every``, has no second kill during a recovery), and ``time_budget_s`` to
+    ``--crashpoint-budget SECONDS`` (each sweep's own time budget; what it left out is in ``summary`` and in
+    ``result.left_out``)."""
     from crashpoint.harness.pytest.plugin import chaos_enabled
 
     if not chaos_enabled(request.config):
@@ -69,6 +76,7 @@ def crashpoint_sweep(request: pytest.FixtureRequest, tmp_path: Path) -> Callable
         check_target(target)  # before a sweep: what crashpoint validate refuses is never swept
         options.setdefault("workdir", tmp_path / "runs")
         options.setdefault("crash", "sampled")  # crashpoint run's default (harness/cli/main.py, --crash)
+        options.setdefault("time_budget_s", request.config.getoption("crashpoint_budget", None))
         return SweepReport(sweep(target, **options))
 
     return run

@@ -255,3 +255,19 @@ def describe(executor: Executor, workers: int | None = None) -> str:
             n = None
         return f"dask {client.scheduler.address}" + (f" ({n} worker thread(s))" if n else "")
     return type(executor).__name__
+
+
+def capacity(executor: Executor) -> int:
+    """How many runs ``executor`` executes at once (at least 1): a local pool's size, a Dask cluster's worker threads
+    (what a sweep on a time budget keeps in flight, so that the most informative runs start first); an executor it
+    cannot ask: 2."""
+    workers = getattr(executor, "_max_workers", None)  # noqa: SLF001 - no public accessor
+    if isinstance(workers, int) and workers > 0:
+        return workers
+    client = getattr(executor, "_client", None)
+    if client is not None:
+        try:
+            return max(1, sum(w.get("nthreads", 1) for w in client.scheduler_info().get("workers", {}).values()))
+        except Exception:  # noqa: BLE001 - a cluster that cannot say: the default
+            return 2
+    return 2

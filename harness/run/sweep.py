@@ -9,6 +9,8 @@ call of a module-level function on picklable arguments that returns a picklable
 from __future__ import annotations
 
 import dataclasses
+import heapq
+import itertools
 import re
 import shutil
 import sys
@@ -26,9 +28,20 @@ from crashpoint.harness.process import kills
 from crashpoint.harness.load.loader import Case, Pack
 from crashpoint.harness.process import crashpoints
 from crashpoint.harness.run.pack_driver import Driver, RunOutcome, reap_under
+from crashpoint.harness.run import point_classes
 from crashpoint.harness.run.executors import result_of, wait_first
+from crashpoint.harness.run.point_classes import PointClass
 
 CRASH_MODES = ("sampled", "every", "none", "recovery")
+#: ``points``: ``classes`` kills at a sample of each crash-point class's instances (``--crash sampled``'s default),
+#: ``all`` at every instance (see :mod:`crashpoint.harness.run.point_classes`).
+POINTS_MODES = ("classes", "all")
+#: The order a sweep on a time budget starts its runs in (lowest first): the golden runs, each class's first
+#: instance, the further instances of racy classes, of recovery classes, the runs of kills during recovery (pairs,
+#: extras, ``--crash recovery``), the instances beyond the sample (``points="all"``), further ``repeat`` tries.
+TIERS = {"golden": 0, "class": 1, "racy": 2, "recovery": 3, "pairs": 4, "instance": 5, "repeat": 6}
+#: A crash run's expected wall seconds, before any has finished: this many times its golden run's.
+CRASH_RUN_FACTOR = 1.5
 #: ``sampled``: per case, the crash runs added to ``every`` (see :func:`sampled_specs`).
 SAMPLED_PAIRS = 2       #: kills during the recovery from a kill ("A >> B"), count per case
 SAMPLED_ALONGSIDE = 1   #: a second live worker while one is held ("P || worker"), count per case
@@ -232,6 +245,12 @@ class Subject:
         """``--crash recovery``: the second kills after a kill at ``first`` (default: every point of its recovery)."""
         return recovery
 
+    def point_classes(self, unit: str, points: list[str], golden: Any) -> list[PointClass]:
+        """The crash-point classes of ``unit``'s golden run (``points``; ``golden`` its outcome): see
+        :mod:`crashpoint.harness.run.point_classes`. Default: every point a class of its own (a pack's points name
+        no thread)."""
+        return point_classes.classes(points, roles=None)
+
     def started(self, pool: Executor, own: bool, workers: int) -> None:
         """Called once the golden runs are submitted (a target's idle pool threads warm their zygotes)."""
 
@@ -356,7 +375,7 @@ def _folder(name: str) -> str:
 def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: str = "every",
           jobs: int | None = None, executor: Executor | str | None = None, workdir: Path | None = None,
           keep: bool = False, worker_timeout_s: float = 60.0, only: Sequence[str] = (),
-          budget: int | None = None,
+          pairs: int | None = None, points: str | None = None, time_budget_s: float | None = None,
           on_result: Callable[[RunResult], None] | None = None,
           on_plan: Callable[[int], None] | None = None,
           skip: Collection[tuple[str, str | None]] = (), crash_mode: str = "kill",
@@ -376,12 +395,14 @@ def sweep(pack: Pack, cases: Sequence[Case], adapter: EngineAdapter, *, crash: s
     driver = Driver(adapter, pack, worker_timeout_s=worker_timeout_s, crash_mode=crash_mode)
     subject = PackSubject(pack, list(cases), driver, how or Invocation(crash_mode=crash_mode))
     return sweep_subject(subject, crash=crash, jobs=jobs, executor=executor, workdir=workdir, keep=keep, only=only,
-                         budget=budget, on_result=on_result, on_plan=on_plan, skip=skip)
+                         pairs=pairs, points=points, time_budget_s=time_budget_s, on_result=on_result,
+                         on_plan=on_plan, skip=skip)
 
 
 def sweep_subject(subject: Subject, *, crash: str = "every", jobs: int | None = None,
                   executor: Executor | str | None = None, workdir: Path | None = None, keep: bool = False,
-                  only: Sequence[str] = (), repeat: int = 1, budget: int | None = None,
+                  only: Sequence[str] = (), repeat: int = 1, pairs: int | None = None,
+                  points: str | None = None, time_budget_s: float | None = None,
                   on_result: Callable[[RunResult], None] | None = None,
                   on_plan: Callable[[int], None] | None = None,
                   skip: Collection[tuple[str, str | None]] = (), keep_outcomes: bool = True) -> SweepResult:
@@ -398,8 +419,18 @@ def sweep_subject(subject: Subject, *, crash: str = "every", jobs: int | None = 
             ``B`` of the recovery from ``A`` the subject picks, killed at ``A`` and again at ``B``: ``"A >> B"``) |
             ``sampled`` (``every``, plus per unit a sample of kills during recovery and the subject's extras:
             ``crashpoint run``'s default). With ``only``, ``sampled`` is ``every``.
-        budget: for ``recovery``, at most this many double-kill runs per unit, spread evenly over the pairs
+        points: ``classes`` (default with ``sampled``): the single kills are a sample of each crash-point class's
+            instances (:meth:`Subject.point_classes`, :func:`~crashpoint.harness.run.point_classes.sample`), the
+            rest of each class is left out (listed in the result's ``classes``); ``all`` (default otherwise): every
+            instance. Ignored with ``only``.
+        pairs: for ``recovery``, at most this many double-kill runs per unit, spread evenly over the pairs
             (default: every pair).
+        time_budget_s: wall seconds the sweep may take (``None``: no limit). The golden runs always run; then runs
+            start in :data:`TIERS` order (each class once, racy classes, recovery classes, kills during recovery,
+            further instances, repeats), at most as many at once as the executor runs, and none once the time left
+            is less than a run is expected to take (the unit's slowest golden or crash run so far, a crash run
+            :data:`CRASH_RUN_FACTOR` times its golden run before one finished). What did not start is in the
+            result's ``left_out``: neither a failure nor a pass.
         jobs: size of the local pool this call makes (default: the number of CPUs); ignored when ``executor`` is
             an ``Executor``.
         executor: an :class:`concurrent.futures.Executor` (left running: the caller closes it), or a spec for
@@ -427,16 +458,20 @@ def sweep_subject(subject: Subject, *, crash: str = "every", jobs: int | None = 
 
     Returns:
         The subject's :class:`SweepResult`; ``results`` hold the golden runs in unit order, then each unit's
-        crash runs in crash point order (each point's tries in order), then its double kills.
+        crash runs in crash point order (each point's tries in order), then its double kills; ``classes`` each
+        unit's crash-point classes, ``left_out`` the runs a time budget did not start.
 
     Raises:
-        ValueError: an unknown ``crash`` mode or ``repeat < 1``; ``UsageError`` for a bad executor spec or an
-        unreachable Dask scheduler.
+        ValueError: an unknown ``crash`` or ``points`` mode, ``repeat < 1``, a ``time_budget_s`` that is not a
+        positive number; ``UsageError`` for a bad executor spec or an unreachable Dask scheduler.
     """
     from crashpoint.harness.run.executors import make_executor
 
-    if crash not in CRASH_MODES or repeat < 1:
-        raise ValueError(f"--crash must be one of {CRASH_MODES} and repeat >= 1, got {crash!r}, {repeat}")
+    if crash not in CRASH_MODES or repeat < 1 or points not in (None, *POINTS_MODES):
+        raise ValueError(f"--crash must be one of {CRASH_MODES}, points one of {POINTS_MODES} and repeat >= 1, got "
+                         f"{crash!r}, {points!r}, {repeat}")
+    if time_budget_s is not None and not (time_budget_s > 0 and time_budget_s != float("inf")):
+        raise ValueError(f"a time budget is a finite number of seconds > 0, got {time_budget_s!r}")
     began = time.perf_counter()
     closer: Callable[[], None] | None = None
     own = executor is None or isinstance(executor, str)
@@ -444,7 +479,9 @@ def sweep_subject(subject: Subject, *, crash: str = "every", jobs: int | None = 
         pool, closer = make_executor(executor or subject.default_executor, jobs)
     else:
         pool = executor
-    loop = _Loop(subject, pool, crash, workdir, only, repeat, budget, on_result, on_plan, skip, keep_outcomes)
+    mode = points or ("classes" if crash == "sampled" else "all")
+    loop = _Loop(subject, pool, crash, workdir, only, repeat, pairs, on_result, on_plan, skip, keep_outcomes,
+                 mode, time_budget_s)
     try:
         loop.run(own)
     finally:
@@ -457,6 +494,10 @@ def sweep_subject(subject: Subject, *, crash: str = "every", jobs: int | None = 
     ran = "every" if crash == "sampled" and only else crash  # chosen points run once each: no sampled pairs
     result = subject.result(ran, loop.results(), loop.points, time.perf_counter() - began)
     result.sampled_pairs = loop.pair_cover
+    result.points = "all" if only else mode
+    result.classes = loop.class_data()
+    result.left_out = loop.left_out + loop.pairs_left_out()
+    result.time_budget_s = time_budget_s
     return result
 
 
@@ -464,14 +505,15 @@ class _Loop:
     """The state of one :func:`sweep_subject`: what is planned, running and done, per unit."""
 
     def __init__(self, subject: Subject, pool: Executor, crash: str, workdir: Path | None, only: Sequence[str],
-                 repeat: int, budget: int | None, on_result: Callable[[RunResult], None] | None,
+                 repeat: int, pairs: int | None, on_result: Callable[[RunResult], None] | None,
                  on_plan: Callable[[int], None] | None, skip: Collection[tuple[str, str | None]],
-                 keep_outcomes: bool) -> None:
-        from crashpoint.harness.run.executors import is_local
+                 keep_outcomes: bool, points: str = "all", time_budget_s: float | None = None) -> None:
+        from crashpoint.harness.run.executors import capacity, is_local
 
         self.subject, self.pool, self.crash, self.workdir = subject, pool, crash, workdir
-        self.only, self.repeat, self.budget, self.skip = list(dict.fromkeys(only)), repeat, budget, skip
+        self.only, self.repeat, self.pair_limit, self.skip = list(dict.fromkeys(only)), repeat, pairs, skip
         self.on_result, self.on_plan, self.keep_outcomes = on_result, on_plan, keep_outcomes
+        self.points_mode = points
         self.isolated = not is_local(pool) and workdir is None
         self.root = Path(workdir).resolve() if workdir else Path(tempfile.mkdtemp(prefix="crashpoint-"))
         self.root.mkdir(parents=True, exist_ok=True)
@@ -483,6 +525,7 @@ class _Loop:
         self.singles: dict[str, list[RunResult | None]] = {u: [] for u in self.units}
         self.doubles: dict[str, list[RunResult | None]] = {u: [] for u in self.units}
         self.points: dict[str, list[str]] = {}
+        self.classes: dict[str, list[PointClass]] = {}
         #: future -> (phase, unit, crash point, repeat, index in its unit's list)
         self.pending: dict[Future, tuple[str, str, str | None, int, int]] = {}
         self.left = {u: 0 for u in self.units}  # single-kill runs of the unit still running (recovery)
@@ -492,6 +535,15 @@ class _Loop:
         #: unit -> what became of its sampled pairs (:meth:`pair_coverage`)
         self.pair_cover: dict[str, dict[str, Any]] = {}
         self.used: set[Path] = set()
+        # a time budget: runs wait in a queue (tier, order) and start while the executor has room and time is left
+        self.deadline = None if time_budget_s is None else time.monotonic() + time_budget_s
+        self.room = capacity(pool) if time_budget_s is not None else 0
+        self.queue: list[tuple[int, int, tuple[str, str, str, str | None, int, int]]] = []
+        self.order = itertools.count()  # within a tier: first queued, first started
+        self.spent = False
+        #: the runs a time budget did not start: {"case_id", "crash_point", "tier"}
+        self.left_out: list[dict[str, Any]] = []
+        self.took: dict[str, list[float]] = {}  # unit -> wall seconds of its finished crash runs
 
     def plan(self, more: int) -> None:
         if more and self.on_plan:
@@ -508,7 +560,39 @@ class _Loop:
         self.used.add(path)
         return path
 
-    def submit(self, phase: str, unit: str, name: str, point: str | None, repeat: int, index: int) -> None:
+    def submit(self, phase: str, unit: str, name: str, point: str | None, repeat: int, index: int,
+               tier: str = "golden") -> None:
+        """Start a run now, or (a time budget) queue it at its :data:`TIERS` rank."""
+        if self.deadline is None:
+            self.start(phase, unit, name, point, repeat, index)
+            return
+        heapq.heappush(self.queue, (TIERS[tier], next(self.order), (phase, unit, name, point, repeat, index)))
+
+    def pump(self) -> None:
+        """A time budget: start queued runs, most informative first, while the executor has room and the time left
+        is at least what a run is expected to take; once it is not, the queued runs are left out."""
+        while self.queue and len(self.pending) < self.room:
+            tier, _, (phase, unit, name, point, repeat, index) = self.queue[0]
+            if tier > 0 and (self.spent or time.monotonic() + self.expected(unit) > self.deadline):
+                self.spent = True
+                break
+            heapq.heappop(self.queue)
+            self.start(phase, unit, name, point, repeat, index)
+        if self.spent:
+            names = {v: k for k, v in TIERS.items()}
+            while self.queue:
+                tier, _, (phase, unit, name, point, repeat, index) = heapq.heappop(self.queue)
+                self.left_out.append({"case_id": unit, "crash_point": point, "tier": names[tier]})
+                if phase == "single":
+                    self.left[unit] -= 1
+
+    def expected(self, unit: str) -> float:
+        """Wall seconds a crash run of ``unit`` is expected to take: its slowest crash run so far, else
+        :data:`CRASH_RUN_FACTOR` times its golden run."""
+        golden = self.golden[unit].wall_s if unit in self.golden else 0.0
+        return max([golden * CRASH_RUN_FACTOR, *self.took.get(unit, [])])
+
+    def start(self, phase: str, unit: str, name: str, point: str | None, repeat: int, index: int) -> None:
         golden = self.golden[unit].outcome if point is not None and unit in self.golden else None
         fn, args = self.subject.call(unit, point, golden, repeat)
         run_dir = self.folder(unit, name)
@@ -523,13 +607,22 @@ class _Loop:
         self.plan(sum((u, None) not in self.skip for u in self.units))
         for u in self.units:
             self.submit("golden", u, "golden", None, 1, 0)
+        self.room = max(self.room, len(self.queue))  # every golden run starts at once, as without a budget
+        self.pump()
         self.subject.started(self.pool, own, getattr(self.pool, "_max_workers", 0) or 0)
         while self.pending:
             for future in wait_first(list(self.pending)):
                 phase, unit, point, repeat, index = self.pending.pop(future)
                 result = _lost(future, unit, point)
                 if result is not None:
+                    if phase != "golden" and result.wall_s:
+                        self.took.setdefault(unit, []).append(result.wall_s)
                     self.finished(phase, unit, point, repeat, index, result)
+            if self.deadline is not None:
+                from crashpoint.harness.run.executors import capacity
+
+                self.room = capacity(self.pool)
+                self.pump()
 
     def finished(self, phase: str, unit: str, point: str | None, repeat: int, index: int, result: RunResult) -> None:
         if phase == "double" and (unit, index) in self.pairs and self.replaced(unit, index, result):
@@ -564,29 +657,44 @@ class _Loop:
         if result.verdict == "passed" and not self.keep_outcomes:
             result.outcome = None
 
+    def chosen(self, unit: str, golden: RunResult) -> tuple[list[str], dict[str, str]]:
+        """The single kills of ``unit`` in golden-run order, and each one's tier: with ``points="classes"`` the sample
+        of each class, else every point (with ``only``: those)."""
+        if self.only:
+            return self.only, {}
+        found = point_classes.sample(self.subject.point_classes(unit, self.points[unit], golden.outcome))
+        self.classes[unit] = found
+        tiers = {p: why for p, why in point_classes.plan_order(found)}
+        if self.points_mode == "classes":
+            return [p for p in self.points[unit] if p in tiers], tiers
+        for c in found:
+            c.every = True
+        return self.points[unit], {p: tiers.get(p, "instance") for p in self.points[unit]}
+
     def crash_runs(self, unit: str, golden: RunResult) -> None:
-        """The runs a unit's golden run makes possible: a kill at each crash point it passed (each ``repeat``
-        times), and with ``sampled`` the pairs' first kills' second kills and the subject's extras."""
+        """The runs a unit's golden run makes possible: a kill at each chosen crash point (:meth:`chosen`, each
+        ``repeat`` times), and with ``sampled`` the pairs' first kills' second kills and the subject's extras."""
         self.points[unit] = golden.outcome.crash_points if golden.outcome else []
         if self.crash == "none" or golden.outcome is None:
             return
-        wanted = self.only or self.points[unit]
+        wanted, tiers = self.chosen(unit, golden)
         todo = [(n, p, k) for n, p in enumerate(wanted) for k in range(1, self.repeat + 1)
                 if (unit, p) not in self.skip]
         self.plan(len(todo))
         for n, point, k in todo:
             self.singles[unit].append(None)
             self.submit("single", unit, f"{n:03d}-{_folder(point)}" + (f"-try{k}" if self.repeat > 1 else ""), point,
-                        k, len(self.singles[unit]) - 1)
+                        k, len(self.singles[unit]) - 1, "repeat" if k > 1 else tiers.get(point, "class"))
         self.left[unit] = len(todo)
         if self.crash == "sampled" and not self.only:
-            self.pair_from[unit] = set(self.subject.pair_points(unit, self.points[unit]))
+            self.pair_from[unit] = set(self.subject.pair_points(unit, wanted))
             for point in sorted(self.pair_from[unit]):  # resumed: a stored single kill runs again for its pair
                 if (unit, point) in self.skip and not _pair_stored(self.skip, unit, point):
-                    self.submit("probe", unit, f"p-{_folder(point)}", point, 1, 0)
-            self.extra(self.subject.extras(unit, self.points[unit], golden.outcome), unit)
+                    self.submit("probe", unit, f"p-{_folder(point)}", point, 1, 0, "pairs")
+            self.extra(self.subject.extras(unit, wanted, golden.outcome), unit)
         if self.crash == "recovery" and not todo:
             self.double_runs(unit)
+        self.pump()
 
     def extra(self, specs: list[str], unit: str) -> None:
         """Submit the runs of crash specs beyond single kills (sampled extras and pairs), as double runs."""
@@ -595,7 +703,7 @@ class _Loop:
         for spec in specs:
             self.doubles[unit].append(None)
             n = len(self.doubles[unit]) - 1
-            self.submit("double", unit, f"r{n:04d}", spec, 1, n)
+            self.submit("double", unit, f"r{n:04d}", spec, 1, n, "pairs")
 
     def pair(self, unit: str, first: str, recovery: list[str]) -> None:
         """``sampled``: the recovery pair of the single kill at ``first`` (whose recovery passed ``recovery``): a run
@@ -636,21 +744,38 @@ class _Loop:
         fresh = [p for p in own if p not in tried]  # the first kill did not fire: the same pair again
         second = (self.subject.second(unit, first, fresh) if fresh else [])[:1] or tried[-1:]
         tried.append(second[0])
-        self.submit("double", unit, f"r{index:04d}", f"{first}{crashpoints.THEN}{second[0]}", 1, index)
+        self.submit("double", unit, f"r{index:04d}", f"{first}{crashpoints.THEN}{second[0]}", 1, index, "pairs")
         return True
 
     def double_runs(self, unit: str) -> None:
-        """``recovery``: once every single kill of ``unit`` is done, a second kill in each recovery (``budget``)."""
+        """``recovery``: once every single kill of ``unit`` is done, a second kill in each recovery (``pairs``)."""
         mine = [r for r in self.singles[unit] if r is not None and r.repeat == 1]
         pairs = [f"{r.crash_point}{crashpoints.THEN}{b}" for r in mine if r.outcome is not None and r.crash_fired
                  for b in self.subject.recovery_seconds(
                      unit, r.crash_point, crashpoints.recovery_points(r.outcome.crash_points, r.crash_point))]
-        if self.budget is not None and len(pairs) > self.budget:
-            step = len(pairs) / self.budget
-            pairs = [pairs[int(i * step)] for i in range(self.budget)]
+        if self.pair_limit is not None and len(pairs) > self.pair_limit:
+            step = len(pairs) / self.pair_limit
+            pairs = [pairs[int(i * step)] for i in range(self.pair_limit)]
         self.extra(pairs, unit)
         for r in mine:  # what the pairs needed of the single kills' outcomes is taken
             self.drop(r)
+
+    def pairs_left_out(self) -> list[dict[str, Any]]:
+        """The sampled pairs a time budget cut before they were planned: their first kill did not run, so the second
+        kill's point was never chosen (``{"case_id", "crash_point": FIRST, "tier": "pairs", "second_kill":
+        "during the recovery (not chosen)"}``)."""
+        cut = {(r["case_id"], r["crash_point"]) for r in self.left_out if r["tier"] != "pairs"}
+        return [{"case_id": u, "crash_point": p, "tier": "pairs", "second_kill": "during the recovery (not chosen)"}
+                for u in self.units for p in sorted(self.pair_from.get(u, ())) if (u, p) in cut]
+
+    def class_data(self) -> dict[str, list[dict[str, Any]]]:
+        """unit -> its crash-point classes as JSON (:meth:`PointClass.to_dict`), the instances a time budget cut
+        named."""
+        cut: dict[str, set[str]] = {}
+        for r in self.left_out:
+            if r["crash_point"] is not None:
+                cut.setdefault(r["case_id"], set()).add(r["crash_point"])
+        return {u: [c.to_dict(cut.get(u, ())) for c in found] for u, found in self.classes.items()}
 
     def cancel(self) -> None:
         for future in self.pending:

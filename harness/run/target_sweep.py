@@ -166,6 +166,14 @@ class TargetSubject(Subject):
         case, mode = self._of[unit]
         return _target_run, (self.target, case, mode, crash_point, golden, repeat, self.opts, self._code)
 
+    def point_classes(self, unit, points, golden):
+        from crashpoint.harness.run import point_classes
+
+        case, _ = self._of[unit]
+        return point_classes.classes(points, roles=point_classes.thread_roles(self.target.inputs,
+                                                                              self.target.expected(case)),
+                                     calls=getattr(golden, "calls", ()), recovery_kinds=self._engine.recovery_kinds)
+
     def second(self, unit, first, recovery):
         return self._engine.sampled_second(recovery, first)
 
@@ -252,14 +260,18 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
           executor: Executor | None = None, workers: int | None = None, warm: bool = True,
           write_latency_ms: float = 0.0, workdir: Path | None = None, server: str = "shared",
           on_result: Callable[[RunResult], None] | None = None, on_plan: Callable[[int], None] | None = None,
-          skip: Collection[tuple[str, str | None]] = (), keep_outcomes: bool = False) -> SweepResult:
+          skip: Collection[tuple[str, str | None]] = (), keep_outcomes: bool = False, points: str | None = None,
+          time_budget_s: float | None = None) -> SweepResult:
     """Sweep ``target``: :func:`~crashpoint.harness.run.sweep.sweep_subject` of a :class:`TargetSubject` (the one
     sweep loop packs use too; see there for ``on_result``, ``on_plan``, ``skip`` and ``keep_outcomes``).
 
     Args:
         cases / durability: subsets (default: all of the target's). ``crash``: ``every`` | ``sampled`` (see
             :data:`CRASH_MODES`; with ``crash_points`` it is ``every``) | ``none`` | ``recovery``.
-        crash_points: only these ids (or schedules ``"A >> B"``); default every point of the golden run.
+        crash_points: only these ids (or schedules ``"A >> B"``); default every point of the golden run (with
+            ``sampled``, a sample of each crash-point class: ``points``).
+        points / time_budget_s: ``classes`` | ``all`` and a time budget in seconds: see
+            :func:`~crashpoint.harness.run.sweep.sweep_subject`.
         repeat: runs per crash point (>= 1): a racy point's outcome can depend on thread timing.
         executor: where runs execute (default: a thread pool of ``workers``, default
             :func:`default_workers`). ``warm``: fork workers from a
@@ -280,4 +292,5 @@ def sweep(target: Target, *, cases: Sequence[str] | None = None, durability: Seq
         executor = "threads"
     return sweep_subject(subject, crash=crash, jobs=workers or default_workers(target), executor=executor,
                          workdir=workdir, keep=workdir is not None, only=list(crash_points or ()), repeat=repeat,
-                         on_result=on_result, on_plan=on_plan, skip=skip, keep_outcomes=keep_outcomes)
+                         on_result=on_result, on_plan=on_plan, skip=skip, keep_outcomes=keep_outcomes, points=points,
+                         time_budget_s=time_budget_s)
