@@ -28,6 +28,10 @@ Crash points, with no user code (methods of ``dbos._sys_db.SystemDatabase`` wrap
   through it), before it runs;
 * ``before_effect:NAME`` / ``after_effect:NAME``: each ``crashpoint.effect``.
 
+A child workflow (started from a workflow: ``DBOS.start_workflow`` or an enqueue in its code) has its parent
+recorded in the run's ledger before its status row is written (the row's ``parent_workflow_id``, in
+``init_workflow`` or, dbos 3.4 and later, ``init_child_workflow``): ``target.approval_gate`` follows it.
+
 Phases (what a DBOS application and its clients do, nothing more). Every phase calls ``DBOS.launch()``,
 which recovers the PENDING workflows of this executor id and application version:
 
@@ -193,6 +197,7 @@ def install_hooks(probe: Callable[[str], None], run_dir: Path) -> list[str]:
 
     def init_workflow(self: Any, status: Any, *args: Any, **kwargs: Any) -> Any:
         where = f"{status['workflow_uuid']}@{status['status']}"
+        _record_parent(status["workflow_uuid"], status.get("parent_workflow_id"))
         probe(f"before_status:{where}")
         out = orig["init_workflow"](self, status, *args, **kwargs)
         probe(f"after_status:{where}")
@@ -268,7 +273,25 @@ def install_hooks(probe: Callable[[str], None], run_dir: Path) -> list[str]:
     for name, fn in locals().copy().items():
         if name in hooks:
             setattr(SystemDatabase, name, fn)
+    child = getattr(SystemDatabase, "init_child_workflow", None)  # dbos >= 3.4: a child's status row, apart
+    if callable(child):
+        def init_child_workflow(self: Any, status: Any, *args: Any, **kwargs: Any) -> Any:
+            _record_parent(status["workflow_uuid"], kwargs.get("parent_workflow_id") or status.get("parent_workflow_id"))
+            return child(self, status, *args, **kwargs)
+
+        SystemDatabase.init_child_workflow = init_child_workflow
     return []
+
+
+#: The worker's effect session (:func:`main` installs it): child workflows' parents are recorded through it.
+_session: EffectSession | None = None
+
+
+def _record_parent(workflow_id: str, parent: str | None) -> None:
+    """Record a child workflow's parent (DBOS's ``parent_workflow_id`` of the status row it is about to write: a
+    workflow started from a workflow) before the row is written (:meth:`EffectSession.record_parent`)."""
+    if _session is not None and parent:
+        _session.record_parent(workflow_id, parent)
 
 
 def _jsonable(value: Any) -> Any:
@@ -487,7 +510,9 @@ def main(argv: list[str] | None = None) -> int:
     def durable(thread: str | None) -> bool | None:
         return None if thread is None else db.has_status(thread)
 
-    effect_api._install(EffectSession(run_dir / LEDGER_FILE, probe, where_am_i, durable))
+    global _session
+    _session = EffectSession(run_dir / LEDGER_FILE, probe, where_am_i, durable)
+    effect_api._install(_session)
     if args.barrier:
         barrier(run_dir, args.barrier)
     if args.phase == "answer":  # before launch: the workflows DBOS.launch() recovers find their message waiting

@@ -10,9 +10,13 @@ on the wall clock). What a
 target call adds is kept in one more table of the same file::
 
     effect_calls(seq -> calls.seq, pid, thread, node, task, step, digest, durable, live_others, value)
+    thread_parents(thread, parent, after_gseq, pid)
 
 (``value``: the pickled result, returned again for a repeated key; ``live_others``: JSON list of the
-run's other worker processes alive when the call began, from ``RUN_DIR/pids.log``). The probe passes ``before_effect:NAME`` before the
+run's other worker processes alive when the call began, from ``RUN_DIR/pids.log``). ``thread_parents`` holds each
+child workflow's parent (:meth:`EffectSession.record_parent`, first record kept): a DBOS child workflow started from a
+workflow, a Temporal child workflow; ``after_gseq``: the ledger's last position (calls and decisions) when the engine
+was asked to start it, so an approval answered later is known to have come after the child started. The probe passes ``before_effect:NAME`` before the
 call and ``after_effect:NAME`` once the call is recorded and before its answer returns.
 
 Calls with one key are serialised across processes (a ``flock`` per effect and key), as the idempotent
@@ -35,7 +39,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import crashpoint.api as effect_api
 from crashpoint.api import OUTSIDE_FILE, EffectCall, EffectFault, EffectSpec, EffectTimeout, _Outside, bound_arguments
-from crashpoint.fakes.ledger import Ledger
+from crashpoint.fakes.ledger import Ledger, next_gseq
 from crashpoint.harness.engines.workerlib import alive, held_lock, rendezvous
 from crashpoint.protocols import no_probe
 
@@ -44,6 +48,8 @@ CREATE TABLE IF NOT EXISTS effect_calls (
     seq INTEGER PRIMARY KEY, pid INTEGER NOT NULL, thread TEXT, node TEXT, task TEXT, step INTEGER,
     digest TEXT NOT NULL,
     durable INTEGER, live_others TEXT NOT NULL DEFAULT '[]', value BLOB);
+CREATE TABLE IF NOT EXISTS thread_parents (
+    thread TEXT PRIMARY KEY, parent TEXT NOT NULL, after_gseq INTEGER NOT NULL, pid INTEGER NOT NULL);
 """
 #: Real seconds a scripted ``slow`` call sleeps when its script gives none.
 SLOW_DEFAULT_S = 0.2
@@ -324,6 +330,18 @@ class EffectSession:
             mine = self._local.ledger = Ledger(self.path)
         return mine
 
+    def record_parent(self, thread: str | None, parent: str | None) -> None:
+        """Record that the engine is asked to start workflow ``thread`` as a child of workflow ``parent`` (a worker calls
+        it before the engine makes the child durable: before the parent's command to start it reaches the server, or
+        before the child's status row is written), with the ledger's last position now (``after_gseq``). The first
+        record of a thread is kept: a replay or a recovery that starts the child again records nothing new. No record
+        for a workflow that has no parent, or is its own."""
+        if not thread or not parent or thread == parent:
+            return
+        with self.ledger.transaction() as conn:
+            conn.execute("INSERT OR IGNORE INTO thread_parents VALUES (?, ?, ?, ?)",
+                         (thread, parent, next_gseq(conn) - 1, os.getpid()))
+
     def call(self, spec: EffectSpec, fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
         """Record, crash-probe, fault and run one call (see the module docstring).
 
@@ -451,6 +469,14 @@ def outside_calls(run_dir: str | os.PathLike[str]) -> list[str]:
             f"{', '.join(str(k) for k in keys)}; parent pid {ppid}) was made without the run's ledger or a crash "
             "point around it, so this run did not judge it (call the effect in the worker process, e.g. in the node "
             "itself, not in a subprocess it starts)" for (pid, effect), (ppid, keys) in seen.items()]
+
+
+def read_parents(ledger: Ledger) -> dict[str, dict[str, Any]]:
+    """Each child workflow's parent as the run's workers recorded it (:meth:`EffectSession.record_parent`):
+    ``{thread: {"parent": PARENT_THREAD, "after_gseq": N, "pid": PID}}`` (``{}``: no child workflow was started)."""
+    ensure_schema(ledger)
+    return {r["thread"]: {"parent": r["parent"], "after_gseq": r["after_gseq"], "pid": r["pid"]}
+            for r in ledger.db.execute("SELECT * FROM thread_parents ORDER BY thread").fetchall()}
 
 
 def read_calls(ledger: Ledger) -> list[EffectCall]:

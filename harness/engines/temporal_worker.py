@@ -28,6 +28,10 @@ Crash points, with no user code:
   (the human's answer);
 * ``before_effect:NAME`` / ``after_effect:NAME``: each ``crashpoint.effect`` (called from activities).
 
+A child workflow has its parent recorded in the run's ledger from the parent's ``start_child_workflow_execution``
+command, before the workflow task's completion is reported (so before the server starts the child):
+``target.approval_gate`` follows it.
+
 Worker defaults, each overridable in ``temporal.worker``: ``sticky_queue_schedule_to_start_timeout`` 1 s
 (Temporal's 10 s is what a workflow task waits on a killed worker's sticky queue), ``graceful_shutdown_timeout``
 0, ``build_id`` ``crashpoint-VERSION`` (``crashpoint-base`` before a deploy; the SDK's default hashes the code of
@@ -127,6 +131,8 @@ _child_names: dict[str, str] = {}
 _names_file = Path(os.devnull)
 
 _probe: Callable[[str], None] = lambda name: None
+#: The worker's effect session (:func:`main` installs it): child workflows' parents are recorded through it.
+_session: EffectSession | None = None
 #: With ``$CRASHPOINT_TEMPORAL_TIMING``: prints a stage of the worker (not a crash point) with its time.
 _mark: Callable[[str], None] = lambda name: None
 _task_timeout = timedelta(seconds=2)
@@ -239,6 +245,9 @@ class _ProbedInstance(WorkflowInstance):
                 start = cmd.start_child_workflow_execution
                 _types[("c" + act.run_id, start.seq)] = start.workflow_type
                 _name_child(self._id, start.seq, start.workflow_id)
+                # before the server hears of it: the child's effects are gated by this workflow's approvals
+                if _session is not None:
+                    _session.record_parent(named(start.workflow_id), self.wf)
         if live:
             _probe(f"task_done:{self.wf}" if completion.HasField("successful") else f"task_failed:{self.wf}")
             for cmd in commands:
@@ -690,7 +699,7 @@ _steps = Path(os.devnull)
 
 def main(argv: list[str] | None = None) -> int:
     """One worker pass (see the module docstring)."""
-    global _probe, _mark, _steps, _task_timeout, _names_file
+    global _probe, _mark, _steps, _task_timeout, _names_file, _session
     parser = worker_parser("temporal_worker")
     parser.add_argument("--address", required=True, help="the run's Temporal server, HOST:PORT")
     parser.add_argument("--namespace", default="default", help="the run's namespace on it")
@@ -724,8 +733,8 @@ def main(argv: list[str] | None = None) -> int:
         return {"thread": named(info.workflow_id), "node": info.activity_type, "task": f"attempt {info.attempt}",
                 "step": int(info.activity_id) if info.activity_id.isdigit() else None}
 
-    effect_api._install(EffectSession(run_dir / LEDGER_FILE, _probe, where_am_i,
-                                      lambda thread: None if thread is None else True))
+    _session = EffectSession(run_dir / LEDGER_FILE, _probe, where_am_i, lambda thread: None if thread is None else True)
+    effect_api._install(_session)
     if args.barrier:
         barrier(run_dir, args.barrier)
     write_threads(run_dir, asyncio.run(_pass(args, target, run_dir)))

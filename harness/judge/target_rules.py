@@ -29,7 +29,10 @@ which runs them, records a rule that raises, and lists them with the other rules
 * ``target.approval_gate``: a gated effect is applied only while its approval's latest answer grants it; a
   ``late`` answer (delivered after the workflow moved on) is no answer: it grants nothing. A gated call crashpoint
   could not place in a thread (none of the engine's positions, not even through the thread that started it) is a
-  finding that says so, not "no answer yet".
+  finding that says so, not "no answer yet". Gates follow child workflows (``TargetOutcome.parents``): a call in a
+  child is granted by the approval of its own thread or, when that has no answer, of its nearest ancestor with one,
+  answered before the call and before the child (each child on the way down) was started; a child started before
+  the answer is not gated by it.
 * ``target.expected_end``: each thread the case's ``expect`` (else the target's) names ends in its status and with
   its values (a subset: a mapping matches key by key, any other value by JSON equality: true is not 1), on every run, the golden run
   included: a golden run that is itself wrong fails here, where ``final_state_like_golden`` would take it for right.
@@ -284,7 +287,8 @@ def durable_before_effect(target: Target, run: TargetOutcome, golden: TargetOutc
                     [line(c) for c in bad[:4]])]
 
 
-@rule("target.approval_gate", "a gated effect is applied only while its approval's latest answer grants it")
+@rule("target.approval_gate", "a gated effect is applied only while its approval's latest answer grants it (in a child "
+      "workflow: its own thread's approval, else its nearest ancestor's, answered before the child started)")
 def approval_gate(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
     found = []
     for call in run.calls:
@@ -297,14 +301,58 @@ def approval_gate(target: Target, run: TargetOutcome, golden: TargetOutcome | No
                                  f"that started that thread): whether the approval of {node} had granted it cannot be "
                                  "told", [line(call)]))
             continue
-        mine = [d for d in run.decisions if d["approval_id"] == f"{call.thread}@{node}" and d["gseq"] < call.gseq]
+        owner, mine, late_start = _gating_answers(run, call.thread, node, call.gseq)
         before = [d for d in mine if d.get("by") != LATE_BY]  # an answer after the deadline approves nothing
         late = " (an answer that arrived after the workflow moved on grants nothing)" if len(mine) > len(before) else ""
         if not before or not before[-1]["granted"]:
             state = ("no answer yet" if not before else "its latest answer denied it") + late
-            found.append(Failure("target.approval_gate", f"{call.effect} applied in {call.thread} while the approval "
-                                 f"of {node} had {state}", [line(call)]))
+            if late_start and not before:
+                state = (f"no answer when {call.thread} was started (it was started before the answer to {late_start}, "
+                         "which gates nothing in a child workflow started before it)") + late
+            of = "" if owner == call.thread else f" of {owner}"
+            found.append(Failure("target.approval_gate", f"{call.effect} applied in {call.thread}"
+                                 f"{_lineage(run, call.thread)} while the approval of {node}{of} had {state}",
+                                 [line(call)]))
     return found
+
+
+def _ancestry(run: TargetOutcome, thread: str) -> list[tuple[str, int | None]]:
+    """``thread`` and its ancestors, nearest first, each with the latest ledger position (gseq) an answer to it may
+    have to gate ``thread``: ``None`` for ``thread`` itself (any answer before the call), else the position when the
+    engine was asked to start the first child on the way down (``TargetOutcome.parents``' ``after_gseq``; the
+    smallest on the path: a child started before its parent's answer was not started by it). A cycle ends the walk."""
+    chain: list[tuple[str, int | None]] = [(thread, None)]
+    limit: int | None = None
+    seen = {thread}
+    while (link := run.parents.get(chain[-1][0])) is not None and link["parent"] not in seen:
+        limit = link["after_gseq"] if limit is None else min(limit, link["after_gseq"])
+        chain.append((link["parent"], limit))
+        seen.add(link["parent"])
+    return chain
+
+
+def _gating_answers(run: TargetOutcome, thread: str, node: str,
+                    gseq: int) -> tuple[str, list[dict[str, Any]], str | None]:
+    """``(owner, its answers, late_start)``: the answers to the approval of ``node`` that gate a call at ``gseq`` in
+    ``thread``, from the nearest of ``thread`` and its ancestors (:func:`_ancestry`) answered before the call and
+    before the child on the way down was started (``owner``: that thread; ``thread`` and ``[]`` when none was);
+    ``late_start``: the nearest ancestor answered before the call but only after its child was started, else
+    ``None``."""
+    late_start = None
+    for owner, limit in _ancestry(run, thread):
+        mine = [d for d in run.decisions if d["approval_id"] == f"{owner}@{node}" and d["gseq"] < gseq]
+        if limit is not None and mine and late_start is None and all(d["gseq"] > limit for d in mine):
+            late_start = owner
+        mine = [d for d in mine if limit is None or d["gseq"] <= limit]
+        if mine:
+            return owner, mine, late_start
+    return thread, [], late_start
+
+
+def _lineage(run: TargetOutcome, thread: str) -> str:
+    """`` (a child workflow of P, of Q)`` for a child workflow, ``""`` for a thread with no recorded parent."""
+    chain = [t for t, _ in _ancestry(run, thread)[1:]]
+    return f" (a child workflow of {', of '.join(chain)})" if chain else ""
 
 
 def _same(want: Any, got: Any) -> bool:

@@ -109,6 +109,11 @@ class TargetOutcome:
         races: the races the run's crash spec held (``"A with P held until Q"``:
             :func:`crashpoint.harness.process.crashpoints.races`): ``[{"held", "until", "pid", "end": "met" |
             "timeout" | "killed", "seconds"}]``.
+        parents: each child workflow's parent, as the engine's workers recorded it when the engine was asked to start
+            the child: ``{thread: {"parent": PARENT_THREAD, "after_gseq": N, "pid": PID}}`` (``after_gseq``: the
+            ledger's last position, calls and decisions, at that moment; :meth:`~crashpoint.harness.engines.effects.
+            EffectSession.record_parent`). ``target.approval_gate`` follows it: a parent's approval answered before
+            the child started gates the child's effects.
     """
 
     case: str
@@ -135,6 +140,7 @@ class TargetOutcome:
     faults_missed: list[str] = field(default_factory=list)
     outside: list[str] = field(default_factory=list)
     races: list[dict[str, Any]] = field(default_factory=list)
+    parents: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 __all__ = ["RunOutcome", "TargetOutcome", "LATE_BY"]

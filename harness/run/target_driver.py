@@ -62,7 +62,7 @@ from crashpoint.harness.process import crashpoints
 from crashpoint.harness.process import forkserver
 from crashpoint.harness.run.delivery import PROBE_SPEC
 from crashpoint.harness.process.launch import RUN_MARKER, run_process
-from crashpoint.harness.engines.effects import ensure_schema, outside_calls, read_calls, unseen_processes
+from crashpoint.harness.engines.effects import ensure_schema, outside_calls, read_calls, read_parents, unseen_processes
 from crashpoint.harness.load.target import Target, TargetCase
 from crashpoint.harness.engines.workerlib import PIDS_FILE, RENDEZVOUS_MISSED_FILE, TARGET_FILE, THREADS_FILE, UNSUPPORTED_RC
 from crashpoint.harness.engines.workerlib import invoke_errors
@@ -654,6 +654,7 @@ class _Run:
         out.faults_missed[:0] = missed_faults(self.ledger, self.injected.tool_faults, self.owners) + \
             [f"kill at {k}" for k in own[len(out.fired):]]
         out.decisions = self.ledger.decisions()
+        out.parents = read_parents(self.ledger)  # child workflows: an approval of an ancestor gates their effects
         self.ledger.close()
         out.crash_points = crashpoints.passed(run_dir)
         out.steps = _steps(run_dir)
