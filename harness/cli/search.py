@@ -76,7 +76,6 @@ def cmd_search(args: argparse.Namespace) -> int:
     from crashpoint.harness.run.executors import make_executor
     from crashpoint.harness.run.schedule_search import resolve_seed, search, summary_lines, write_repro
     from crashpoint.harness.load.loader import load_target
-    from crashpoint.harness.load.schedule import KINDS
     from crashpoint.harness.cli.target_run import is_target_file
 
     if is_target_file(Path(args.path)):  # the team's own code, not a pack
@@ -89,9 +88,10 @@ def cmd_search(args: argparse.Namespace) -> int:
         raise UsageError("--schedules and --max-faults must be at least 1")
     check_sweep_options(args)
     kinds = [k.strip() for k in args.kinds.split(",")] if args.kinds else None
-    bad = [k for k in kinds or () if k not in KINDS]
+    known = pack_kinds()
+    bad = [k for k in kinds or () if k not in known]
     if bad:
-        raise UsageError(f"--kinds: unknown kind(s) {bad}; known: {', '.join(KINDS)}")
+        raise UsageError(f"--kinds: unknown kind(s) {bad}; a pack's search draws: {', '.join(known)}")
     out_dir = args.out or STATE_DIR / "repro"
     output_folder(out_dir, "--out", files_only=True)
     if args.json is not None:
@@ -134,6 +134,15 @@ def cmd_search(args: argparse.Namespace) -> int:
                                             "engine": adapter.name, "schedules_per_case": args.schedules,
                                             "cases": [r.to_dict() for r in results]}, indent=2))
     return ExitCode.FAILED if found or broken else ExitCode.OK
+
+
+def pack_kinds() -> list[str]:
+    """The fault kinds a pack's search draws, in registry order: the kinds of pack cases whose generator draws
+    something (``deploy`` is a pack kind drawn as an ``insert``, ``server_crash`` a target's only)."""
+    from crashpoint.harness.faults import kinds as fault_kinds
+
+    space = fault_kinds.Space(["point:x"], {"t": 1}, ["t"], 2)
+    return [k.name for k in fault_kinds.for_subject("pack") if k.strategy(space) is not None]
 
 
 def _cmd_search_target(args: argparse.Namespace) -> int:

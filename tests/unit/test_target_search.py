@@ -93,3 +93,14 @@ def test_what_a_targets_search_cannot_do_exits_2_with_one_message(tmp_path: Path
 def test_a_packs_search_refuses_the_target_options(tmp_path: Path, capsys) -> None:
     assert main(["search", "refunds", "--case", "x"]) == 2
     assert "--case and --durability are for a target file" in capsys.readouterr().err
+
+
+def test_a_packs_search_refuses_a_kind_it_does_not_draw_before_any_run(tmp_path: Path, capsys, monkeypatch) -> None:
+    """``server_crash`` (a target's only) and ``deploy`` (a pack's deploys are drawn as ``insert``) draw nothing for a
+    pack: exit 2 naming the kinds it draws. Before, the search ran the golden runs and then crashed (exit 3,
+    ValueError from the generator)."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["search", "refunds", "--kinds", "server_crash,deploy", "--schedules", "1"]) == 2
+    err = capsys.readouterr().err
+    assert ("--kinds: unknown kind(s) ['server_crash', 'deploy']; a pack's search draws: kill, duplicate, hold, "
+            "insert, reorder, tool, late_answer, zombie, workers") in err and err.count("\n") == 1, err
