@@ -7,8 +7,8 @@ changed.
 * :func:`refund_clock_key`: the draft's cache key holds the wall clock (a ``cache_key_fn`` that adds the time, or
   a timestamp passed in as an input): the retried flow run computes another key, misses the result the first
   attempt persisted and runs the draft again (``target.cached_not_rerun``).
-* :func:`refund_hook_raises`: the draft's rollback hook reads a value the draft never set: Prefect logs the hook's
-  error and goes on, so the declined refund's draft is never voided (``target.rollback_complete``).
+* :func:`refund_hook_raises`: the draft's rollback hook reads a value the draft never set (``ValueError``): Prefect
+  logs the hook's error and goes on, so the declined refund's draft is never voided (``target.rollback_complete``).
 * :func:`refund_draft_first`: drafts the refund before asking for the approval (``target.approval_gate``: the
   draft is gated on the approval).
 """
@@ -58,7 +58,8 @@ def draft_hook_raises(order_id: str, amount_cents: int) -> dict[str, Any]:
 
 @draft_hook_raises.on_rollback
 def void_unknown_draft(txn: Transaction) -> None:
-    """Voids the draft named by ``txn.get("draft")``, which the draft task never set: raises KeyError."""
+    """Voids the draft named by ``txn.get("draft")``, which the draft task never set: Prefect raises ValueError
+    ("Could not retrieve value for unknown key")."""
     draft_id = txn.get("draft")
     services.void_draft(draft_id, idempotency_key=f"void-{draft_id}")
 

@@ -27,7 +27,8 @@ def variant(flow: str) -> Target:
      "issue_refund"),
     ("refund_clock_key", "approved", "after_result:refund-1001@issue_refund", "target.cached_not_rerun",
      "the retry computed another key"),
-    ("refund_hook_raises", "payment-declined", None, "target.rollback_complete", "raised KeyError"),
+    ("refund_hook_raises", "payment-declined", None, "target.rollback_complete",
+     "raised ValueError: Could not retrieve value"),
     ("refund_draft_first", "approved", None, "target.approval_gate", "draft_refund")])
 def test_a_broken_variant_is_caught_3_of_3(tmp_path: Path, flow: str, case: str, point: str | None, rule: str,
                                             says: str) -> None:
