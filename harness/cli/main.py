@@ -571,6 +571,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
+    global _STORED_SAID
+    _STORED_SAID = False  # (a test may call main more than once in one process)
     stdout = sys.stdout
     if stdout is not None and not isinstance(stdout, ReaderSafe):
         sys.stdout = ReaderSafe(stdout)  # type: ignore[assignment]
@@ -581,6 +583,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not _STORED_SAID:
             print("crashpoint: interrupted; no result written", file=sys.stderr)
         return ExitCode.INTERRUPTED
+    except Terminated as exc:  # SIGTERM: the same cleanup as Ctrl-C has run; say so as for Ctrl-C
+        if not _STORED_SAID:
+            print("crashpoint: terminated; no result written", file=sys.stderr)
+        return int(exc.code or 143)
     except BrokenPipeError:  # a write ReaderSafe does not see (a library's own handle on the output)
         _output_gone()
         print("crashpoint: the reader of the output went away before the command ended", file=sys.stderr)
@@ -651,6 +657,11 @@ class ReaderSafe:
         return getattr(self._inner, name)
 
 
+class Terminated(SystemExit):
+    """SIGTERM's exit while a command runs (code 128 + the signal's number): a ``SystemExit``, so every cleanup that
+    runs for Ctrl-C runs for it too."""
+
+
 def _exit_on_sigterm() -> Any:
     """Turn SIGTERM into ``SystemExit(143)`` while a command runs (in the main thread), so that cleanup runs
     as for Ctrl-C: the sweep's pool processes and worker processes are killed and its run folders removed.
@@ -659,7 +670,7 @@ def _exit_on_sigterm() -> Any:
         return None
 
     def terminate(signum: int, _frame: Any) -> None:
-        raise SystemExit(128 + signum)
+        raise Terminated(128 + signum)
 
     return signal.signal(signal.SIGTERM, terminate)
 

@@ -165,6 +165,7 @@ def make_executor(spec: str | None = None, workers: int | None = None, *,
         threads = ThreadPoolExecutor(max_workers=size, thread_name_prefix="crashpoint-run")
         return threads, lambda: _close_threads(threads)
     if kind == "processes":
+        _quiet_broken_pool()
         procs = ProcessPoolExecutor(max_workers=size, mp_context=multiprocessing.get_context("spawn"),
                                     initializer=_init_pool_process, initargs=(os.getpid(),))
         return procs, lambda: _close_processes(procs)
@@ -177,34 +178,75 @@ def _close_threads(threads: ThreadPoolExecutor) -> None:
     :func:`~crashpoint.harness.process.launch.reaping`), so that a run waiting for a hung worker ends at once rather
     than after ``--worker-timeout``."""
     if isinstance(sys.exc_info()[1], (KeyboardInterrupt, SystemExit)):
-        from crashpoint.harness.process.launch import reaping
-
-        with reaping(None):
-            threads.shutdown(wait=True, cancel_futures=True)
+        halt(threads)
         return
     threads.shutdown(wait=True, cancel_futures=True)
 
 
 def _close_processes(procs: ProcessPoolExecutor) -> None:
     """Wait for the running calls, cancel the queued ones; when called while a Ctrl-C (or SIGTERM's exit)
-    propagates, kill the pool processes instead of waiting (a run stuck in a hung adapter call would hold
-    the command forever): their warm-worker zygotes and forked workers die with them (``PR_SET_PDEATHSIG``),
-    and the caller reaps what carries its runs' marker."""
+    propagates, kill the pool processes instead of waiting (:func:`halt`)."""
     if isinstance(sys.exc_info()[1], (KeyboardInterrupt, SystemExit)):
-        killed = list((getattr(procs, "_processes", None) or {}).values())
-        for proc in killed:
-            try:
-                proc.kill()
-            except (OSError, ValueError):
-                pass
-        for proc in killed:  # dead before the caller removes the run folders: a pool process still running
-            try:             # its run would create them again (mkdir parents=True)
-                proc.join(KILL_WAIT_S)
-            except (OSError, ValueError, AssertionError):
-                pass
-        procs.shutdown(wait=False, cancel_futures=True)
+        halt(procs)
         return
     procs.shutdown(wait=True, cancel_futures=True)
+
+
+def halt(executor: Executor) -> None:
+    """Stop ``executor``'s runs now, for an interrupted sweep, before it removes its run folders (a run still going
+    would create them again: mkdir parents=True, a worker's SQLite files): a process pool's processes are killed
+    and joined (a run stuck in a hung adapter call would hold the command forever; their warm-worker zygotes and
+    forked workers die with them, ``PR_SET_PDEATHSIG``, and the caller reaps what carries its runs' marker); a
+    thread pool's queued calls are cancelled and its running ones awaited while this process's zygotes are killed
+    again and again (their workers die with them, so each run ends at once). Another executor (Dask) is left to
+    its closer. Calling it again, or closing the executor afterwards, does nothing more."""
+    if isinstance(executor, ThreadPoolExecutor):
+        from crashpoint.harness.process.launch import reaping
+
+        with reaping(None):
+            executor.shutdown(wait=True, cancel_futures=True)
+        return
+    if not isinstance(executor, ProcessPoolExecutor):
+        return
+    killed = list((getattr(executor, "_processes", None) or {}).values())
+    for proc in killed:
+        try:
+            proc.kill()
+        except (OSError, ValueError):
+            pass
+    for proc in killed:  # dead before the caller removes the run folders
+        try:
+            proc.join(KILL_WAIT_S)
+        except (OSError, ValueError, AssertionError):
+            pass
+    executor.shutdown(wait=False, cancel_futures=True)
+
+
+_QUIET: list[bool] = []
+
+
+def _quiet_broken_pool() -> None:
+    """Silence the one traceback a broken process pool makes after a Ctrl-C: its manager thread, finding a pool
+    process dead (killed by :func:`_close_processes`, or by the SIGINT itself while it was still starting, before
+    it could ignore SIGINT), sets an exception on every call it still holds, the ones the sweep cancelled
+    included, and CPython (3.11) raises ``InvalidStateError: CANCELLED`` there (``Exception in thread Thread-1``
+    after a Ctrl-C of ``crashpoint run refunds --workers 2``). Only a pool manager thread's ``InvalidStateError`` is
+    dropped; anything else still prints. Installed once per process."""
+    if _QUIET:
+        return
+    _QUIET.append(True)
+    from concurrent.futures import InvalidStateError, process
+
+    managers = tuple(t for t in [getattr(process, "_ExecutorManagerThread", None)] if isinstance(t, type))
+    previous = threading.excepthook
+
+    def hook(args: Any) -> None:
+        if managers and isinstance(args.thread, managers) and args.exc_type is not None \
+                and issubclass(args.exc_type, InvalidStateError):
+            return
+        previous(args)
+
+    threading.excepthook = hook
 
 
 def _dask_executor(spec: str, connect_timeout_s: float) -> tuple[Executor, Callable[[], None]]:

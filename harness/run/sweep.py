@@ -485,12 +485,17 @@ def sweep_subject(subject: Subject, *, crash: str = "every", jobs: int | None = 
     try:
         loop.run(own)
     finally:
+        interrupted = isinstance(sys.exc_info()[1], (KeyboardInterrupt, SystemExit))
         if closer is not None:
             closer()
         else:
             loop.cancel()
+            if interrupted:  # the caller's executor: its runs stop before their folders are removed
+                from crashpoint.harness.run.executors import halt
+
+                halt(pool)
         subject.close(own)
-        loop.clean_up(keep, interrupted=isinstance(sys.exc_info()[1], (KeyboardInterrupt, SystemExit)))
+        loop.clean_up(keep, interrupted=interrupted)
     ran = "every" if crash == "sampled" and only else crash  # chosen points run once each: no sampled pairs
     result = subject.result(ran, loop.results(), loop.points, time.perf_counter() - began)
     result.sampled_pairs = loop.pair_cover
