@@ -184,6 +184,12 @@ def check_sweep_options(args: argparse.Namespace) -> None:
     check_spec(getattr(args, "executor", None))
     check_worker_timeout(args.worker_timeout)
     if args.workdir:
+        from crashpoint.harness.run.sweep import workdir_in_use
+
+        holder = workdir_in_use(args.workdir)
+        if holder is not None:
+            raise UsageError(f"--workdir {args.workdir}: another sweep (pid {holder}) is running in this folder; "
+                             "give each sweep a --workdir of its own")
         output_folder(args.workdir, "--workdir", empty=True)
 
 

@@ -55,6 +55,9 @@ PAIR_TRIES = 3
 #: File in a sweep folder that the sweep made itself (and removes when it ends): a pool process whose
 #: caller was SIGKILLed removes such a folder (see :func:`abandon`).
 TEMPORARY_ROOT = ".crashpoint-temporary"
+#: File in a sweep's ``workdir`` that the sweep holds locked (``flock``) while it runs, with its pid: one sweep per
+#: folder (see :func:`hold_workdir`).
+SWEEP_LOCK = ".crashpoint-sweep.lock"
 #: Run folders this process has run (a pool process's record, for :func:`abandon`).
 _RUN_DIRS: set[Path] = set()
 
@@ -65,6 +68,51 @@ def _spread(items: Sequence[str], n: int) -> list[str]:
         return []
     n = min(n, len(items))
     return list(dict.fromkeys(items[(2 * k + 1) * len(items) // (2 * n)] for k in range(n)))
+
+
+def hold_workdir(root: Path) -> int:
+    """Lock ``root`` (a sweep's ``workdir``) for this sweep: an exclusive ``flock`` on ``root/``:data:`SWEEP_LOCK`,
+    which holds this process's pid; the lock goes with the returned file descriptor (closed by the sweep when it
+    ends, or by the system when its process dies: a SIGKILLed sweep leaves no stale lock).
+
+    Raises:
+        UsageError: another sweep holds ``root`` (two sweeps in one folder spoil each other's runs); the message
+            names its pid.
+    """
+    import fcntl
+    import os
+
+    from crashpoint.errors import UsageError
+
+    fd = os.open(root / SWEEP_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise UsageError(f"--workdir {root}: another sweep (pid {holder}) is running in this folder; two sweeps "
+                         "in one folder spoil each other's runs: give each sweep a --workdir of its own") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
+
+
+def workdir_in_use(root: Path) -> str | None:
+    """The pid (as written) of the sweep running in folder ``root`` (:func:`hold_workdir`), ``None`` when none is."""
+    import fcntl
+    import os
+
+    try:
+        fd = os.open(Path(root) / SWEEP_LOCK, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return os.read(fd, 32).decode(errors="replace").strip() or "?"
+    finally:
+        os.close(fd)
+    return None
 
 
 def _golden_again(skip: Collection[tuple[str, str | None]], case_id: str, verdict: str) -> bool:
@@ -440,7 +488,8 @@ def sweep_subject(subject: Subject, *, crash: str = "every", jobs: int | None = 
             the machine that runs it, removed after the run, unless ``workdir`` is given (then the same absolute
             path is used on that machine).
         workdir: where run folders go (default: a temporary folder, removed unless ``keep``); a folder an earlier
-            sweep left there is never reused (a run gets a new one).
+            sweep left there is never reused (a run gets a new one); held by this sweep while it runs
+            (:func:`hold_workdir`: a second sweep there raises ``UsageError``).
         only: crash point ids (or schedules) to run (default: all the golden runs passed); an id no golden run
             passed gives an ``error`` result for that unit, never a silent skip.
         repeat: runs per crash point (>= 1): a racy point's outcome can depend on thread timing.
@@ -480,8 +529,13 @@ def sweep_subject(subject: Subject, *, crash: str = "every", jobs: int | None = 
     else:
         pool = executor
     mode = points or ("classes" if crash == "sampled" else "all")
-    loop = _Loop(subject, pool, crash, workdir, only, repeat, pairs, on_result, on_plan, skip, keep_outcomes,
-                 mode, time_budget_s)
+    try:
+        loop = _Loop(subject, pool, crash, workdir, only, repeat, pairs, on_result, on_plan, skip, keep_outcomes,
+                     mode, time_budget_s)
+    except BaseException:  # the workdir is another sweep's: the pool this call made goes too
+        if closer is not None:
+            closer()
+        raise
     try:
         loop.run(own)
     finally:
@@ -524,6 +578,7 @@ class _Loop:
         self.root.mkdir(parents=True, exist_ok=True)
         if workdir is None:
             (self.root / TEMPORARY_ROOT).touch()
+        self.lock = hold_workdir(self.root) if workdir is not None else None  # one sweep per folder
         self.units = subject.units()
         self.planned = 0
         self.golden: dict[str, RunResult] = {}
@@ -793,6 +848,11 @@ class _Loop:
         reap_under(self.root, wait_s=5.0, holders=interrupted and self.workdir is None)
         if not keep and self.workdir is None:
             shutil.rmtree(self.root, ignore_errors=True)
+        if self.lock is not None:
+            import os
+
+            os.close(self.lock)  # the folder is free for another sweep
+            self.lock = None
 
     def results(self) -> list[RunResult]:
         """Every result: golden runs in unit order, then each unit's single kills, then its double kills."""
