@@ -241,6 +241,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         output_file(args.json, "--json")
     if args.save_traces:
         output_folder(args.save_traces, "--save-traces", files_only=True)
+    fix_paths(args)  # checked as given; from here on absolute: a chdir in the code under test moves nothing
     if is_target_file(Path(args.path)):  # the team's own code, not a pack
         subject = target_subject(args, Path(args.path))
     else:
@@ -251,6 +252,26 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return _sweep_and_report(args, subject, executor, describe(executor))
     finally:
         close_executor()
+
+
+def fix_paths(args: argparse.Namespace) -> None:
+    """Make the output paths of ``args`` absolute, against the working directory at the command's start:
+    ``--json``, ``--save-traces``, ``--workdir`` and a SQLite ``--results-db`` (``sqlite:///PATH``, a plain path, or
+    the default). Code under test that changes directory in a pool thread (``--executor threads``) otherwise sent
+    ``--json out.json`` to ``/out.json``, and a store's later connections to another file."""
+    for name in ("json", "save_traces", "workdir"):
+        if getattr(args, name, None):
+            setattr(args, name, Path(os.path.abspath(getattr(args, name))))
+    if getattr(args, "results_db", None) is not None:
+        from crashpoint.reports.results_store import normalize_url
+
+        url = normalize_url(args.results_db)
+        head = "sqlite:///"
+        if url.startswith(head):
+            path, sep, query = url[len(head):].partition("?")
+            if path and path != ":memory:" and not path.startswith("/"):
+                url = f"{head}{os.path.abspath(path)}{sep}{query}"
+        args.results_db = url
 
 
 def _pack_subject(args: argparse.Namespace):
