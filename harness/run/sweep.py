@@ -38,7 +38,8 @@ CRASH_MODES = ("sampled", "every", "none", "recovery")
 POINTS_MODES = ("classes", "all")
 #: The order a sweep on a time budget starts its runs in (lowest first): the golden runs, each class's first
 #: instance, the further instances of racy classes, of recovery classes, the runs of kills during recovery (pairs,
-#: extras, ``--crash recovery``), the instances beyond the sample (``points="all"``), further ``repeat`` tries.
+#: extras, ``--crash recovery``), the instances beyond the sample (``points="all"``), further ``repeat`` tries; within
+#: a tier, each case's points by :func:`spread_rank` (the middle of its run first).
 TIERS = {"golden": 0, "class": 1, "racy": 2, "recovery": 3, "pairs": 4, "instance": 5, "repeat": 6}
 #: A crash run's expected wall seconds, before any has finished: this many times its golden run's.
 CRASH_RUN_FACTOR = 1.5
@@ -113,6 +114,21 @@ def workdir_in_use(root: Path) -> str | None:
     finally:
         os.close(fd)
     return None
+
+
+def spread_rank(n: int) -> list[int]:
+    """The rank of each of ``n`` positions when they are taken by halving (the middle first, then the middles of
+    each half, ...): ``spread_rank(4) == [3, 1, 0, 2]``. Positions taken in rank order cover the range evenly at any
+    point: a time budget that cuts a tier keeps kills spread over each case's run, not its first part."""
+    rank, order, halves = [0] * n, 0, [(0, n)]
+    while halves:
+        lo, hi = halves.pop(0)
+        if lo >= hi:
+            continue
+        mid = (lo + hi) // 2
+        rank[mid], order = order, order + 1
+        halves += [(lo, mid), (mid + 1, hi)]
+    return rank
 
 
 def _golden_again(skip: Collection[tuple[str, str | None]], case_id: str, verdict: str) -> bool:
@@ -598,7 +614,8 @@ class _Loop:
         # a time budget: runs wait in a queue (tier, order) and start while the executor has room and time is left
         self.deadline = None if time_budget_s is None else time.monotonic() + time_budget_s
         self.room = capacity(pool) if time_budget_s is not None else 0
-        self.queue: list[tuple[int, int, tuple[str, str, str, str | None, int, int]]] = []
+        self.queue: list[tuple[int, int, int, tuple[str, str, str, str | None, int, int]]] = []
+        self.spread: dict[tuple[str, str], int] = {}  # (unit, point) -> its spread_rank within its tier
         self.order = itertools.count()  # within a tier: first queued, first started
         self.spent = False
         #: the runs a time budget did not start: {"case_id", "crash_point", "tier"}
@@ -622,17 +639,19 @@ class _Loop:
 
     def submit(self, phase: str, unit: str, name: str, point: str | None, repeat: int, index: int,
                tier: str = "golden") -> None:
-        """Start a run now, or (a time budget) queue it at its :data:`TIERS` rank."""
+        """Start a run now, or (a time budget) queue it at its :data:`TIERS` rank, and within its tier at its point's
+        :func:`spread_rank` (so that a cut sweep has spread its kills over each case's run, every case alike)."""
         if self.deadline is None:
             self.start(phase, unit, name, point, repeat, index)
             return
-        heapq.heappush(self.queue, (TIERS[tier], next(self.order), (phase, unit, name, point, repeat, index)))
+        spread = self.spread.get((unit, point), 0)
+        heapq.heappush(self.queue, (TIERS[tier], spread, next(self.order), (phase, unit, name, point, repeat, index)))
 
     def pump(self) -> None:
         """A time budget: start queued runs, most informative first, while the executor has room and the time left
         is at least what a run is expected to take; once it is not, the queued runs are left out."""
         while self.queue and len(self.pending) < self.room:
-            tier, _, (phase, unit, name, point, repeat, index) = self.queue[0]
+            tier, _, _, (phase, unit, name, point, repeat, index) = self.queue[0]
             if tier > 0 and (self.spent or time.monotonic() + self.expected(unit) > self.deadline):
                 self.spent = True
                 break
@@ -641,7 +660,7 @@ class _Loop:
         if self.spent:
             names = {v: k for k, v in TIERS.items()}
             while self.queue:
-                tier, _, (phase, unit, name, point, repeat, index) = heapq.heappop(self.queue)
+                tier, _, _, (phase, unit, name, point, repeat, index) = heapq.heappop(self.queue)
                 self.left_out.append({"case_id": unit, "crash_point": point, "tier": names[tier]})
                 if phase == "single":
                     self.left[unit] -= 1
@@ -719,17 +738,22 @@ class _Loop:
 
     def chosen(self, unit: str, golden: RunResult) -> tuple[list[str], dict[str, str]]:
         """The single kills of ``unit`` in golden-run order, and each one's tier: with ``points="classes"`` the sample
-        of each class, else every point (with ``only``: those)."""
+        of each class, else every point (with ``only``: those); each one's :func:`spread_rank` within its tier."""
         if self.only:
             return self.only, {}
         found = point_classes.sample(self.subject.point_classes(unit, self.points[unit], golden.outcome))
         self.classes[unit] = found
         tiers = {p: why for p, why in point_classes.plan_order(found)}
         if self.points_mode == "classes":
-            return [p for p in self.points[unit] if p in tiers], tiers
-        for c in found:
-            c.every = True
-        return self.points[unit], {p: tiers.get(p, "instance") for p in self.points[unit]}
+            wanted = [p for p in self.points[unit] if p in tiers]
+        else:
+            for c in found:
+                c.every = True
+            wanted, tiers = self.points[unit], {p: tiers.get(p, "instance") for p in self.points[unit]}
+        for tier in set(tiers.values()):
+            mine = [p for p in wanted if tiers[p] == tier]
+            self.spread.update({(unit, p): r for p, r in zip(mine, spread_rank(len(mine)))})
+        return wanted, tiers
 
     def crash_runs(self, unit: str, golden: RunResult) -> None:
         """The runs a unit's golden run makes possible: a kill at each chosen crash point (:meth:`chosen`, each

@@ -16,7 +16,7 @@ from crashpoint.harness.judge.document import sweep_data
 from crashpoint.harness.model.outcomes import TargetOutcome
 from crashpoint.harness.model.results import RunResult, SweepResult
 from crashpoint.harness.run import point_classes as pc
-from crashpoint.harness.run.sweep import Subject, sweep_subject
+from crashpoint.harness.run.sweep import Subject, spread_rank, sweep_subject
 from crashpoint.reports.terminal import sampling
 
 #: two interchangeable threads (a queue's workflows), one step each with an effect, interleaved: w-2 runs between
@@ -151,9 +151,10 @@ def test_a_budget_starts_each_class_first_then_racy_recovery_pairs_and_the_rest(
     subject = _Queue(golden_s=0.0)
     with ThreadPoolExecutor(1) as pool:
         result = sweep_subject(subject, crash="sampled", executor=pool, time_budget_s=3600, points="all")
+    # within a tier, spread over the run (the middle first: spread_rank)
     assert subject.order == [None,
-                             "step:w-1@draft", "before_effect:pay", "after_effect:pay", "after_result:w-1@draft",
-                             "before_effect:pay#2", "after_effect:pay#2",  # racy
+                             "after_effect:pay", "before_effect:pay", "after_result:w-1@draft", "step:w-1@draft",
+                             "after_effect:pay#2", "before_effect:pay#2",  # racy
                              "after_result:w-2@draft",  # recovery
                              "step:w-1@draft >> after_result:w-1@draft",  # a kill during a recovery
                              "step:w-2@draft"]  # an instance beyond the sample
@@ -170,8 +171,8 @@ def test_a_budget_no_crash_run_fits_runs_the_golden_runs_and_says_so() -> None:
     data = sweep_data(result)
     assert data["budget"]["only_golden"] and data["budget"]["crash_runs_started"] == 0
     assert [(r["crash_point"], r["tier"]) for r in data["budget"]["left_out"]] == [
-        ("step:w-1@draft", "class"), ("before_effect:pay", "class"), ("after_effect:pay", "class"),
-        ("after_result:w-1@draft", "class"), ("before_effect:pay#2", "racy"), ("after_effect:pay#2", "racy"),
+        ("after_effect:pay", "class"), ("before_effect:pay", "class"), ("after_result:w-1@draft", "class"),
+        ("step:w-1@draft", "class"), ("after_effect:pay#2", "racy"), ("before_effect:pay#2", "racy"),
         ("after_result:w-2@draft", "recovery"), ("step:w-1@draft", "pairs")]
     assert [c["budget_cut"] for c in data["classes"]["batch[sync]"]] == [
         ["step:w-1@draft"], ["before_effect:pay", "before_effect:pay#2"], ["after_effect:pay", "after_effect:pay#2"],
@@ -181,6 +182,14 @@ def test_a_budget_no_crash_run_fits_runs_the_golden_runs_and_says_so() -> None:
     assert sampling(data)[-1] == (
         "time budget 60 s: only the golden runs ran; no crash run fit, so no crash was tested: 8 run(s) left out "
         "(4 class, 2 racy, 1 recovery, 1 pairs); neither failed nor passed")
+
+
+def test_a_tier_is_taken_spread_over_the_run() -> None:
+    assert spread_rank(4) == [3, 1, 0, 2] and spread_rank(1) == [0] and spread_rank(0) == []
+    for n in (2, 5, 8, 13):
+        assert sorted(spread_rank(n)) == list(range(n))
+        first = [i for i, r in enumerate(spread_rank(n)) if r < 3]
+        assert min(first) < n / 2 <= max(first)  # the first three taken are in both halves of the run
 
 
 def test_bad_points_modes_and_budgets_are_refused() -> None:
