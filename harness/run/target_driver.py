@@ -70,7 +70,7 @@ from crashpoint.harness.engines.base import Engine, EngineServer, engine_for
 from crashpoint.harness.engines.effects import SLOW_DEFAULT_S
 from crashpoint.harness.faults import kinds as fault_kinds
 from crashpoint.harness.faults.kinds.tool import placed
-from crashpoint.harness.model.points import THEN
+from crashpoint.harness.model.points import THEN, WITH
 
 #: ``server`` values of :func:`run_target`, for an engine with a server (:meth:`~crashpoint.harness.engines.base.
 #: Engine.server_for`): ``shared`` (the run's part of a long-lived shared server; a case with a server crash gets one
@@ -218,9 +218,14 @@ def missed_faults(ledger: Ledger, faults: list[dict[str, Any]], owners: list[int
 
 def kill_schedule(case: TargetCase, crash_point: str | None) -> str | None:
     """The kills of a run of ``case`` as one schedule (``"A >> B"``): the case's own kill faults first, then those of
-    ``crash_point`` (a sweep's crash point or pair), each during the recovery from the one before; ``None``: none."""
-    kills = [*case.injection().kills, *crashpoints.schedule(crash_point)]
-    return THEN.join(kills) or None
+    ``crash_point`` (a sweep's crash point or pair), each during the recovery from the one before; ``None``: none.
+    ``crash_point``'s race (``"A with P held"``) is kept, with its point named (``"... with P held until A"``), so
+    that the probe forces it whatever kills come first."""
+    spec = crashpoints.parse(crash_point)
+    kills = THEN.join([*case.injection().kills, *spec.kills]) or None
+    if kills and spec.race is not None:
+        kills += f"{WITH}{spec.race[0]} held until {spec.race[1]}"
+    return kills
 
 
 #: The identity of a run's workers when one at a time, for an engine whose workers have identities (a restarted

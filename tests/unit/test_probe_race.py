@@ -101,3 +101,18 @@ def test_no_hold_once_the_point_waited_for_has_come(tmp_path: Path) -> None:
     probe = crashpoints.CrashProbe(tmp_path, race=("before_writes:t@pay", "before_put:t@2"))
     probe("before_writes:t@pay")
     assert crashpoints.races(tmp_path) == []
+
+
+def test_a_target_runs_kill_schedule_keeps_the_race_for_the_probe() -> None:
+    """The driver joins a case's own kill faults and the sweep's crash spec into one schedule: the race must reach the
+    probe (since e179690 it was dropped there, and every forced race of a sweep ran as a plain kill: 'race not held'),
+    naming its point, which is no longer the schedule's first kill when the case kills first."""
+    from crashpoint.harness.load.target import TargetCase
+    from crashpoint.harness.run.target_driver import kill_schedule
+
+    plain = TargetCase("c")
+    assert kill_schedule(plain, "before_put:t@2 with before_writes:t@pay held") == \
+        "before_put:t@2 with before_writes:t@pay held until before_put:t@2"
+    spec = crashpoints.parse(kill_schedule(plain, "before_put:t@2 with before_writes:t@pay held"))
+    assert spec.kills == ("before_put:t@2",) and spec.race == ("before_writes:t@pay", "before_put:t@2")
+    assert kill_schedule(plain, "before_put:t@2") == "before_put:t@2" and kill_schedule(plain, None) is None
