@@ -209,15 +209,18 @@ def race_specs(golden: TargetOutcome, durability: str) -> list[str]:
     """The forced races of LangGraph's background checkpoint writes a sampled sweep (``crash="sampled"``, the
     default) adds, from the golden run: under ``sync``, for each node that applied an effect and returned (not
     waiting for a human, not raised), a kill at its step's checkpoint write (``before_put:T@N``) with the node's
-    pending writes (``before_writes:T@NODE``) held (:class:`~crashpoint.harness.process.crashpoints.Spec`'s race).
+    pending writes (``before_writes:T@NODE``) held (:class:`~crashpoint.harness.process.crashpoints.Spec`'s race);
+    under ``async``, the thread's first write held while its first effect is applied (:func:`_first_write_races`).
     LangGraph submits a task's ``put_writes`` to its background pool and waits only for the step's ``put``, so which
     of the two is durable first is thread timing: the race tries the interleaving where the writes lose, every time,
-    not in a few of many tries. None in other modes (``async`` makes no promise there, ``exit`` writes at the end).
+    not in a few of many tries. None under ``exit`` (it writes at the end).
 
     At most :data:`MAX_RACES`, spread over the run."""
+    points = list(golden.crash_points)
+    if durability == "async":
+        return _first_write_races(points)
     if durability != "sync":
         return []
-    points = list(golden.crash_points)
     specs: list[str] = []
     effect_nodes = {(c.thread, c.step, c.node) for c in golden.calls if c.outcome == "applied"}
     unfinished = {(e["thread"], e["node"]) for e in golden.engine_facts.get("saver") or ()
@@ -235,6 +238,20 @@ def race_specs(golden: TargetOutcome, durability: str) -> list[str]:
         put = _first_after(points, i, f"before_put:{thread}@{step}")
         if writes and put:
             specs.append(f"{put[1]}{WITH}{writes[1]} held")
+    return _spread(list(dict.fromkeys(specs)), MAX_RACES)
+
+
+def _first_write_races(points: list[str]) -> list[str]:
+    """Under ``async``: for each thread's first checkpoint write (``before_put:T@-1``, the input checkpoint, written
+    in LangGraph's background pool like every other) followed by an effect, a kill at the first such effect
+    (``after_effect:NAME``) with that write held: the first node's effect lands while the database holds nothing of
+    the thread (``target.thread_has_checkpoint``)."""
+    specs = []
+    for i, point in enumerate(points):
+        if point.startswith("before_put:") and point.split("#", 1)[0].endswith("@-1"):
+            effect = next((q for q in points[i + 1:] if q.startswith("after_effect:")), None)
+            if effect is not None:
+                specs.append(f"{effect}{WITH}{point} held")
     return _spread(list(dict.fromkeys(specs)), MAX_RACES)
 
 

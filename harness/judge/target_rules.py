@@ -26,6 +26,8 @@ which runs them, records a rule that raises, and lists them with the other rules
 * ``target.ends_within_budget``: each thread ends finished or waiting for a human, within the budget;
   a stuck thread quotes the engine's own error.
 * ``target.durable_before_effect``: no effect applied while the engine held no durable record of its thread.
+* ``target.thread_has_checkpoint``: a kill never leaves a thread whose effects were applied with no checkpoint at all
+  (the driver found it with none and resubmitted its start, as its caller would: the effects run again).
 * ``target.approval_gate``: a gated effect is applied only while its approval's latest answer grants it; a
   ``late`` answer (delivered after the workflow moved on) is no answer: it grants nothing. A gated call crashpoint
   could not place in a thread (none of the engine's positions, not even through the thread that started it) is a
@@ -285,6 +287,37 @@ def durable_before_effect(target: Target, run: TargetOutcome, golden: TargetOutc
                     f"{len(bad)} effect(s) applied while the engine held no durable record of their thread "
                     f"(durability={run.durability}): a kill then loses the run but not the effect",
                     [line(c) for c in bad[:4]])]
+
+
+@rule("target.thread_has_checkpoint", "a kill never leaves a thread whose effects were applied with no checkpoint "
+                                      "at all (its start lost: the caller's retry repeats them)")
+def thread_has_checkpoint(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> list[Failure]:
+    """A failure per thread the driver found with no checkpoint at all after a kill (its start request lost:
+    crashpoint resubmitted it, as the caller's retry would; a ``resubmit`` delivery) while effects of it had been
+    applied by the killed process or an earlier one: the engine had not made the thread's start durable when its
+    first step ran (LangGraph ``async``: the input checkpoint is written in the background while the first node runs),
+    so the retry runs them again."""
+    order = [p["pid"] for p in run.pids if p.get("pid") is not None]
+    found = []
+    for index, delivery in enumerate(run.deliveries):
+        if delivery["kind"] != "resubmit":
+            continue
+        thread = delivery["thread"]
+        kill = next((d for d in reversed(run.deliveries[:index]) if d["kind"] == "kill"), None)
+        if kill is None or kill.get("pid") not in order:
+            continue
+        before = set(order[:order.index(kill["pid"]) + 1])
+        applied = [c for c in run.calls if c.thread == thread and c.pid in before and c.outcome == "applied"]
+        if applied:
+            effects = ", ".join(dict.fromkeys(c.effect for c in applied))
+            found.append(Failure("target.thread_has_checkpoint",
+                                 f"thread {thread} had no checkpoint at all after the kill at {kill['crash_point']}, "
+                                 f"though {len(applied)} of its effect call(s) were applied ({effects}): the engine had "
+                                 f"not made the thread's start durable when its first step ran "
+                                 f"(durability={run.durability}); its caller's retry (crashpoint resubmitted the start, "
+                                 "as a caller would) runs them again",
+                                 [line(c) for c in applied[:4]]))
+    return found
 
 
 @rule("target.approval_gate", "a gated effect is applied only while its approval's latest answer grants it (in a child "

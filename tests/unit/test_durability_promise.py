@@ -7,6 +7,7 @@ The outcomes below are the shape of real runs of tests/data/realbugs/sync_refund
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from crashpoint.api import EffectCall
@@ -123,3 +124,30 @@ def test_the_sweep_adds_a_forced_race_per_returned_node_with_an_effect_under_syn
     assert langgraph.race_specs(golden, "sync") == ["before_put:t@2 with before_writes:t@issue_refund held",
                                                     "before_put:t@3 with before_writes:t@email_receipt held"]
     assert langgraph.race_specs(golden, "async") == [] and langgraph.race_specs(golden, "exit") == []
+
+
+def _lost_start(calls: list[EffectCall]) -> TargetOutcome:
+    return TargetOutcome(
+        case="default", durability="async", crash_point="after_effect:open_ticket", run_dir=Path("/nonexistent"),
+        calls=calls, pids=[{"pid": OLD, "phase": "start", "rc": -9}, {"pid": NEW, "phase": "start", "rc": 0}],
+        deliveries=[{"kind": "kill", "worker": 1, "pid": OLD, "crash_point": "after_effect:open_ticket"},
+                    {"kind": "resubmit", "thread": "t"}])
+
+
+def test_a_thread_left_with_no_checkpoint_after_its_effects_is_a_finding_of_its_own() -> None:
+    from crashpoint.harness.judge.target_rules import thread_has_checkpoint
+
+    ticket = EffectCall(1, "open_ticket", "ticket-c42", "d", {}, "applied", False, OLD, "t", "intake", None, False,
+                        step=1)
+    again = EffectCall(2, "open_ticket", "ticket-c42", "d", {}, "duplicate", False, NEW, "t", "intake", None, False,
+                       step=1)
+    found = thread_has_checkpoint(None, _lost_start([ticket, again]), None)
+    assert [f.rule for f in found] == ["target.thread_has_checkpoint"]
+    assert found[0].message.startswith("thread t had no checkpoint at all after the kill at after_effect:open_ticket, "
+                                       "though 1 of its effect call(s) were applied (open_ticket)")
+    # no effect applied before the kill (the kill came first): the resubmission repeats nothing
+    assert thread_has_checkpoint(None, _lost_start([dataclasses.replace(ticket, pid=NEW)]), None) == []
+    # no resubmission (the thread had its checkpoint): nothing
+    run = _lost_start([ticket, again])
+    run.deliveries = run.deliveries[:1]
+    assert thread_has_checkpoint(None, run, None) == []
