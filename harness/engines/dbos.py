@@ -64,6 +64,9 @@ class DBOS(Engine):
     def facts(self, run_dir: Path) -> dict[str, Any]:
         return facts(run_dir)
 
+    def notes(self, run: TargetOutcome) -> list[str]:
+        return team_config_notes(run.engine_facts.get("team_config") or [])
+
 
 def identity_args(label: str, executor: str, seen: list[str]) -> list[str]:
     """A DBOS worker's arguments: ``label``, its own name among the run's processes (``pids.log``); ``executor``, the
@@ -118,14 +121,32 @@ def facts(run_dir: Path) -> dict[str, Any]:
     (``[{"pid", "wf", "holders"}]``, a workflow executed by a process while other live ones executed it),
     ``checks`` (``[{"pid", "wf", "step", "name"}]``, each step position a process asked DBOS about, in order),
     ``queued`` (the last worker's list of DBOS's queued workflows, ``[{"id", "name", "queue", "status",
-    "digest", "executor"}]``; ``None`` when no worker wrote one)."""
+    "digest", "executor"}]``; ``None`` when no worker wrote one), ``team_config`` (``[{"pid", "where",
+    "replaced"}]``: each worker that made the team's own module-level ``DBOS(config=...)`` again for the run)."""
     queued = run_dir / "queued.json"
     checks = run_dir / "checks.log"
     positions = [line.split(" ", 3) for line in checks.read_text().splitlines()] if checks.exists() else []
     return {"dequeues": _json_lines(run_dir / "dequeues.log"), "outcomes": _json_lines(run_dir / "outcomes.log"),
             "overlaps": _json_lines(run_dir / "overlaps.log"),
             "checks": [{"pid": int(p), "wf": wf, "step": int(fid), "name": name} for p, wf, fid, name in positions],
-            "queued": json.loads(queued.read_text()) if queued.exists() else None}
+            "queued": json.loads(queued.read_text()) if queued.exists() else None,
+            "team_config": _json_lines(run_dir / "team-dbos-config.log")}
+
+
+def team_config_notes(records: list[dict[str, Any]]) -> list[str]:
+    """One note per place the team's code made its own DBOS (``facts()["team_config"]``: ``{"pid", "where",
+    "replaced"}`` per worker that rebuilt it for the run), naming what crashpoint replaced."""
+    notes, seen = [], set()
+    for record in records:
+        if record["where"] in seen:
+            continue
+        seen.add(record["where"])
+        replaced = ", ".join(f"{k} {v!r}" for k, v in record["replaced"].items()) or "nothing"
+        notes.append(f"the team's DBOS(config=...) at {record['where']} was made again in each worker with the run's "
+                     f"own system database, pinned application version and executor id, the rest of its config kept "
+                     f"(not used: its {replaced}; DBOS keeps a process's first instance and ignores a later "
+                     "config, so these would have applied to every worker)")
+    return notes
 
 
 # ---------------------------------------------------------------------- rules over facts()

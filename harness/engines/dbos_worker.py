@@ -12,7 +12,9 @@ SQLite ``RUN_DIR/dbos.sqlite`` (or ``dbos.database_url``), ``application_version
 recovery to it: an unpinned version is an MD5 of the workflow source), ``executor_id`` is the worker's
 identity (``--as-executor``: a dead worker's id, restarted; its ``DBOS.launch()`` recovers that executor) (``dbos.executor_id`` gives every worker the same one, as a deployment that hard-codes it does),
 the notification listener and DBOS's internal queue poll every 10 ms (``dbos.poll_s``; DBOS's defaults, 1 s,
-are what a cycle would otherwise wait on).
+are what a cycle would otherwise wait on). A DBOS the team's module made when it was imported (``DBOS(config=...)``
+at module level, as DBOS's quickstart does; DBOS keeps the first instance of a process) is made again with the
+team's config and those settings (:func:`dbos_for_run`), and the run's notes say so.
 
 Crash points, with no user code (methods of ``dbos._sys_db.SystemDatabase`` wrapped, see
 :mod:`crashpoint.harness.engines.dbos`):
@@ -115,6 +117,126 @@ ERROR_CHARS = 2000
 
 _position = threading.local()
 dbos_warm.preload()
+
+#: JSON lines ``{"pid", "where", "replaced"}``: the team's own ``DBOS(config=...)`` a worker rebuilt for the run
+#: (``where``: ``FILE:LINE`` of the call; ``replaced``: the team's values of the keys crashpoint sets or leaves out).
+TEAM_CONFIG_FILE = "team-dbos-config.log"
+#: Keys of a team's ``DBOSConfig`` that crashpoint sets itself or leaves out of a run: the system database (and
+#: whatever else names a database or a schema, which would send the run's state elsewhere), the application version
+#: and executor id recovery is keyed to, the log level, DBOS's polls, its admin server and DBOS Conductor. Every
+#: other key of the team's config is kept.
+RUN_OWNED = ("name", "system_database_url", "system_database_engine", "database_url", "application_database_url",
+             "dbos_system_schema", "application_version", "executor_id", "log_level",
+             "notification_listener_polling_interval_sec", "run_admin_server", "admin_port", "conductor_key",
+             "conductor_url")
+#: ``(config, "FILE:LINE")`` of each ``DBOS(config=...)`` the team's code made in this process (its module's import,
+#: in the zygote or the worker), in order: :func:`watch_team_config`.
+_team_configs: list[tuple[dict[str, Any], str]] = []
+_building = threading.local()  # crashpoint's own DBOS(...) is being made in this thread
+_ready = False  # crashpoint made the run's DBOS: DBOS.launch() may run (before: the team's import-time code)
+
+
+def _caller() -> str:
+    """``FILE:LINE`` of the innermost frame outside dbos and this module: where the team's code made its DBOS."""
+    import sys
+
+    frame = sys._getframe(1)
+    ours = {os.path.dirname(os.path.abspath(__file__))}
+    try:
+        import dbos
+
+        ours.add(os.path.dirname(os.path.abspath(dbos.__file__)))
+    except ImportError:  # pragma: no cover - the worker imports dbos first
+        pass
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not any(path.startswith(folder + os.sep) for folder in ours):
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "the team's code"
+
+
+def watch_team_config() -> None:
+    """Record the ``config`` of every ``DBOS(...)`` made in this process other than crashpoint's own (``DBOS.__init__``
+    wrapped once; its first call per instance, DBOS calling it twice), so that a worker can rebuild the team's DBOS,
+    made when its module was imported (as DBOS's quickstart does), for the run: :func:`dbos_for_run`. Called when
+    this module is imported, before the team's module is (the warm zygote imports this module first)."""
+    try:
+        from dbos import DBOS
+    except ImportError:  # pragma: no cover - dbos is what this worker runs
+        return
+    inner = DBOS.__init__
+    if getattr(inner, "_crashpoint_watch", False):
+        return
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if not getattr(_building, "on", False) and not getattr(self, "_initialized", False):
+            _team_configs.append((dict(kwargs.get("config") or {}), _caller()))
+        inner(self, *args, **kwargs)
+
+    __init__._crashpoint_watch = True  # type: ignore[attr-defined]
+    DBOS.__init__ = __init__  # type: ignore[method-assign]
+    launch = DBOS.__dict__["launch"].__func__  # a classmethod
+
+    def launch_after_crashpoint(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        if not _ready:
+            where = _caller()
+            raise RuntimeError(f"DBOS.launch() called at {where} when the team's module was imported: it would "
+                               "recover and run workflows on the team's own database before crashpoint configured "
+                               "DBOS for the run; call DBOS.launch() in your main (under if __name__ == "
+                               "\"__main__\":), not at import")
+        return launch(cls, *args, **kwargs)
+
+    DBOS.launch = classmethod(launch_after_crashpoint)  # type: ignore[method-assign,assignment]
+
+
+watch_team_config()
+
+
+def _shown(key: str, value: Any) -> Any:
+    """A config value as the run's notes may show it: no secret (a Conductor key, a URL's password)."""
+    if key == "conductor_key":
+        return "(set)"
+    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", value) if isinstance(value, str) else value
+
+
+def dbos_for_run(ours: dict[str, Any], run_dir: Path) -> Any:
+    """The run's DBOS instance, configured with ``ours`` (the run's system database, pinned application version,
+    executor id, polls). When the team's code already made one (``DBOS(config=...)`` at its module's import: DBOS
+    keeps the first instance of a process and ignores a later config, so every worker would have run on the team's
+    own database, under its own version), that instance, not launched yet, is destroyed and made again with the
+    team's config, its :data:`RUN_OWNED` keys replaced by crashpoint's (the way crashpoint configures DBOS when it
+    makes it itself), and ``RUN_DIR/``:data:`TEAM_CONFIG_FILE` says so (the run's notes quote it). An instance the
+    team's code keeps (``app = DBOS(...)``) is then a destroyed one: DBOS's class methods reach the new instance.
+
+    Raises:
+        RuntimeError: the team's code launched DBOS when its module was imported (``DBOS.launch()`` at module level):
+            it then recovered and ran workflows on its own database before crashpoint could configure it.
+    """
+    import dbos._dbos as dbos_core
+    from dbos import DBOS
+
+    config = dict(ours)
+    team = getattr(dbos_core, "_dbos_global_instance", None)
+    if team is not None:
+        given, where = _team_configs[-1] if _team_configs else ({}, "the team's code")
+        if getattr(team, "_launched", False):
+            raise RuntimeError(f"DBOS was launched when the team's module was imported (DBOS(...) at {where}, then "
+                               "DBOS.launch()): crashpoint configures and launches DBOS in each worker; call "
+                               "DBOS.launch() in your main (if __name__ == \"__main__\":), not at import")
+        config = {**{k: v for k, v in given.items() if k not in RUN_OWNED}, **ours}
+        replaced = {k: _shown(k, given[k]) for k in RUN_OWNED if k in given and given[k] != config.get(k)}
+        DBOS.destroy()
+        append(run_dir / TEAM_CONFIG_FILE, json.dumps({"pid": os.getpid(), "where": where,
+                                                       "replaced": _jsonable(replaced)}) + "\n")
+    global _ready
+    _building.on = True
+    try:
+        instance = DBOS(config=config)
+    finally:
+        _building.on = False
+    _ready = True
+    return instance
 
 
 def _mark(name: str) -> None:
@@ -517,11 +639,11 @@ def main(argv: list[str] | None = None) -> int:
         barrier(run_dir, args.barrier)
     if args.phase == "answer":  # before launch: the workflows DBOS.launch() recovers find their message waiting
         deliver(url, app_name(target["target"]), json.loads((run_dir / ANSWERS_FILE).read_text()))
-    instance = DBOS(config=dbos_warm.without_admin_server({
+    instance = dbos_for_run(dbos_warm.without_admin_server({
         "name": app_name(target["target"]), "system_database_url": url,
         "application_version": str(opts.get("application_version") or APP_VERSION),
         "executor_id": opts.get("executor_id") or args.as_executor or args.executor_id, "log_level": "WARNING",
-        "notification_listener_polling_interval_sec": poll_s}))
+        "notification_listener_polling_interval_sec": poll_s}), run_dir)
     fast_queue = getattr(instance._registry, "_register_internal_queue", None)
     if fast_queue is not None and poll_s != DBOS_DEFAULT_POLL_S:  # dbos >= 3.0; before it the internal queue keeps its 1 s poll
         fast_queue(INTERNAL_QUEUE_NAME, polling_interval_sec=poll_s)
