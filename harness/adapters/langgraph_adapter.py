@@ -16,19 +16,25 @@ class LangGraphAdapter(InterpretedAdapter):
 
     Args:
         durability: passed to every ``invoke`` of the worker.
+        write_latency_ms: milliseconds each checkpoint write waits before it is stored (a slow disk; ``0``: none).
+            Under ``async`` the write runs in LangGraph's background thread, so the next step begins while it
+            waits: the window in which a kill loses the previous checkpoint is at least this wide, on a quiet
+            machine too.
 
     Raises:
-        ValueError: an unknown durability mode.
+        ValueError: an unknown durability mode, or a negative latency.
     """
 
     worker_module = "crashpoint.harness.adapters.langgraph_adapter_worker"
 
-    def __init__(self, durability: str = "sync") -> None:
+    def __init__(self, durability: str = "sync", write_latency_ms: int = 0) -> None:
         if durability not in ("sync", "async", "exit"):
             raise ValueError(f"durability must be sync, async or exit, got {durability!r}")
+        if write_latency_ms < 0:
+            raise ValueError(f"write_latency_ms must be >= 0, got {write_latency_ms!r}")
         self.durability = durability
         self.name = f"langgraph-{durability}"
-        self.worker_args = ("--durability", durability)
+        self.worker_args = ("--durability", durability, "--write-latency-ms", str(int(write_latency_ms)))
 
     def version(self) -> str:
         """``langgraph X, langgraph-checkpoint-sqlite Y``."""

@@ -26,6 +26,7 @@ import operator
 import os
 import sqlite3
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any, Callable, TypedDict
 
@@ -58,9 +59,10 @@ class TracingSaver(SqliteSaver):
     """``SqliteSaver`` that writes a step's commit (trace events) after the checkpoint holding it is stored,
     between the probe's ``before_checkpoint:NAME`` and ``after_checkpoint:NAME``."""
 
-    def __init__(self, conn: sqlite3.Connection, store: AdapterStore, probe: Callable[[str], None]) -> None:
+    def __init__(self, conn: sqlite3.Connection, store: AdapterStore, probe: Callable[[str], None],
+                 latency_s: float = 0.0) -> None:
         super().__init__(conn)
-        self.store, self.probe = store, probe
+        self.store, self.probe, self.latency_s = store, probe, latency_s
 
     def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
         """See ``SqliteSaver.put``; the commit rides on it."""
@@ -70,6 +72,8 @@ class TracingSaver(SqliteSaver):
             "SELECT 1 FROM commits WHERE wid=? AND n=?", (wid, commit["n"])).fetchone()
         if fresh:
             self.probe(f"before_checkpoint:{commit['name']}")
+        if self.latency_s:
+            time.sleep(self.latency_s)  # a slow disk: --write-latency-ms
         saved = super().put(config, checkpoint, metadata, new_versions)
         if fresh and self.store.commit(wid, commit["n"], commit["events"]):
             self.probe(f"after_checkpoint:{commit['name']}")
@@ -157,13 +161,16 @@ def drive(graph: Any, store: AdapterStore, clock: Any, start: dict[str, Any], du
 
 def main(argv: list[str] | None = None) -> int:
     """One worker pass over every workflow of the run (see the module docstring)."""
-    args = worker_arguments(argv, lambda p: p.add_argument("--durability", choices=("sync", "async", "exit"),
-                                                           default="sync"))
+    def options(parser: Any) -> None:
+        parser.add_argument("--durability", choices=("sync", "async", "exit"), default="sync")
+        parser.add_argument("--write-latency-ms", type=int, default=0)
+
+    args = worker_arguments(argv, options)
     probe = open_probe(args.probe, args.probe_arg)
     _tools, clock = open_world(args.world, args.run_dir, probe)
     store = AdapterStore(args.run_dir)
     conn = sqlite3.connect(Path(args.run_dir) / LANGGRAPH_FILE, check_same_thread=False)
-    saver = TracingSaver(conn, store, probe)
+    saver = TracingSaver(conn, store, probe, args.write_latency_ms / 1000)
     runner = StepRunner(store, lambda: open_world(args.world, args.run_dir, probe), probe)
     graph = build_graph(runner, saver)
     for start in store.messages(kind="start"):
