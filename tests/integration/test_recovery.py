@@ -96,7 +96,7 @@ def test_crash_during_recovery_sweep_kills_twice_and_passes(tmp_path: Path) -> N
     from crashpoint.harness.run.sweep import sweep
 
     pack, cases = load_target(WORKFLOW.parents[1] / "cases" / "refund_denied_compensates_draft.yaml")
-    result = sweep(pack, cases, ReferenceAdapter(), crash="recovery", budget=12, jobs=2)
+    result = sweep(pack, cases, ReferenceAdapter(), crash="recovery", pairs=12, jobs=2)
     doubles = [r for r in result.results if r.crash_point and " >> " in r.crash_point]
     assert len(doubles) == 12
     assert all(r.outcome.kills == 2 and r.outcome.crash_fired for r in doubles)
