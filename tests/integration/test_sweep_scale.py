@@ -1,7 +1,7 @@
 """A team's sweep at its own scale, on real LangGraph runs of three interchangeable threads
 (tests/data/point_classes/pay_graph.py): the default sweep kills at a sample of each crash-point class and, on the
 variant that pays without an idempotency key, fails with the same rules (and in the same classes) as every instance
-(``--points all``), in fewer runs; the keyed graph's default sweep passes; and ``--budget 20`` ends in about 20 s with
+(``--points all``), in fewer runs; the keyed graph's default sweep passes; and ``--budget 5`` ends in about 5 s with
 its JSON saying which classes it covered and what it left out."""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def _failing(data: dict) -> tuple[set[str], set[str]]:
     assert all(r["verdict"] == "failed" for r in bad), [(r["crash_point"], r["verdict"], r["error"], r["failures"])
                                                         for r in bad if r["verdict"] != "failed"]
     return ({f["rule"] for r in bad for f in r["failures"]},
-            {of[r["crash_point"]] for r in bad if " >> " not in r["crash_point"]})
+            {of[r["crash_point"].split(" with ")[0]] for r in bad if " >> " not in r["crash_point"]})  # a held race: its point
 
 
 def test_class_sampling_fails_like_every_instance_in_fewer_runs(tmp_path: Path) -> None:
@@ -64,16 +64,18 @@ def test_class_sampling_fails_like_every_instance_in_fewer_runs(tmp_path: Path) 
     assert all(r["verdict"] == "passed" for r in correct["results"])
 
 
-def test_a_budget_of_20_s_ends_in_time_and_lists_what_it_left_out(tmp_path: Path) -> None:
+def test_a_budget_of_5_s_ends_in_time_and_lists_what_it_left_out(tmp_path: Path) -> None:
+    # 5 s: 42 runs, each a worker start, a kill and a recovery, cannot fit on any machine (at load 1 here they all
+    # fit in 20 s, so a 20 s budget left nothing out and the test failed on a quiet machine)
     began = time.monotonic()
-    code, out, data = _run(_target(tmp_path, "keyed"), tmp_path / "budget.json", "--points", "all", "--budget", "20")
+    code, out, data = _run(_target(tmp_path, "keyed"), tmp_path / "budget.json", "--points", "all", "--budget", "5")
     took = time.monotonic() - began
     assert code == 0, out
     # generous: the sweep stops starting runs that would not end within 20 s (start-up, a run slower than expected)
     assert data["wall_s"] < 40 and took < 90, (data["wall_s"], took)
     budget = data["budget"]
-    assert budget["seconds"] == 20 and budget["left_out"] and not budget["only_golden"]
-    assert "time budget 20 s:" in out and "left out" in out
+    assert budget["seconds"] == 5 and budget["left_out"]
+    assert "time budget 5 s:" in out and "left out" in out
     classes = data["classes"]["pay[sync]"]
     assert len(classes) == 13 and all({"covered", "left_out", "budget_cut"} <= set(c) for c in classes)
     started = {r["crash_point"] for r in data["results"]}
@@ -83,4 +85,4 @@ def test_a_budget_of_20_s_ends_in_time_and_lists_what_it_left_out(tmp_path: Path
     samples = {p for c in classes for p in c["sample"]}
     if started - samples - {"none"} - {p for p in started if " >> " in p}:
         assert {c["sample"][0] for c in classes} <= started
-    assert any(tier == "instance" for _, tier in cut)  # 42 runs do not fit in 20 s on this machine
+    assert any(tier == "instance" for _, tier in cut)  # the last tier is the first to go

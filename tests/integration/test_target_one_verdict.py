@@ -65,7 +65,8 @@ def test_sweep(crashpoint_sweep):
     from_pytest = _verdicts(json.loads(out.read_text())["results"])
 
     assert from_cli == from_pytest == [("none", "passed", []),
-                                       (POINT, "failed", ["differential.same_effects", "side_effects.at_most_once"])
+                                       (POINT, "failed", ["differential.same_effects", "side_effects.at_most_once",
+                                                          "target.expected_effects"])  # the example's issue_refund: 1
                                        ], (from_cli, from_pytest)
 
 
