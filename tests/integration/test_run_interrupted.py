@@ -20,6 +20,15 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow  # a sweep of the refunds pack (or the LangGraph example) each, 10-30 s
 
 
+def _ctrl_c_as_a_terminal_has_it() -> None:
+    """In the child, before exec: SIGINT's default disposition. A command a non-interactive shell starts in the
+    background inherits SIGINT ignored (POSIX job control), and so does everything it starts, this test's pytest
+    and its sweep included: Python then installs no KeyboardInterrupt handler, the sweep rightly ignores the
+    signal and runs to its end (seen in a CI started that way: a 60 s timeout). A terminal's foreground job has
+    the default disposition, which is what these tests are about."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt(tmp_path: Path, subject: str, sig: int, after_s: float, *extra: str) -> tuple[int, str, float, list[str]]:
     """Start ``crashpoint run SUBJECT --workers 2`` (in a session of its own, ``TMPDIR`` under ``tmp_path``), send
     ``sig`` ``after_s`` seconds after it said it is sweeping (SIGINT to its process group, else to it): ``(exit code, standard error, seconds
@@ -29,7 +38,7 @@ def _interrupt(tmp_path: Path, subject: str, sig: int, after_s: float, *extra: s
     env = {**os.environ, "TMPDIR": str(scratch)}
     proc = subprocess.Popen([sys.executable, "-m", "crashpoint", "run", subject, "--workers", "2", "--no-progress",
                              *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                            env=env, start_new_session=True)
+                            env=env, start_new_session=True, preexec_fn=_ctrl_c_as_a_terminal_has_it)
     try:
         for line in proc.stdout:  # type: ignore[union-attr]
             if line.startswith("crashpoint: sweeping"):

@@ -64,7 +64,8 @@ def test_a_target_sweep_on_dask_gives_the_local_verdicts(dask_cluster, tmp_path:
     assert _verdicts(remote) == sorted([("none", "passed", []), ("node:order-1001@approve", "passed", []),
                                         ("after_effect:draft_refund", "passed", []),
                                         ("after_effect:issue_refund", "failed",
-                                         ["differential.same_effects", "side_effects.at_most_once"])])
+                                         ["differential.same_effects", "side_effects.at_most_once",
+                                          "target.expected_effects"])])
     ran = {r["crash_point"]: r for r in json.loads(remote.read_text())["results"]}
     assert all(r["kills"] == 1 for p, r in ran.items() if p != "none")  # real kills, verified, on the Dask workers
     assert not any(tmp_path.glob("crashpoint-run-*"))  # each run's folder was a temporary one of its worker
