@@ -48,8 +48,11 @@ def test_an_unkeyed_node_paid_twice_at_the_checkpoint_write_fails_on_the_release
     assert '"Changes are persisted synchronously before the next step starts."' in message
     # forced, or the writes thread lost by itself before it reached its first crash point (both: the kill lands first)
     assert any(n.startswith(("race forced", "race not held")) for n in refund.outcome.notes), refund.outcome.notes
-    # the receipt is keyed: its node ran again too, answered duplicate: a note, not a failure
-    assert raced[1].verdict == "passed" and any(n.startswith(NOT_KEPT) for n in raced[1].outcome.notes)
+    # the receipt is keyed: where the race was forced its node ran again too, answered duplicate: a note, not a
+    # failure (where the writes thread lost by itself the node may not run again: seen in CI at load 2)
+    assert raced[1].verdict == "passed", (raced[1].error, raced[1].failures)
+    if any(n.startswith("race forced") for n in raced[1].outcome.notes):
+        assert any(n.startswith(NOT_KEPT) for n in raced[1].outcome.notes), raced[1].outcome.notes
     # the rule is the engine's promise, not "a kill happened": no run killed elsewhere has it (a kill inside the node
     # re-runs it in any mode: side_effects.at_most_once's business); the plain kill at the same write has it when the
     # writes thread lost the race by itself
