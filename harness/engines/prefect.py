@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from crashpoint.harness.engines.base import EFFECT_KINDS, Engine, EngineServer, rule
-from crashpoint.harness.engines.effects import alive
+from crashpoint.harness.engines.workerlib import kill_group
 from crashpoint.harness.model.outcomes import TargetOutcome
 from crashpoint.harness.model.rules import Finding
 
@@ -253,13 +253,7 @@ class RunServer:
         proc, self.proc = self.proc, None
         if proc is None:
             return
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait(timeout=30)
-        if alive(proc.pid):
-            raise RuntimeError(f"prefect server pid {proc.pid} still runs after SIGKILL")
+        kill_group(proc, "prefect server")
 
     def stop(self, within_s: float = 30.0) -> None:
         """SIGTERM (the server checkpoints its database and exits: 0.2 to 5 s measured), then :meth:`kill`."""

@@ -28,7 +28,6 @@ import atexit
 import hashlib
 import os
 import shutil
-import signal
 import socket
 import sqlite3
 import subprocess
@@ -42,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 from crashpoint.harness.engines.base import EFFECT_KINDS, Engine, EngineServer
-from crashpoint.harness.engines.effects import alive
+from crashpoint.harness.engines.workerlib import kill_group
 
 if TYPE_CHECKING:  # pragma: no cover
     from crashpoint.harness.load.target import Target
@@ -267,13 +266,7 @@ class RunServer:
         proc, self.proc = self.proc, None
         if proc is None:
             return
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait(timeout=30)
-        if alive(proc.pid):
-            raise RuntimeError(f"temporal dev server pid {proc.pid} still runs after SIGKILL")
+        kill_group(proc, "temporal dev server")
 
     def restart(self) -> None:
         """A server crash: SIGKILL, then a new server on the same database file (the history must survive)."""

@@ -230,6 +230,24 @@ def alive(pid: int) -> bool:
             return False
 
 
+def kill_group(proc: Any, what: str) -> None:
+    """SIGKILL the process group of ``proc`` (a :class:`subprocess.Popen` started in a session of its own, as the
+    engines' servers are) and reap it; a group already gone is fine.
+
+    Raises:
+        RuntimeError: ``proc``'s pid still runs afterwards (``what`` names the server in the message).
+    """
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=30)
+    if alive(proc.pid):
+        raise RuntimeError(f"{what} pid {proc.pid} still runs after SIGKILL")
+
+
 def worker_pids(run_dir: Path) -> set[int]:
     """Pids of the run's worker processes so far (``RUN_DIR/pids.log``, one ``PID PHASE ...`` line each)."""
     path = run_dir / PIDS_FILE
