@@ -30,7 +30,8 @@ import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, Callable, Collection
+from contextlib import contextmanager
+from typing import Any, Callable, Collection, Iterator
 
 from crashpoint.errors import UsageError
 
@@ -52,9 +53,11 @@ def wait_first(futures: Collection[Future]) -> set[Future]:
     Why slices: a process-directed SIGINT may be delivered to any thread that does not block it (the
     executor's manager or queue-feeder thread, say). CPython then only sets a flag for the main thread,
     and a main thread blocked in a lock acquire without a timeout never wakes up to raise
-    KeyboardInterrupt: Ctrl-C was ignored for as long as a run hung (seen in CI under load)."""
+    KeyboardInterrupt: Ctrl-C was ignored for as long as a run hung (seen in CI under load). Each slice runs
+    with SIGINT and SIGTERM held (:func:`signals_held`): they take effect between slices."""
     while True:
-        finished, _ = wait(futures, timeout=WAIT_SLICE_S, return_when=FIRST_COMPLETED)
+        with signals_held():
+            finished, _ = wait(futures, timeout=WAIT_SLICE_S, return_when=FIRST_COMPLETED)
         if finished:
             return finished
 
@@ -63,11 +66,49 @@ def result_of(future: Future) -> Any:
     """``future.result()``, waiting in slices (see :func:`wait_first`); raises what the call raised."""
     while True:
         try:
-            return future.result(timeout=WAIT_SLICE_S)
+            with signals_held():
+                return future.result(timeout=WAIT_SLICE_S)
         except FutureTimeout:
             if future.done():  # the call itself raised a TimeoutError
                 raise
             continue
+
+
+#: The signals :func:`signals_held` holds back: Ctrl-C and a CI runner's stop.
+HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back while the block runs, then act on them as their handlers would have.
+
+    Why: ``concurrent.futures.wait`` takes the lock of every future it waits on, one after the other, and a
+    KeyboardInterrupt raised between two of those acquires leaves the acquired ones locked for ever (the with
+    statement never started); the pool's manager thread then blocks setting a result on such a future, and the
+    interpreter's exit joins that thread: ``crashpoint run refunds --workers 2`` hung after a Ctrl-C, 1 time in
+    12 here. Only a Python handler of the main thread is held back (``SIG_IGN`` stays ignored, other threads
+    cannot set handlers); a held signal is handed to that handler as soon as the block is left, so the
+    ``KeyboardInterrupt`` (or the CLI's SIGTERM exit) is raised there."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: list[int] = []
+
+    def hold(signum: int, _frame: Any) -> None:
+        got.append(signum)
+
+    previous: dict[int, Any] = {}
+    try:
+        for sig in HELD_SIGNALS:
+            handler = signal.getsignal(sig)
+            if callable(handler):
+                previous[sig] = signal.signal(sig, hold)
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for sig in dict.fromkeys(got):  # once each, in the order they came
+            previous[sig](sig, None)
 
 
 def default_workers() -> int:
@@ -218,6 +259,17 @@ def halt(executor: Executor) -> None:
         try:
             proc.join(KILL_WAIT_S)
         except (OSError, ValueError, AssertionError):
+            pass
+    # The pool's call queue may hold calls its feeder thread is writing into a pipe no process reads any more (this
+    # process keeps the reading end open): a full pipe blocks that write for ever, and multiprocessing's exit
+    # handler joins the feeder thread, so the command hung after saying what it stored (1 of 3 Ctrl-Cs of
+    # `crashpoint run refunds --workers 2` here; CPython 3.12 closes the reader itself, gh-94777). The calls are
+    # cancelled: nothing is lost by not flushing them.
+    queue = getattr(executor, "_call_queue", None)
+    if queue is not None:
+        try:
+            queue.cancel_join_thread()
+        except (AttributeError, OSError, ValueError):
             pass
     executor.shutdown(wait=False, cancel_futures=True)
 
