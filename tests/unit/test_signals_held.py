@@ -4,6 +4,8 @@ hung at exit after an interrupt, 1 time in 12)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import os
 import signal
 
@@ -12,7 +14,15 @@ import pytest
 from crashpoint.harness.run.executors import signals_held
 
 
-def test_a_sigint_inside_the_block_is_raised_when_it_ends() -> None:
+@pytest.fixture
+def ctrl_c() -> Iterator[None]:
+    """SIGINT as a terminal's foreground job has it (an xdist worker, or a background job, ignores it)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_a_sigint_inside_the_block_is_raised_when_it_ends(ctrl_c: None) -> None:
     reached = []
     with pytest.raises(KeyboardInterrupt):
         with signals_held():
