@@ -384,6 +384,10 @@ def _sweep_and_report(args: argparse.Namespace, subject, executor, where: str) -
 
         for line in keyed_summary(result.results):  # repeats that passed because their key answered them
             print(visible(line))
+        from crashpoint.harness.judge.stable import left_out_summary
+
+        for line in left_out_summary(result.results):  # what the golden comparisons could not look at
+            print(visible(line))
     if args.json:
         json_report.write(args.json, data)
         print(f"results written to {args.json}")

@@ -22,8 +22,9 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Collection
 
+from crashpoint.harness.judge import stable
 from crashpoint.harness.model.rules import Finding, RuleContext, found, rule
 
 BOTH = ("pack", "target")
@@ -119,12 +120,13 @@ def ends(ctx: RuleContext, outcome: Any) -> dict[str, dict[str, Any]]:
     return {outcome.workflow_id: {"status": outcome.status, "stop_reason": outcome.stop_reason}}
 
 
-def _differs(want: dict[str, Any], got: dict[str, Any]) -> list[str]:
-    """The state values (top-level keys) in which two target thread ends differ."""
+def _differs(want: dict[str, Any], got: dict[str, Any], left_out: Collection[str] = ()) -> list[str]:
+    """The state values (top-level keys) in which two target thread ends differ, at a path not ``left_out``
+    (:func:`crashpoint.harness.judge.stable.covered`)."""
     mine, theirs = got.get("values") or {}, want.get("values") or {}
-    if not isinstance(mine, dict) or not isinstance(theirs, dict):
-        return [] if mine == theirs else ["(the whole state)"]
-    return [k for k in sorted(set(mine) | set(theirs)) if mine.get(k) != theirs.get(k)]
+    paths = [p for p in stable.differing(theirs, mine) if not stable.covered(p, left_out)]
+    return list(dict.fromkeys(p.split(".", 1)[0] if p != stable.WHOLE and isinstance(mine, dict)
+                              and isinstance(theirs, dict) else stable.WHOLE for p in paths))
 
 
 @rule("differential.same_end", subjects=BOTH,
@@ -141,9 +143,12 @@ def same_end(ctx: RuleContext) -> list[Finding]:
                     findings.append(found(f"{label} run ended {want['status']} ({want['stop_reason']}); after the "
                                           f"crash the run ended {got['status']} ({got.get('stop_reason')})"))
                 continue
-            diff = _differs(want, got)
+            left_out = stable.value_paths_left_out(ctx.pack, ref, thread)
+            if stable.WHOLE in left_out:  # two fault-free runs ended this thread differently: nothing to compare
+                continue
+            diff = _differs(want, got, left_out)
             if got["status"] != want["status"] or diff:
-                values_of = (lambda end, k: end.get("values") if k == "(the whole state)"
+                values_of = (lambda end, k: end.get("values") if k == stable.WHOLE
                              else (end.get("values") or {}).get(k))
                 findings.append(found(
                     f"thread {thread} ended {got['status']} where the {label} run ended {want['status']}"
@@ -178,6 +183,8 @@ def same_effects(ctx: RuleContext) -> list[Finding]:
             findings.append(found(f"effects differ from the {label} run: extra {extra}, missing {lost}"))
             continue
         for thread, effect in sorted(set(mine) | set(gold), key=str):
+            if stable.effect_left_out(ref, thread, effect):  # two fault-free runs applied it differently often
+                continue
             if mine[(thread, effect)] != gold[(thread, effect)]:
                 findings.append(found(
                     f"{effect} applied {mine[(thread, effect)]} time(s) in {thread}; the {label} run applied it "

@@ -23,6 +23,7 @@ object, :class:`Target` (``crashpoint.Target``), for pytest::
       - {name: approval-late, human: {approve: [{resume: {approved: true, ask: 1}, late: true},
                                                 {resume: {approved: false}, grants: false}]}}
     expect: {order-1001: {status: finished}}   # thread -> the end every run must reach (rule target.expected_end)
+    ignore: [receipt.issued_at]                 # state paths the golden comparison leaves out (judge/stable.py)
 
 A ``late`` answer arrives after the workflow moved on (the approval's deadline passed, the human answered
 anyway): the node's next answer is delivered in its place, and the late one afterwards, to the thread as it
@@ -338,6 +339,8 @@ class Target:
             end every case without an ``expect`` of its own must reach (judged by ``target.expected_end`` and, for
             ``effects``, the times each effect is applied in the thread, ``target.expected_effects``, on every run,
             the golden run included).
+        ignore: dotted paths into every thread's final state values that ``differential.same_end`` leaves out
+            (:mod:`crashpoint.harness.judge.stable`), besides what two fault-free runs of a case disagree on.
         file: the YAML it came from (``None`` when built in Python).
     """
 
@@ -357,6 +360,7 @@ class Target:
     options: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
     expect: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ignore: list[str] = field(default_factory=list)
     file: str | None = None
 
     def __post_init__(self) -> None:
@@ -472,7 +476,8 @@ class Target:
                    saver=data.get("saver", "sqlite"), budget_s=float(data.get("budget_s", 60)),
                    pythonpath=[str((base / p).resolve()) for p in data.get("pythonpath", ["."])],
                    cases=cases or [TargetCase()], options=options,
-                   versions=data.get("versions", {}), expect=data.get("expect", {}), file=file)
+                   versions=data.get("versions", {}), expect=data.get("expect", {}),
+                   ignore=list(data.get("ignore", [])), file=file)
 
     def _options_block(self) -> dict[str, Any]:
         """``{OPTIONS_KEY: options}`` of the engine's options block (``{}``: an engine without options)."""
@@ -508,7 +513,8 @@ class Target:
                 "human": self.human, "gates": self.gates, "effects": self.effects, "invariants": self.invariants,
                 "durability": self.durability, "saver": self.saver, "budget_s": self.budget_s,
                 "pythonpath": self.pythonpath, **self._options_block(),
-                "versions": self.versions, "expect": self.expect, "cases": [c.to_data() for c in self.cases]}
+                "versions": self.versions, "expect": self.expect, "cases": [c.to_data() for c in self.cases],
+                **({"ignore": list(self.ignore)} if self.ignore else {})}  # (absent when empty: versions unchanged)
 
     def case(self, name: str) -> TargetCase:
         """The case called ``name``.

@@ -114,6 +114,9 @@ class TargetOutcome:
             ledger's last position, calls and decisions, at that moment; :meth:`~crashpoint.harness.engines.effects.
             EffectSession.record_parent`). ``target.approval_gate`` follows it: a parent's approval answered before
             the child started gates the child's effects.
+        unstable: on a golden run, what differed between it and a second fault-free run of the case
+            (:func:`crashpoint.harness.judge.stable.unstable`): ``{"status": [THREAD], "values": {THREAD: [PATH]},
+            "effects": [[THREAD, EFFECT]]}``, left out when a crashed run is compared with it; ``{}`` on other runs.
     """
 
     case: str
@@ -141,6 +144,7 @@ class TargetOutcome:
     outside: list[str] = field(default_factory=list)
     races: list[dict[str, Any]] = field(default_factory=list)
     parents: dict[str, dict[str, Any]] = field(default_factory=dict)
+    unstable: dict[str, Any] = field(default_factory=dict)
 
 
 __all__ = ["RunOutcome", "TargetOutcome", "LATE_BY"]

@@ -74,33 +74,71 @@ def run_one(target: Target, case: TargetCase, durability: str, run_dir: Path, cr
     without its faults (:meth:`~crashpoint.harness.load.target.TargetCase.without_faults`, in the folder beside,
     ``RUN_DIR-fault-free``) and is judged against it, as a pack's ``like_fault_free`` case is; a ``golden`` given
     stands for that run. If the fault-free run breaks, the run is
-    an ``error`` naming it."""
+    an ``error`` naming it.
+
+    Every golden run is made twice (the second in ``RUN_DIR-again``; of a ``like_fault_free`` case, its fault-free
+    run is): what the two disagree on is set on the golden outcome (``unstable``) and named in its notes, and the
+    comparison of a crashed run with it leaves that out (:mod:`crashpoint.harness.judge.stable`). A second run that
+    does not pass is the golden run's result (its findings, or its error naming it)."""
+    from crashpoint.harness.judge import stable
     from crashpoint.harness.judge.verdict import judge_target
 
     began = time.monotonic()
     reference: TargetOutcome | None = golden
+    options = {"warm": warm, "write_latency_ms": write_latency_ms, "server": server}
+    here = Path(run_dir)
     if case.like_fault_free and crash_point is None and golden is None:
         try:
             reference = run_target(target, case.without_faults(), durability,
-                                   Path(run_dir).with_name(Path(run_dir).name + "-fault-free"), None, warm=warm,
-                                   write_latency_ms=write_latency_ms, server=server)
+                                   here.with_name(here.name + "-fault-free"), None, **options)
         except Exception as exc:  # noqa: BLE001 - the run it must end like broke: nothing to compare with
-            result = judge_target(target, case, durability, exc, repeat=repeat)
-            if result.verdict == "error":
-                result.error = f"the fault-free run broke: {result.error}"
-            result.wall_s = time.monotonic() - began
-            return result
+            return _broke(target, case, durability, exc, repeat, "the fault-free run", began)
     try:
-        out: TargetOutcome | BaseException = run_target(target, case, durability, run_dir, crash_point, warm=warm,
-                                                        write_latency_ms=write_latency_ms,
-                                                        server=server)
+        out: TargetOutcome | BaseException = run_target(target, case, durability, run_dir, crash_point, **options)
     except Exception as exc:  # noqa: BLE001 - judged below: unsupported, unknown or error, never a skip
         out = exc
     reached = not crash_point or crashpoints.fired(run_dir, kill_schedule(case, crash_point))
     result = judge_target(target, case, durability, out, crash_point=crash_point, golden=reference, reached=reached,
                           repeat=repeat)
+    if crash_point is None and golden is None and isinstance(out, TargetOutcome) and result.verdict == "passed":
+        # the same fault-free run once more: what the two disagree on, no crashed run is compared on (judge/stable.py)
+        twin = case.without_faults() if case.like_fault_free else case
+        try:
+            again = run_target(target, twin, durability, here.with_name(here.name + "-again"), None, **options)
+        except Exception as exc:  # noqa: BLE001 - a fault-free run that breaks the second time is not a golden run
+            return _broke(target, case, durability, exc, repeat, SECOND_RUN, began)
+        second = judge_target(target, twin, durability, again, repeat=repeat)
+        if second.verdict != "passed":  # without any fault it passed once and not twice: that run is the golden's
+            second.error = f"{SECOND_RUN}: {second.error}" if second.error else None
+            second.notes.insert(0, f"{SECOND_RUN} did not pass, the first did")
+            second.wall_s = time.monotonic() - began
+            return second
+        found = stable.unstable(reference if reference is not None else out, again)
+        for ran in {id(o): o for o in (out, reference) if o is not None}.values():
+            ran.unstable = found
+        for line in stable.notes(target, found):
+            for notes in (out.notes, result.notes):
+                if line not in notes:
+                    notes.append(line)
     if isinstance(out, TargetOutcome) and not (keep or crash_point is None or result.verdict != "passed"):
         result.outcome = None
+    result.wall_s = time.monotonic() - began
+    return result
+
+
+#: How a golden run's error or note names the second fault-free run :func:`run_one` makes.
+SECOND_RUN = "the second fault-free run (made to tell what differs from run to run)"
+
+
+def _broke(target: Target, case: TargetCase, durability: str, exc: Exception, repeat: int, what: str,
+           began: float) -> RunResult:
+    """The result of a golden run whose reference run (``what``) raised ``exc``: judged as that exception (``error``,
+    or ``unsupported`` / ``unknown``), an ``error`` naming ``what``."""
+    from crashpoint.harness.judge.verdict import judge_target
+
+    result = judge_target(target, case, durability, exc, repeat=repeat)
+    if result.verdict == "error":
+        result.error = f"{what} broke: {result.error}"
     result.wall_s = time.monotonic() - began
     return result
 

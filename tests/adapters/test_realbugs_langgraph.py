@@ -55,9 +55,11 @@ def test_an_unkeyed_node_paid_twice_at_the_checkpoint_write_fails_on_the_release
         assert any(n.startswith(NOT_KEPT) for n in raced[1].outcome.notes), raced[1].outcome.notes
     # the rule is the engine's promise, not "a kill happened": no run killed elsewhere has it (a kill inside the node
     # re-runs it in any mode: side_effects.at_most_once's business); the plain kill at the same write has it when the
-    # writes thread lost the race by itself
-    assert {parse(r.crash_point).kills[0] for r in broken.results if "target.durability_promise" in _rules(r)} == {
-        "before_put:order-7@2"}
+    # writes thread lost the race by itself, and so may a kill just before the node's writes are handed over (the
+    # saver's background put of the step overtook them: seen at before_writes under -n 2 at load 4)
+    promised = {parse(r.crash_point).kills[0] for r in broken.results if "target.durability_promise" in _rules(r)}
+    assert "before_put:order-7@2" in promised and promised <= {
+        "before_put:order-7@2", "before_writes:order-7@issue_refund", "after_writes:order-7@issue_refund"}, promised
 
     fixed = sweep(Target.from_file(HERE / "sync_refund_nokey_fixed.yaml"), crash="sampled",
                   workdir=tmp_path / "fixed", keep_outcomes=True)

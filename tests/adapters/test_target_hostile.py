@@ -102,7 +102,8 @@ def test_a_run_folder_of_an_earlier_run_is_refused_and_a_reused_workdir_gets_new
     assert "holds an earlier run (target.json, " in again.error
     sweeps = [sweep(target, crash="none", workdir=tmp_path / "runs", workers=1) for _ in range(2)]
     assert [[r.verdict for r in s.results] for s in sweeps] == [["passed"], ["passed"]]
-    assert len([p for p in (tmp_path / "runs").glob("*/golden*") if p.suffix != ".probe"]) == 2
+    golden = sorted(p.name for p in (tmp_path / "runs").glob("*/golden*") if p.suffix != ".probe")
+    assert golden == ["golden", "golden-again", "golden.2", "golden.2-again"], golden  # each golden run made twice
 
 
 def test_a_node_that_never_ends_fails_within_the_budget_naming_it_in_tenths(tmp_path: Path) -> None:

@@ -106,7 +106,8 @@ def test_a_rejection_path_that_makes_no_effect_passes_when_its_case_says_so(tmp_
 
 def test_a_fake_provider_keeps_its_state_in_each_runs_own_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                                                  ) -> None:
-    """A sweep's runs go two at a time: each run's provider.json holds that run's charges only (one each; a kill
+    """A sweep's runs go two at a time: each run's provider.json (the golden run's two, two crash runs) holds that
+    run's charges only (one each; a kill
     after the charge makes the recovery answer it by key, from the ledger), and none is written where the sweep
     was started."""
     monkeypatch.chdir(tmp_path)
@@ -115,6 +116,6 @@ def test_a_fake_provider_keeps_its_state_in_each_runs_own_folder(tmp_path: Path,
                    workdir=tmp_path / "runs")
     assert [r.verdict for r in result.results] == ["passed"] * 3, [(r.crash_point, r.error) for r in result.results]
     files = sorted((tmp_path / "runs").rglob("provider.json"))
-    assert len(files) == 3 and all(json.loads(f.read_text()) == ["1"] for f in files), \
+    assert len(files) == 4 and all(json.loads(f.read_text()) == ["1"] for f in files), \
         [(f, f.read_text()) for f in files]
     assert not (tmp_path / "provider.json").exists()
