@@ -104,3 +104,35 @@ def test_a_packs_search_refuses_a_kind_it_does_not_draw_before_any_run(tmp_path:
     err = capsys.readouterr().err
     assert ("--kinds: unknown kind(s) ['server_crash', 'deploy']; a pack's search draws: kill, duplicate, hold, "
             "insert, reorder, tool, late_answer, zombie, workers") in err and err.count("\n") == 1, err
+
+
+def test_kills_are_put_in_the_order_the_golden_run_passed_their_points() -> None:
+    points = ["node:a@draft", "after_effect:pay", "node:a@notify"]
+    deploy = {"kind": "deploy", "version": "v2"}
+    drawn = [{"kind": "kill", "at": "node:a@notify"}, deploy, {"kind": "kill", "at": "node:a@draft"},
+             {"kind": "kill", "at": "node:a@notify", "twice": True}]
+    assert ss.in_golden_order(drawn, points) == [{"kind": "kill", "at": "node:a@draft"}, deploy,
+                                                 {"kind": "kill", "at": "node:a@notify"}]
+
+
+def _searched(outcomes: list[bool], tmp_path: Path) -> ss.SearchResult:
+    """A search over one-fault schedules whose runs fail as ``outcomes`` say, in turn: the first draw fails."""
+    results = iter(outcomes)
+
+    def run(schedule, run_dir):
+        return ss.Trial(schedule, None, "failed" if next(results, False) else "passed")
+
+    result = ss.SearchResult("c", seed=1, budget=5)
+    ss._find(result, st.just([{"kind": "kill", "at": "p"}]), run, tmp_path, False, None)
+    return result
+
+
+def test_a_found_schedule_is_run_again_and_says_how_often_it_failed(tmp_path: Path) -> None:
+    steady = _searched([True] * 10, tmp_path / "steady")
+    assert steady.reproduced == (3, 3) and steady.found is not None
+    assert "failed 3 of 3 runs of this schedule" in "\n".join(ss.summary_lines(steady))
+    racy = _searched([True, False, True], tmp_path / "racy")  # found once; of two runs more, one passes
+    assert racy.reproduced == (2, 3), racy.reproduced
+    assert "its outcome depends on timing (a racy point), so its repro may pass when run once" in \
+        "\n".join(ss.summary_lines(racy))
+    assert racy.to_dict()["found"]["reproduced"] == [2, 3]
