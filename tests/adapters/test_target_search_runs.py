@@ -21,9 +21,6 @@ TARGET = Target.from_file(ROOT / "examples/langgraph_refund/target.yaml")
 SEED = ss.case_seed(1, "approved[sync]")  # what `crashpoint search ... --seed 1` gives the unit approved[sync]
 
 
-@pytest.mark.xfail(strict=False, reason="known defect, open: the same seed's kill schedules find the double refund "
-                   "in some runs only (CI at load 2, and 1 of 3 here: 25 schedules, 20 vacuous, no failure), and a "
-                   "shrunk repro at a racy point does not always fail alone; the search must verify what it keeps")
 def test_a_kill_search_finds_and_shrinks_the_double_refund_of_no_key(tmp_path: Path, capsys) -> None:
     broken = dataclasses.replace(TARGET, entry="langgraph_refund.variants:no_key")
     r = ss.search_target_case(broken, broken.case("approved"), "sync", seed=SEED, budget=25, workdir=tmp_path / "s",
