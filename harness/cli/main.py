@@ -316,7 +316,8 @@ def _sweep_and_report(args: argparse.Namespace, subject, executor, where: str) -
             raise UsageError("--resume needs --results-db [URL]: the store holding the interrupted run")
         from crashpoint.harness.run import resume
 
-        resumed = resume.plan(args.results_db, subject, args.crash, args.crash_point or (), args.crash_mode)
+        resumed = resume.plan(args.results_db, subject, args.crash, args.crash_point or (), args.crash_mode,
+                              points=cli_report.points_of(args))
         if resumed.run_id is None:
             print("crashpoint: --resume: no incomplete run of this exact selection in the store; starting a new one"
                   + (f" ({resumed.mismatch})" if resumed.mismatch else ""))

@@ -42,7 +42,13 @@ def start_recording(args: argparse.Namespace, subject: Any) -> SweepRecorder | N
     if getattr(args, "results_db", None) is None:
         return None
     return SweepRecorder(args.results_db, subject, crash_label(args.crash, args.crash_mode),
-                         only=args.crash_point or (), crash_mode=args.crash_mode)
+                         only=args.crash_point or (), crash_mode=args.crash_mode, points=points_of(args))
+
+
+def points_of(args: argparse.Namespace) -> str:
+    """The ``--points`` a sweep runs with, its default filled in (``classes`` for ``--crash sampled``, else ``all``):
+    recorded with the run, so that ``--resume`` appends only to a run swept the same way."""
+    return getattr(args, "points", None) or ("classes" if getattr(args, "crash", None) == "sampled" else "all")
 
 
 def add_report_parser(sub: Any, handler: Callable[[argparse.Namespace], int] | None = None) -> None:

@@ -132,7 +132,9 @@ def differences(recorded: dict[str, Any] | None, wanted: dict[str, Any]) -> list
         out.append(f"case file(s) edited since: {', '.join(edited[:5])}")
     for key, what in (("crash_points", "--crash-point list"), ("crash", "crash setting"),
                       ("engine", "engine"), ("engine_version", "engine version"), ("pack_version", "pack version"),
-                      ("pack_digest", "pack contents (pack.yaml or a workflow)")):
+                      ("pack_digest", "pack contents (pack.yaml or a workflow)"), ("points", "--points setting")):
+        if key == "points" and (key not in recorded or key not in wanted):
+            continue  # recorded before --points was (a run of the classes default then), or asked without it
         if recorded.get(key) != wanted.get(key):
             out.append(f"{what} {recorded.get(key)!r} then, {wanted.get(key)!r} now" if key != "pack_digest"
                        else f"{what} changed since")
@@ -172,7 +174,8 @@ def _case_done(unit: str, crash: str, only: Sequence[str], recorded: dict[Pair, 
     return len(mine) - len(extras) >= passed and len(extras) >= subject.sampled_count(passed)
 
 
-def plan(url: str | None, subject: Any, crash: str, only: Sequence[str] = (), crash_mode: str = "kill") -> ResumePlan:
+def plan(url: str | None, subject: Any, crash: str, only: Sequence[str] = (), crash_mode: str = "kill",
+         points: str | None = None) -> ResumePlan:
     """Read the store at ``url`` and plan the rest of the latest matching incomplete run of ``subject`` (a
     :class:`~crashpoint.harness.run.sweep.Subject`: a pack's cases or a target's): same pack (or target), engine,
     ``--crash`` and ``--crash-mode`` (stored together, see :func:`~crashpoint.harness.run.modes.crash_label`), and
@@ -187,7 +190,7 @@ def plan(url: str | None, subject: Any, crash: str, only: Sequence[str] = (), cr
     from crashpoint.reports.results_store import ResultStore
 
     store = ResultStore(url or None)
-    wanted = subject.selection(crash, only, crash_mode)
+    wanted = subject.selection(crash, only, crash_mode, points)
     mine = subject.store_info()
     info = {"pack": mine["pack"], "pack_version": mine["pack_version"], "engine": mine["engine"],
             "crash": crash_label(crash, crash_mode), "source": "cli"}

@@ -28,7 +28,7 @@ class SweepRecorder:
     """
 
     def __init__(self, url: str, subject: Any, crash: str, only: Sequence[str] = (), crash_mode: str = "kill",
-                 run_id: str | None = None) -> None:
+                 run_id: str | None = None, points: str | None = None) -> None:
         from crashpoint.harness.judge.record import Recorder
 
         self.subject = subject
@@ -37,7 +37,7 @@ class SweepRecorder:
             return
         info = subject.store_info() | {"crash": crash, "seed": None, "source": "cli"}
         self.recorder = Recorder(url or None, info,
-                                 selection=subject.selection(crash.split("+")[0], only, crash_mode))
+                                 selection=subject.selection(crash.split("+")[0], only, crash_mode, points))
 
     @property
     def where(self) -> str:

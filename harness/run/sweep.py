@@ -337,9 +337,10 @@ class Subject:
         (the pack's or the target's name), ``pack_version`` (a target's: the digest of its file's contents)."""
         raise NotImplementedError
 
-    def selection(self, crash: str, only: Sequence[str], crash_mode: str) -> dict[str, Any]:
+    def selection(self, crash: str, only: Sequence[str], crash_mode: str, points: str | None = None) -> dict[str, Any]:
         """What a sweep of this subject is asked to do, as recorded with its run (``--resume`` appends only to a run
-        whose selection is the same): see :func:`crashpoint.harness.run.resume.selection`."""
+        whose selection is the same): see :func:`crashpoint.harness.run.resume.selection`; ``points``: ``--points``
+        (``classes`` | ``all``), recorded when given."""
         raise NotImplementedError
 
     def narrowed(self, units: Sequence[str]) -> "Subject":
@@ -412,10 +413,11 @@ class PackSubject(Subject):
         return {"engine": adapter.name, "engine_version": adapter.version(), "adapter": adapter_class(adapter),
                 "pack": self.pack.name, "pack_version": self.pack.version}
 
-    def selection(self, crash, only, crash_mode):
+    def selection(self, crash, only, crash_mode, points=None):
         from crashpoint.harness.run.resume import selection
 
-        return selection(self.pack, self.cases, self.driver.adapter, crash, only, crash_mode)
+        return selection(self.pack, self.cases, self.driver.adapter, crash, only, crash_mode) | (
+            {"points": points} if points else {})
 
     def narrowed(self, units):
         return dataclasses.replace(self, cases=[c for c in self.cases if c.case_id in set(units)])

@@ -246,7 +246,7 @@ class TargetSubject(Subject):
         return {"engine": self.target.engine, "engine_version": self._engine.version(), "adapter": None,
                 "pack": self.target.name, "pack_version": self.target.version}
 
-    def selection(self, crash, only, crash_mode):
+    def selection(self, crash, only, crash_mode, points=None):
         from crashpoint.harness.run.modes import crash_label
 
         return {"cases": {u: hashlib.sha256(json.dumps([dataclasses.asdict(c), m], sort_keys=True, default=str)
@@ -254,7 +254,7 @@ class TargetSubject(Subject):
                 "crash_points": sorted(set(only)), "crash": crash_label(crash, crash_mode),
                 "engine": self.target.engine, "engine_version": self._engine.version(), "pack": self.target.name,
                 "pack_version": self.target.version, "pack_digest": self.target.version,
-                "options": {k: v for k, v in sorted(self.opts.items())}}
+                "options": {k: v for k, v in sorted(self.opts.items())}, **({"points": points} if points else {})}
 
     def narrowed(self, units):
         keep = [u for u in self._of if u in set(units)]
