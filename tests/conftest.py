@@ -43,6 +43,15 @@ if TESTS_DIR not in _paths:
 # under -n 2 (5 errors on 2026-12-02, pydantic 2.14.4, freezegun 1.5.5). pydantic keeps no clock to freeze.
 # The same through langchain_core.runnables' lazy attributes (7 errors in CI at aa51126 under -n 2, and that worker's
 # later `import langgraph.checkpoint.sqlite` failed too): the engines' packages keep no clock the weekly report reads.
+# pytester's in-process runs drop from sys.modules what they imported: a pydantic first imported inside one (by an
+# engine's package) was imported again afterwards beside objects of the first, and `import langgraph.checkpoint.sqlite`
+# in a later test of that process failed in pydantic.root_model with the same ValueError (CI at f20b358, -n 2). Loaded
+# here, before any test, pydantic is in every snapshot and never dropped.
+try:
+    import pydantic.main  # noqa: F401
+    import pydantic.root_model  # noqa: F401
+except ImportError:  # the test extra without the engines
+    pass
 freezegun.configure(extend_ignore_list=["pydantic", "langchain_core", "langchain", "langgraph", "langsmith", "dbos",
                                         "temporalio", "prefect", "distributed", "dask"])
 

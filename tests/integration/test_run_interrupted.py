@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from installed import needs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -79,8 +80,8 @@ def test_a_pack_sweep_on_two_workers_ends_cleanly(tmp_path: Path, sig: int) -> N
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@needs("langgraph.checkpoint.sqlite")  # found without importing it (the sweep imports it, in its own processes)
 def test_a_target_sweep_ends_cleanly(tmp_path: Path, sig: int) -> None:
-    pytest.importorskip("langgraph.checkpoint.sqlite")
     rc, err, took, left = _interrupt(tmp_path, "examples/langgraph_refund/target.yaml", sig, 8.0)
     assert rc == (130 if sig == signal.SIGINT else 143), err
     assert "Traceback" not in err and "Exception in thread" not in err, err

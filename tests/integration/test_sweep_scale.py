@@ -54,9 +54,12 @@ def test_class_sampling_fails_like_every_instance_in_fewer_runs(tmp_path: Path) 
     code, out, everything = _run(broken, tmp_path / "all.json", "--points", "all")
     assert code == 1, out
     assert sampled["points"] == "classes" and everything["points"] == "all"
-    assert _failing(sampled) == _failing(everything)
     rules, classes = _failing(sampled)
-    assert "side_effects.at_most_once" in rules and "after_effect:pay in pay of order-*" in classes
+    all_rules, all_classes = _failing(everything)
+    assert rules == all_rules and "side_effects.at_most_once" in rules, (rules, all_rules)
+    # a kill in one thread's node also re-runs what the others were doing then, so an instance of a class such as
+    # after_writes:__start__ may fail under --points all and its sampled instance not (CI at f20b358, -n 2)
+    assert classes <= all_classes and "after_effect:pay in pay of order-*" in classes, (classes, all_classes)
     assert len(sampled["results"]) < len(everything["results"])  # 24 and 42 runs (2026-12-03)
 
     code, out, correct = _run(_target(tmp_path, "keyed"), tmp_path / "keyed.json")
