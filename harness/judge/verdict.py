@@ -16,7 +16,9 @@ order:
    never fired on its golden run; the golden run made no tool call (a target's case may say its path makes none:
    ``no_effect``); a target's golden run never called an ``effects:`` entry or never asked for a human answer the
    case gives (:mod:`~crashpoint.harness.judge.target_scope`); a duplicate whose processes never
-   overlapped (targets); the targeted crash point was never reached;
+   overlapped (targets); the targeted crash point was never reached (unless some of its kills
+   fired and a property rule, which holds for any run, found something: that finding stands, ``failed``, the
+   unreached point named in the run's notes);
 3. a rule found something: ``failed``;
 4. a rule raised instead of judging: ``unknown`` (that rule could not decide the run);
 5. otherwise ``passed``.
@@ -269,6 +271,11 @@ def _decide(case: Any, subject: Any, run: Any, crash_point: str | None, golden: 
     # a golden run's vacuity (faults that never fired, no effect call) is an ``error`` unless a property rule found
     # something: that finding holds whatever the faults did (an expectation's does not: it was written for them)
     vacuous_ok = crash_point is None and not any(is_property(f.rule) for f in findings)
+    missed = unreached(crash_point, reached, passed_points)
+    if missed and run.kill_log and findings and all(is_property(f.rule) for f in findings):
+        # some kills fired (verified below) and a property, which holds for any run, found what they caused
+        notes = [*notes, f"{missed.split(';')[0]}: the findings come from the kills that fired"]
+        missed = None
     verdict, error = decide(None, [
         ff_broke,
         unverified(run),  # a kill that did not land, or a changed crash log: nothing was tested
@@ -278,7 +285,7 @@ def _decide(case: Any, subject: Any, run: Any, crash_point: str | None, golden: 
         NO_CALL["target" if target else "pack"] if nothing and vacuous_ok and not (target and case.makes_no()) else None,
         _untested(subject, case, run) if target and vacuous_ok else None,  # effects: never called, answers never asked
         "; ".join(getattr(run, "not_tested", ())),  # a duplicate whose processes never overlapped
-        unreached(crash_point, reached, passed_points),
+        missed,
     ], found=bool(findings), broken=broken)
     return RunResult(cid, crash_point, verdict, findings, error=error, outcome=run, vacuity=notes,
                      rules_unknown=broken_ids)

@@ -66,15 +66,21 @@ def target(tmp_path: Path) -> Target:
                   pythonpath=[str(tmp_path)])
 
 
-def _pack_run(tmp_path: Path, *, fired: bool = True, kill_problems: tuple[str, ...] = ()) -> RunOutcome:
+#: The kill log of a run whose first kill fired and was verified (the pair's second point then never reached).
+FIRST_KILL = ({"worker": 1, "pid": 7, "signal": "SIGKILL", "crash_point": POINT, "resumed_by": 8},)
+
+
+def _pack_run(tmp_path: Path, *, fired: bool = True, kill_problems: tuple[str, ...] = (),
+              kill_log: tuple[dict[str, Any], ...] = ()) -> RunOutcome:
     return RunOutcome("c", POINT, "wf", tmp_path, status="succeeded", calls=[dict(CALL)], crash_fired=fired,
-                      crash_points=[POINT], kill_problems=list(kill_problems))
+                      crash_points=[POINT], kill_problems=list(kill_problems), kill_log=[dict(k) for k in kill_log])
 
 
-def _target_run(tmp_path: Path, *, not_tested: tuple[str, ...] = (), kill_problems: tuple[str, ...] = ()) -> TargetOutcome:
+def _target_run(tmp_path: Path, *, not_tested: tuple[str, ...] = (), kill_problems: tuple[str, ...] = (),
+                kill_log: tuple[dict[str, Any], ...] = ()) -> TargetOutcome:
     return TargetOutcome("default", "sync", POINT, tmp_path, threads={"a": {"status": "finished", "values": {}}},
                          crash_points=[POINT], fired=[POINT], not_tested=list(not_tested),
-                         kill_problems=list(kill_problems))
+                         kill_problems=list(kill_problems), kill_log=[dict(k) for k in kill_log])
 
 
 #: situation -> (pack run, its rules, target run, what the target's invariant does, target point reached)
@@ -89,12 +95,17 @@ SITUATIONS: dict[str, tuple[Any, ...]] = {
     "a duplicate that never overlapped": ({"fired": False}, [FINDS],
                                           {"not_tested": ("the duplicate start never overlapped",)}, "find", True),
     "crash point never reached": ({"fired": False}, [FINDS], {}, "find", False),
+    # a sampled pair on a broken variant (dbos 3.4.0, issue 27 item 4): the first kill fired, its recovery paid
+    # twice and never reached the second point; the double payment is the finding, not "nothing was tested"
+    "second point never reached after a kill that found something": (
+        {"fired": False, "kill_log": FIRST_KILL}, [FINDS], {"kill_log": FIRST_KILL}, "find", False),
     "a finding": ({}, [FINDS], {}, "find", True),
     "a rule raised": ({}, [RAISES], {}, "raise", True),
     "clean": ({}, [], {}, "", True),
 }
 EXPECTED = {"unsupported": "unsupported", "hung worker": "unknown", "engine broke": "error",
             "kill not verified": "error", "crash point never reached": "error",
+            "second point never reached after a kill that found something": "failed",
             "a duplicate that never overlapped": "error", "a finding": "failed",
             "a rule raised": "unknown", "clean": "passed"}
 
@@ -119,6 +130,9 @@ def test_the_same_situation_gets_the_same_verdict_for_a_pack_and_a_target(
     if situation == "crash point never reached":
         assert f"crash point {POINT} was never reached" in by_pack.error
         assert f"crash point {POINT} was never reached" in by_target.error
+    if situation.startswith("second point never reached"):
+        for result in (by_pack, by_target):
+            assert any(n.startswith(f"crash point {POINT} was never reached") for n in result.vacuity), result.vacuity
     assert bool(by_pack.failures) == bool(by_target.failures) == (invariant == "find")
 
 
