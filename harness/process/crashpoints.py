@@ -98,9 +98,13 @@ from crashpoint.harness.model.points import THEN, WITH  # noqa: E402  (here sinc
 #: A crash spec's part that holds the worker at a point while a second worker runs: ``"P || worker"``.
 ALONGSIDE = " || worker"
 _HELD = re.compile(r"^(?P<held>\S.*?) held(?: until (?P<until>\S.*))?$")
-#: Wall seconds a thread held at a race's point (``"A with P held until Q"``) waits for ``Q`` before it goes on by
-#: itself (an engine that waits for the held thread, as a fixed build does, never reaches ``Q`` meanwhile).
+#: Wall seconds a thread held at a race's point (``"A with P held until Q"``) waits for ``Q`` while no other thread of
+#: its process runs before it goes on by itself: an engine that waits for the held thread, as a fixed build does,
+#: stands still and never reaches ``Q`` meanwhile (:func:`_others_busy`).
 RACE_HOLD_S = 2.0
+#: Wall seconds a race's hold lasts at most, however busy the other threads are (a loaded machine gives a released
+#: build's racing thread the CPU late; a fixed build whose other threads keep running is released here).
+RACE_HOLD_LIMIT_S = 20.0
 #: Lines ``P until Q: held pid N`` / ``P until Q: met|timeout after S s pid N`` of the races a run's probes held
 #: (:func:`races`).
 RACES_FILE = "crash.races"
@@ -116,7 +120,8 @@ class Spec:
     (kill at A, then 3 workers recover at once), ``"P || worker"`` (no kill: hold the worker at P while a
     second worker process runs on the same files: a zombie, or a slow old worker, next to a new one). Any of them may
     end with a **race**, ``" with P held until Q"``: the first thread (of any worker process of the run) that reaches
-    ``P`` waits there until some thread or process of the run has passed ``Q`` (at most :data:`RACE_HOLD_S`), so that
+    ``P`` waits there until some thread or process of the run has passed ``Q`` (until the other threads of its process
+    have stood still :data:`RACE_HOLD_S`, at most :data:`RACE_HOLD_LIMIT_S`), so that
     an interleaving the engine leaves to thread timing is forced: ``"before_put:t@2 with before_writes:t@pay held"``
     (``until`` omitted: the spec's first kill) kills at the step's checkpoint write while the node's pending writes
     are still in their thread.
@@ -206,7 +211,8 @@ class CrashProbe:
         witness: also keep the harness's record in :func:`witness_dir` (see the module docstring); the
             occurrence counts and the kills so far are then read from it, not from the run folder.
         race: ``(P, Q)``: the first thread of the run's workers to reach ``P`` waits there until ``Q`` is in the
-            run's crash point log (passed by any thread or process), at most :data:`RACE_HOLD_S`; recorded in
+            run's crash point log (passed by any thread or process), until the process's other threads stood still
+            :data:`RACE_HOLD_S` (at most :data:`RACE_HOLD_LIMIT_S`); recorded in
             :data:`RACES_FILE` (``met`` or ``timeout``).
     """
 
@@ -238,6 +244,8 @@ class CrashProbe:
         self._lock = threading.Lock()  # one thread at a time counts, logs and decides a kill
         self._dying = False  # a kill is decided: the SIGKILL is on its way (never set in simulated-crash mode)
         self._killer = 0  # the thread that decided it
+        self._race_began = False  # a thread of this process is held at the race's point P (or was)
+        self._race_awaited = False  # the kill at the race's point Q waits in this process for a thread to reach P
 
     def __call__(self, name: str) -> None:
         me, waited = threading.get_ident(), False
@@ -255,12 +263,16 @@ class CrashProbe:
                     hold = ident in self.holds and ident not in self.held
                     pending = self.targets[len(self.fired):]
                     kill = bool(pending) and ident == pending[0]
-                    self._dying, self._killer = kill and not hold and not self.simulate, me
+                    early = kill and self._race_early(ident)
+                    self._race_awaited = self._race_awaited or early
+                    self._dying, self._killer = kill and not hold and not self.simulate and not early, me
                     break
             time.sleep(KILL_LANDS_S)  # another thread is killing the process: this one stops here
             waited = True
         if self.race is not None and ident == self.race[0] and not kill:
             self._race(ident, self.race[1])
+        if kill and early:
+            self._await_race(me)
         if hold:
             self._hold(ident)  # a hold comes before a kill at the same point
             if kill and not self.simulate:
@@ -293,17 +305,43 @@ class CrashProbe:
         while not release.exists() and time.monotonic() < deadline:
             time.sleep(0.001)
 
+    def _race_early(self, ident: str) -> bool:
+        """Whether the kill at ``ident`` is the race's ``Q`` come before any thread reached ``P`` (the interleaving
+        the race forces, come the other way round by thread timing: ``P``'s thread is late): the kill then waits for
+        ``P``'s thread to be held (:meth:`_await_race`). Called under the lock."""
+        if self.race is None or self.simulate or ident != self.race[1] or self._race_began:
+            return False
+        try:
+            return self.race[0] not in self.log.read_text().splitlines()
+        except OSError:
+            return False
+
+    def _await_race(self, me: int) -> None:
+        """The kill at the race's ``Q``, come first: wait until a thread of this process is held at ``P``
+        (:meth:`_race`), or until no other thread has run for :data:`RACE_HOLD_S` (at most
+        :data:`RACE_HOLD_LIMIT_S`: ``P`` is not coming), then decide the kill."""
+        patience = _Patience()
+        while not self._race_began and patience.waits():
+            time.sleep(0.001)
+        with self._lock:
+            self._dying, self._killer = True, me
+
     def _race(self, ident: str, until: str) -> None:
-        """Hold the calling thread at ``ident`` until ``until`` is in the run's crash point log (at most
-        :data:`RACE_HOLD_S`), once per run (the first thread of any of its processes to get here while ``until`` has not
+        """Hold the calling thread at ``ident`` until ``until`` is in the run's crash point log, or until no other
+        thread of this process has run for :data:`RACE_HOLD_S` (an engine waiting for the held thread; a thread
+        that runs or waits for a CPU keeps the hold, so a loaded machine does not pass for a fixed build), at most
+        :data:`RACE_HOLD_LIMIT_S`, once per run (the first thread of any of its processes to get here while ``until`` has not
         come yet); a line in
         :data:`RACES_FILE` says how it ended. A kill decided meanwhile (at ``until``, in another thread) ends the
         process with this thread still held."""
-        try:
-            if until in self.log.read_text().splitlines():
-                return  # ``until`` came first: nothing left to force
-        except OSError:
-            pass
+        with self._lock:
+            awaited = self._race_awaited and not self._race_began  # the kill at ``until`` waits for this thread
+        if not awaited:
+            try:
+                if until in self.log.read_text().splitlines():
+                    return  # ``until`` came first: nothing left to force
+            except OSError:
+                pass
         fd = os.open(self.run_dir / RACES_FILE, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -315,9 +353,12 @@ class CrashProbe:
             os.write(fd, f"{ident} until {until}: held pid {os.getpid()}\n".encode())
         finally:
             os.close(fd)
-        began = time.monotonic()
+        self._race_began = True  # recorded: a kill at ``until`` that waits for this thread may go on
+        if awaited:
+            time.sleep(KILL_LANDS_S)  # the kill at ``until`` is decided now, in the thread that waited for this one
+        began, patience = time.monotonic(), _Patience()
         met = False
-        while time.monotonic() - began < RACE_HOLD_S:
+        while patience.waits():
             if self._dying:
                 time.sleep(KILL_LANDS_S)  # the kill at ``until`` is on its way
             try:
@@ -331,7 +372,7 @@ class CrashProbe:
                     time.sleep(KILL_LANDS_S)  # the kill at ``until`` is on its way: this thread never goes on
                 break
             time.sleep(0.001)
-        end = f"met after {time.monotonic() - began:.3f} s" if met else f"timeout after {RACE_HOLD_S:g} s"
+        end = f"{'met' if met else 'timeout'} after {time.monotonic() - began:.3f} s"
         fd = os.open(self.run_dir / RACES_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         os.write(fd, f"{ident} until {until}: {end} pid {os.getpid()}\n".encode())
         os.close(fd)
@@ -402,6 +443,53 @@ def paused_points(run_dir: str | Path) -> list[str]:
 def release(run_dir: str | Path, n: int) -> None:
     """Let the worker held for the ``n``-th time (0-based) go on."""
     (Path(run_dir) / f"{RELEASE_PREFIX}{n}").touch()
+
+
+#: Wall seconds between two looks of a held race at the other threads of its process (:func:`_others_busy`).
+RACE_POLL_S = 0.05
+
+
+class _Patience:
+    """How long a race waits for another thread: :meth:`waits` is ``True`` until no other thread of the process has
+    run (or waited for a CPU) for :data:`RACE_HOLD_S`, or :data:`RACE_HOLD_LIMIT_S` have passed (wall seconds,
+    looking at the threads every :data:`RACE_POLL_S`, :func:`_others_busy`)."""
+
+    def __init__(self) -> None:
+        self.began = self.still = self.looked = time.monotonic()
+        self.seen = _others_busy()[0]
+
+    def waits(self) -> bool:
+        now = time.monotonic()
+        if now - self.looked >= RACE_POLL_S:
+            self.looked = now
+            ticks, running = _others_busy()
+            if running or ticks != self.seen:  # another thread ran meanwhile, or waits for the CPU
+                self.seen, self.still = ticks, now
+        return now - self.still < RACE_HOLD_S and now - self.began < RACE_HOLD_LIMIT_S
+
+
+def _others_busy() -> tuple[int, bool]:
+    """``(cpu_ticks, running)`` of the calling process's threads other than the caller: their user and system time
+    summed (clock ticks, ``/proc/self/task/*/stat`` fields 14-15) and whether one of them is running or waiting for
+    a CPU (state ``R``) or in disk I/O (``D``). A thread blocked on a lock, a future or a sleep is ``S`` and spends no
+    ticks. ``(0, False)`` where ``/proc`` is not there (the hold then lasts :data:`RACE_HOLD_S`, as on a still
+    engine). Source: proc(5)."""
+    own, ticks, running = str(threading.get_native_id()), 0, False
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return 0, False
+    for tid in tids:
+        if tid == own:
+            continue
+        try:
+            with open(f"/proc/self/task/{tid}/stat", "rb") as f:
+                fields = f.read().rpartition(b")")[2].split()
+        except OSError:
+            continue  # the thread ended meanwhile
+        running = running or fields[0] in (b"R", b"D")
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks, running
 
 
 def races(run_dir: str | Path) -> list[dict[str, object]]:

@@ -22,16 +22,22 @@ SCRIPT = textwrap.dedent('''
     import sys, threading, time
     from crashpoint.harness.process.crashpoints import probe, probe_arg
 
-    run_dir, spec, waits = sys.argv[1], sys.argv[2], sys.argv[3] == "waits"
+    run_dir, spec, how = sys.argv[1], sys.argv[2], sys.argv[3]
+    waits, slow, late = how == "waits", how == "slow", how == "late"
     p = probe(probe_arg(run_dir, spec))
     done = []
 
     def writes():  # the node's pending writes: submitted, never awaited (unless the engine waits)
+        if late:
+            time.sleep(0.5)  # its thread is late (a loaded machine): the checkpoint write comes first
         p("before_writes:t@pay")
         done.append("writes")
         p("after_writes:t@pay")
 
     def checkpoint():
+        began = time.monotonic()
+        while slow and time.monotonic() - began < 3.0:
+            sum(range(1000))  # a loaded machine: the racing thread gets to the checkpoint past RACE_HOLD_S
         p("before_put:t@2")
         print("checkpoint written; writes done before it:", "writes" in done, flush=True)
 
@@ -39,7 +45,7 @@ SCRIPT = textwrap.dedent('''
     w.start()
     if waits:
         w.join()  # the fixed engine: the step's writes are awaited before its checkpoint
-    else:
+    elif not late:
         time.sleep(0.05)  # the released engine: the writes thread usually wins this race
     c = threading.Thread(target=checkpoint)
     c.start()
@@ -49,9 +55,10 @@ SCRIPT = textwrap.dedent('''
 ''')
 
 
-def _run(tmp_path: Path, spec: str, waits: bool) -> subprocess.CompletedProcess:
+def _run(tmp_path: Path, spec: str, waits: bool, how: str = "races") -> subprocess.CompletedProcess:
     tmp_path.mkdir(parents=True, exist_ok=True)
-    return subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path), spec, "waits" if waits else "races"],
+    how = "waits" if waits else how
+    return subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path), spec, how],
                           capture_output=True, text=True, timeout=60)
 
 
@@ -91,7 +98,30 @@ def test_an_engine_that_waits_for_the_held_thread_is_released_after_the_limit(tm
     passed = crashpoints.passed(tmp_path)
     assert passed.index("after_writes:t@pay") < passed.index("before_put:t@2")
     race = crashpoints.races(tmp_path)
-    assert race[0]["end"] == "timeout" and race[0]["seconds"] == crashpoints.RACE_HOLD_S
+    assert race[0]["end"] == "timeout" and crashpoints.RACE_HOLD_S <= race[0]["seconds"] < \
+        crashpoints.RACE_HOLD_LIMIT_S, race
+
+
+def test_a_released_engine_slow_to_reach_the_point_is_still_forced(tmp_path: Path) -> None:
+    """Under load the released build's racing thread may reach ``Q`` later than :data:`RACE_HOLD_S`: the hold lasts
+    while that thread runs, so the race is forced as on a quiet machine (a 2 s wall limit let the writes finish
+    first and the sweep's forced run passed the released langgraph once, in a suite on two processes)."""
+    raced = _run(tmp_path, "before_put:t@2 with before_writes:t@pay held", waits=False, how="slow")
+    assert raced.returncode == -signal.SIGKILL, raced.stdout + raced.stderr
+    passed = crashpoints.passed(tmp_path)
+    assert "after_writes:t@pay" not in passed and passed[-1] == "before_put:t@2", (passed, crashpoints.races(tmp_path))
+
+
+def test_a_kill_point_come_before_the_held_thread_waits_for_it(tmp_path: Path) -> None:
+    """The other way round: the writes thread is so late that the checkpoint write (the kill) comes before any thread
+    reached the held point. The kill waits until that thread is held there, so the run is the interleaving the race
+    names, forced, not a plain kill ("race not held", seen in a serial CI run of the langgraph sweep at 1123e17)."""
+    raced = _run(tmp_path, "before_put:t@2 with before_writes:t@pay held", waits=False, how="late")
+    assert raced.returncode == -signal.SIGKILL, raced.stdout + raced.stderr
+    passed = crashpoints.passed(tmp_path)
+    assert passed.index("before_put:t@2") < passed.index("before_writes:t@pay") and "after_writes:t@pay" not in passed
+    race = crashpoints.races(tmp_path)
+    assert [(r["held"], r["end"]) for r in race] == [("before_writes:t@pay", "killed")], race
 
 
 def test_no_hold_once_the_point_waited_for_has_come(tmp_path: Path) -> None:
