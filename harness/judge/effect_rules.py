@@ -164,7 +164,7 @@ def _signature(ctx: RuleContext, outcome: Any) -> Counter[tuple[Any, ...]]:
     view = RuleContext(ctx.case, ctx.pack, outcome)
     applied = [c for c in calls(view) if c.outcome == "applied"]
     if ctx.kind == "target":
-        return Counter((c.thread, c.effect) for c in applied)
+        return stable.applied(applied)
     return Counter((c.effect, c.key, c.args) for c in applied)
 
 

@@ -47,8 +47,11 @@ def covered(path: str, left_out: Iterable[str]) -> bool:
     return any(path == p or p == WHOLE or path.startswith(p + ".") for p in left_out)
 
 
-def _applied(outcome: Any) -> Counter[tuple[str, str]]:
-    return Counter((c.thread, c.effect) for c in getattr(outcome, "calls", ()) if c.outcome == "applied")
+def applied(calls: Any) -> Counter[tuple[str, str]]:
+    """How often each effect was applied in each thread: ``Counter({(thread, effect): n})`` of the ``applied`` calls
+    among ``calls`` (a target run's effect calls, :class:`~crashpoint.api.EffectCall`), the multiset
+    ``differential.same_effects`` compares for a target."""
+    return Counter((c.thread, c.effect) for c in calls if c.outcome == "applied")
 
 
 def unstable(first: Any, second: Any) -> dict[str, Any]:
@@ -65,7 +68,7 @@ def unstable(first: Any, second: Any) -> dict[str, Any]:
         paths = differing(a[thread].get("values"), b[thread].get("values"))
         if paths:
             values[thread] = paths
-    ca, cb = _applied(first), _applied(second)
+    ca, cb = applied(getattr(first, "calls", ())), applied(getattr(second, "calls", ()))
     effects = [list(k) for k in sorted(set(ca) | set(cb)) if ca[k] != cb[k]]
     found: dict[str, Any] = {}
     if status:

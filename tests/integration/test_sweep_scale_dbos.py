@@ -6,12 +6,11 @@ default sweep of 20 queued workflows passes (its time is printed, not asserted: 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from class_sweeps import failing, run_json
 from installed import needs
 
 pytestmark = [needs("dbos"), pytest.mark.slow]
@@ -31,33 +30,14 @@ def _target(folder: Path, entry: str, count: int) -> Path:
     return path
 
 
-def _run(target: Path, out: Path, *options: str) -> tuple[int, str, dict]:
-    done = subprocess.run([sys.executable, "-m", "crashpoint", "run", str(target), "-q", "--json", str(out), *options],
-                          capture_output=True, text=True, timeout=1500, cwd=target.parent)
-    return done.returncode, done.stdout + done.stderr, json.loads(out.read_text())
-
-
-def _failing(data: dict) -> tuple[set[str], set[str]]:
-    """The rules that failed, and the classes of the single kills that failed."""
-    of = {p: c["class"] for c in data["classes"]["batch[sync]"] for p in c["covered"] + c["left_out"]}
-    # every run that did not pass failed (a sampled pair whose second point the broken variant's recovery never
-    # reached, after its first kill paid twice, was an ``error`` on dbos 3.4.0 before: issue 27 item 4)
-    assert all(r["verdict"] in ("passed", "failed") for r in data["results"]), [
-        (r["crash_point"], r["verdict"], r["error"]) for r in data["results"] if r["verdict"] not in ("passed", "failed")]
-    bad = [r for r in data["results"] if r["verdict"] == "failed" and " >> " not in r["crash_point"]]
-    return ({f["rule"] for r in bad for f in r["failures"]},
-            {of[r["crash_point"].split(" with ")[0]] for r in bad if " >> " not in r["crash_point"]
-             and r["crash_point"].split(" with ")[0] in of})
-
-
 def test_class_sampling_on_a_queue_fails_like_every_instance_in_fewer_runs(tmp_path: Path) -> None:
     broken = _target(tmp_path, "refund_unkeyed", 4)
-    code, out, sampled = _run(broken, tmp_path / "classes.json")
+    code, out, sampled = run_json(broken, tmp_path / "classes.json", timeout=1500)
     assert code == 1, out
-    code, out, everything = _run(broken, tmp_path / "all.json", "--points", "all")
+    code, out, everything = run_json(broken, tmp_path / "all.json", "--points", "all", timeout=1500)
     assert code == 1, out
-    rules, classes = _failing(sampled)
-    all_rules, all_classes = _failing(everything)
+    rules, classes = failing(sampled, "batch[sync]")
+    all_rules, all_classes = failing(everything, "batch[sync]")
     assert rules == all_rules and "side_effects.at_most_once" in rules, (rules, all_rules)
     # the classes: a kill anywhere also kills the other queued workflow running beside (concurrency 2) and re-runs its
     # step, so whether an instance of a class such as after_status:SUCCESS fails depends on what the other one was
@@ -70,7 +50,7 @@ def test_class_sampling_on_a_queue_fails_like_every_instance_in_fewer_runs(tmp_p
 
 def test_twenty_queued_workflows_pass_their_default_sweep(tmp_path: Path) -> None:
     began = time.monotonic()
-    code, out, data = _run(_target(tmp_path, "refund", 20), tmp_path / "twenty.json")
+    code, out, data = run_json(_target(tmp_path, "refund", 20), tmp_path / "twenty.json", timeout=1500)
     took = time.monotonic() - began
     assert code == 0, out[-4000:]
     points = sum(len(c["covered"]) + len(c["left_out"]) for c in data["classes"]["batch[sync]"])
