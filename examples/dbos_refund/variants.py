@@ -72,3 +72,17 @@ def refund_timed_review(order: dict[str, Any]) -> dict[str, Any]:
     if time.time() - began > SLOW_DRAFT_S:
         flag_for_review(order)
     return _after_draft(order, drafted, issue)
+
+
+@DBOS.workflow()
+def refund_without_void(order: dict[str, Any]) -> dict[str, Any]:
+    """Forgets the compensation on the denial path: the draft stays open when the reviewer denies or the approval
+    expires (caught by target.compensated, from the target file's ``compensations``)."""
+    drafted = draft(order)
+    decision = DBOS.recv("approval", timeout_seconds=APPROVAL_TIMEOUT_S)
+    if decision and decision.get("approved"):
+        refund = issue(drafted)
+        notify(order["order_id"], "refunded")
+        return {"order_id": order["order_id"], "status": "issued", "refund_id": refund["refund_id"]}
+    notify(order["order_id"], "denied")
+    return {"order_id": order["order_id"], "status": "denied", "draft_id": drafted["draft_id"]}

@@ -591,6 +591,7 @@ def judge(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> t
 
 
 from crashpoint.harness.judge import target_scope  # noqa: E402,F401 - registers target.no_effect
+from crashpoint.harness.judge import target_compensation  # noqa: E402,F401 - registers target.compensated, ...
 from crashpoint.harness.engines.base import engine_rules  # noqa: E402 - each engine module's own rules, after these
 
 RULES.update(engine_rules())

@@ -12,6 +12,8 @@ object, :class:`Target` (``crashpoint.Target``), for pytest::
     human:                                      # interrupting node -> answers, in order
       approve: [{resume: {approved: true}}]     # {resume, grants?: true, late?: false}
     gates: {issue_refund: approve}              # effect -> node whose granted answer must come first
+    compensations:                              # effect -> what undoes it (rules target.compensated, ...)
+      draft_refund: {undo: void_draft, unless: [issue_refund]}
     effects: [myapp.payments:charge]            # patched by dotted path in every worker
     invariants: [refund_agent.checks:one_refund_per_order]
     durability: [sync, async]
@@ -317,6 +319,13 @@ CAPABILITY_TEXT = {"worker_identities": "an engine whose workers have their own 
                    "server": "an engine with a server"}
 
 
+def compensations(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A target file's ``compensations`` in one form: effect -> ``{"undo": EFFECT, "unless": [EFFECT, ...]}``
+    (``draft_refund: void_draft`` is ``{"undo": "void_draft", "unless": []}``)."""
+    return {effect: {"undo": spec, "unless": []} if isinstance(spec, str)
+            else {"undo": spec["undo"], "unless": list(spec.get("unless", []))} for effect, spec in data.items()}
+
+
 @dataclass(frozen=True)
 class Target:
     """A team's workflow under crashpoint (see the module docstring for the fields).
@@ -341,6 +350,8 @@ class Target:
             the golden run included).
         ignore: dotted paths into every thread's final state values that ``differential.same_end`` leaves out
             (:mod:`crashpoint.harness.judge.stable`), besides what two fault-free runs of a case disagree on.
+        compensations: effect -> ``{"undo": EFFECT, "unless": [EFFECT, ...]}`` (the file's ``EFFECT: UNDO`` short
+            form has no ``unless``): judged by :mod:`crashpoint.harness.judge.target_compensation`.
         file: the YAML it came from (``None`` when built in Python).
     """
 
@@ -361,6 +372,7 @@ class Target:
     versions: dict[str, str] = field(default_factory=dict)
     expect: dict[str, dict[str, Any]] = field(default_factory=dict)
     ignore: list[str] = field(default_factory=list)
+    compensations: dict[str, dict[str, Any]] = field(default_factory=dict)
     file: str | None = None
 
     def __post_init__(self) -> None:
@@ -477,7 +489,8 @@ class Target:
                    pythonpath=[str((base / p).resolve()) for p in data.get("pythonpath", ["."])],
                    cases=cases or [TargetCase()], options=options,
                    versions=data.get("versions", {}), expect=data.get("expect", {}),
-                   ignore=list(data.get("ignore", [])), file=file)
+                   ignore=list(data.get("ignore", [])), compensations=compensations(data.get("compensations", {})),
+                   file=file)
 
     def _options_block(self) -> dict[str, Any]:
         """``{OPTIONS_KEY: options}`` of the engine's options block (``{}``: an engine without options)."""
@@ -514,7 +527,9 @@ class Target:
                 "durability": self.durability, "saver": self.saver, "budget_s": self.budget_s,
                 "pythonpath": self.pythonpath, **self._options_block(),
                 "versions": self.versions, "expect": self.expect, "cases": [c.to_data() for c in self.cases],
-                **({"ignore": list(self.ignore)} if self.ignore else {})}  # (absent when empty: versions unchanged)
+                **({"ignore": list(self.ignore)} if self.ignore else {}),  # (absent when empty: versions unchanged)
+                **({"compensations": {e: dict(c, unless=list(c["unless"])) if c["unless"] else c["undo"]
+                                      for e, c in self.compensations.items()}} if self.compensations else {})}
 
     def case(self, name: str) -> TargetCase:
         """The case called ``name``.

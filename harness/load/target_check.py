@@ -8,7 +8,7 @@ the invariants, the ``effects:`` paths, a saver class, what the engine's options
 the field:
 
 * a name that imports nothing;
-* an effect in ``gates`` (or a case's ``no_effect`` list, or an ``expect``'s ``effects``) that no effect has (the effects the code makes through
+* an effect in ``gates`` (or ``compensations``, a case's ``no_effect`` list, an ``expect``'s ``effects``) that no effect has (the effects the code makes through
   ``crashpoint.effect`` on import of its modules, and the ``effects:`` entries): the gate would gate nothing and
   every run would pass it;
 * a node in ``human`` or a gate's node that the graph does not have, where the entry is a graph whose nodes can be
@@ -233,6 +233,16 @@ def check_target(target: Any, path: str | Path | None = None, timeout_s: float =
             raise refuse(f"gates names effect {effect!r}, which no effect has: the gate would gate nothing (the "
                          f"target's code makes these effects: {known}; crashpoint.effect on import of its modules, "
                          "and effects:)", f"gates.{effect}", ["gates", effect])
+    for effect, spec in target.compensations.items():
+        named = [(effect, f"compensations.{effect}", [effect]),
+                 (spec["undo"], f"compensations.{effect}" + (".undo" if spec["unless"] else ""),
+                  [effect, "undo"] if spec["unless"] else [effect])]
+        named += [(e, f"compensations.{effect}.unless[{k}]", [effect, "unless", k]) for k, e in enumerate(spec["unless"])]
+        for name, where, at in named:
+            if name not in effects:
+                raise refuse(f"compensations names effect {name!r}, which no effect has: the rule would judge nothing "
+                             f"(the target's code makes these effects: {', '.join(sorted(effects)) or 'none'})",
+                             where, ["compensations", *at])
     for i, case in enumerate(target.cases):
         for j, effect in enumerate(case.no_effect if isinstance(case.no_effect, list) else []):
             if effect not in effects:

@@ -54,3 +54,23 @@ def test_a_workflow_branching_on_the_wall_clock_is_caught_3_of_3(tmp_path: Path)
         found = [f.message for f in r.failures if f.rule == "target.replay_deterministic"]
         assert r.verdict == "failed" and found, (r.error, [f.message for f in r.failures])
         assert "step 2 was flag_for_review" in found[0] and "then DBOS.recv" in found[0]
+
+
+@pytest.mark.slow
+def test_a_denial_path_that_skips_the_void_is_caught_and_the_example_passes(tmp_path: Path) -> None:
+    """Issue 28 item 10: the example's ``compensations`` say void_draft undoes draft_refund unless the refund was
+    issued; the variant that forgets the void on denial fails target.compensated on the golden run of ``denied``
+    (before: nothing in a target said what compensates what, and such a variant passed every run)."""
+    for workflow, verdict in (("dbos_refund.app:refund_workflow", "passed"),
+                              ("dbos_refund.variants:refund_without_void", "failed")):
+        data = Target.from_file(TARGET).to_data() | {"entry": workflow}
+        data["inputs"] = data["inputs"][:1]
+        target = Target.from_data(data)
+        for case in ("denied", "approved"):
+            r = run_one(target, target.case(case), "sync", tmp_path / f"{workflow}-{case}", None, None)
+            want = verdict if case == "denied" else "passed"
+            assert r.verdict == want, (workflow, case, r.error, [f.message for f in r.failures])
+            if want == "failed":
+                found = [f.message for f in r.failures if f.rule == "target.compensated"]
+                assert found and "draft_refund was applied 1 time(s), but its compensation void_draft was applied " \
+                                 "0 time(s)" in found[0], [f.message for f in r.failures]

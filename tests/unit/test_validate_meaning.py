@@ -255,3 +255,15 @@ def test_a_no_effect_list_naming_no_effect_is_refused(tmp_path: Path) -> None:
              "says it makes no 'issue_refnd', which no effect has")
     code, out, err = _validate(tmp_path, "cases:\n  - {name: c, no_effect: [issue_refund]}\n")
     assert code == 0, err
+
+
+def test_a_compensation_naming_no_effect_is_refused(tmp_path: Path) -> None:
+    """Issue 28 item 10: each name of a ``compensations`` entry (the effect, its undo, its unless) must be an effect
+    the code makes, or the rule would judge nothing."""
+    _refused(_validate(tmp_path, "effects: [teamcode:charge]\ncompensations: {issue_refund: {undo: charge, "
+                                 "unless: [chrage]}}\n"),
+             "10: field compensations.issue_refund.unless[0]", "compensations names effect 'chrage', which no effect has")
+    _refused(_validate(tmp_path, "compensations: {issue_refund: void}\n"), "9: field compensations.issue_refund",
+             "compensations names effect 'void'")
+    code, out, err = _validate(tmp_path, "effects: [teamcode:charge]\ncompensations: {issue_refund: charge}\n")
+    assert code == 0, err
