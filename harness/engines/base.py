@@ -247,6 +247,12 @@ class Engine:
         own = [p for p in recovery if subject and point_subject(p) == subject]
         return (own or recovery)[:1]
 
+    def sampled_extras(self, golden: TargetOutcome, durability: str, target: "Target", case: Any) -> list[str]:
+        """The crash specs a sampled sweep (the default) adds for a unit (``case`` of ``target`` in mode
+        ``durability``) whose golden run is ``golden``, beyond its single kills and pairs: :meth:`race_specs` by
+        default; an engine adds its own (DBOS: a two-worker recovery where work is queued)."""
+        return self.race_specs(golden, durability)
+
     def race_specs(self, golden: TargetOutcome, durability: str) -> list[str]:
         """The crash specs with a race (``"A with P held"``, :class:`~crashpoint.harness.process.crashpoints.Spec`) a
         sampled sweep (the default) adds for a unit whose golden run is ``golden``, in durability mode ``durability``:

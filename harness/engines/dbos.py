@@ -67,6 +67,30 @@ class DBOS(Engine):
     def notes(self, run: TargetOutcome) -> list[str]:
         return team_config_notes(run.engine_facts.get("team_config") or [])
 
+    def sampled_extras(self, golden: TargetOutcome, durability: str, target: "Target", case: Any) -> list[str]:
+        return [*super().sampled_extras(golden, durability, target, case), *two_worker_recoveries(golden, target, case)]
+
+
+#: Workers that recover at once in the runs :func:`two_worker_recoveries` adds.
+RECOVERERS = 2
+
+
+def two_worker_recoveries(golden: TargetOutcome, target: "Target", case: Any) -> list[str]:
+    """The overlapping recoveries a sampled sweep adds (issue 28 item 6), for a case that recovers with one worker:
+    a kill right after the golden run's first effect (``after_effect:``: the step's result not recorded yet, so the
+    recovery runs the step again) and, where an input is on a queue, one at the first claim from a queue
+    (``dequeued:``), each followed by :data:`RECOVERERS` workers recovering the dead executor's work at once
+    (``"A >> 2 workers"``). Two executors recovering one dead one must not both run its workflows
+    (``target.one_live_execution``, ``target.queued_once``, ``side_effects.at_most_once``: dbos 2.20 and 2.24 run a
+    workflow started directly in both, docs/explanation/releases.md)."""
+    if case.injection().together > 1:
+        return []
+    points = list(golden.crash_points)
+    effect = next((p for p in points if p.startswith("after_effect:")), None)
+    queued = any(i.get("queue") for i in target.inputs)
+    claim = next((p for p in points if p.startswith("dequeued:")), None) if queued else None
+    return [f"{p} >> {RECOVERERS} workers" for p in dict.fromkeys(x for x in (effect, claim) if x)]
+
 
 def identity_args(label: str, executor: str, seen: list[str]) -> list[str]:
     """A DBOS worker's arguments: ``label``, its own name among the run's processes (``pids.log``); ``executor``, the

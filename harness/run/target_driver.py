@@ -294,6 +294,8 @@ class _Run:
         self.ledger = Ledger(run_dir / LEDGER_FILE, synchronous="OFF")
         ensure_schema(self.ledger)
         self.injected = case.injection()  # what the case's faults inject (its kill faults: in self.kills)
+        # a crash spec's "A >> K workers" (a sweep's two-worker recovery): K workers recover at once after each kill
+        self.injected.together = max(self.injected.together, crashpoints.parse(crash_point).together)
         self.kills = kill_schedule(case, crash_point)
         self.owners = script_faults(self.ledger, self.injected.tool_faults)
         self.answers = target.answers(case)
@@ -704,7 +706,9 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
     if server not in SERVER_MODES:
         raise ValueError(f"server must be one of {', '.join(SERVER_MODES)}, got {server!r}")
     engine = engine_for(target.engine)
-    missing = fault_kinds.lacking(case.faults, engine.capabilities())
+    together = crashpoints.parse(crash_point).together  # a crash spec's "A >> K workers": the workers kind
+    missing = fault_kinds.lacking([*case.faults, *([{"kind": "workers", "count": together}] if together > 1 else [])],
+                                  engine.capabilities())
     if missing:  # it would run without the fault: a pass not earned
         raise TargetUnsupported(f"engine {engine.name} cannot inject the case's faults: {'; '.join(missing)}")
     run = _Run(target, case, durability, run_dir, crash_point, warm, write_latency_ms, server)

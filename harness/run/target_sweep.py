@@ -217,7 +217,8 @@ class TargetSubject(Subject):
 
     def extras(self, unit, points, golden=None):
         case, mode = self._of[unit]
-        return self._engine.race_specs(golden, mode) if isinstance(golden, TargetOutcome) else []
+        return self._engine.sampled_extras(golden, mode, self.target, case) if isinstance(golden, TargetOutcome) \
+            else []
 
     def recovery_seconds(self, unit, first, recovery):
         return self._engine.recovery_points(recovery)
