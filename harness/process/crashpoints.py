@@ -338,10 +338,18 @@ class CrashProbe:
             awaited = self._race_awaited and not self._race_began  # the kill at ``until`` waits for this thread
         if not awaited:
             try:
-                if until in self.log.read_text().splitlines():
-                    return  # ``until`` came first: nothing left to force
+                came = until in self.log.read_text().splitlines()
             except OSError:
-                pass
+                came = False
+            if came:
+                with self._lock:  # the thread that logged ``until`` decided its kill under this lock, as it logged
+                    dying = self._dying
+                if not dying:
+                    return  # ``until`` came first and killed nothing here: nothing left to force
+                # ``until`` came while this thread was between its log line at ``ident`` and here (a loaded machine
+                # gives it the CPU late) and the kill there is on its way: this thread is held at ``ident`` with it,
+                # not let on to make its writes durable before the SIGKILL lands
+
         fd = os.open(self.run_dir / RACES_FILE, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)

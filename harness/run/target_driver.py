@@ -667,7 +667,7 @@ class _Run:
         out.steps = _steps(run_dir)
         out.engine_facts = self.engine.facts(run_dir)
         out.races = crashpoints.races(run_dir)
-        out.notes += race_notes(self.crash_point, out.races)
+        out.notes += race_notes(self.crash_point, out.races, out.crash_points)
         out.notes += self.engine.notes(out)
         if self.drop_database is not None:
             try:
@@ -741,15 +741,26 @@ def run_target(target: Target, case: TargetCase, durability: str, run_dir: Path,
     return run.out
 
 
-def race_notes(crash_point: str | None, races: list[dict[str, Any]]) -> list[str]:
+def race_notes(crash_point: str | None, races: list[dict[str, Any]], passed: list[str] | tuple[str, ...] = ()) -> list[str]:
     """The notes of a crash spec's race (``"A with P held until Q"``): held until ``Q`` came (the interleaving was
     forced), held until the run's limit with no ``Q`` (the engine waited for the held thread: it does not race there),
-    or never reached ``P`` (not tried)."""
+    ``P`` passed before ``Q`` came but the SIGKILL at ``Q`` landed before ``P``'s thread was held (forced all the same:
+    that thread went no further), or never reached ``P`` (not tried).
+
+    Args:
+        crash_point: the run's crash spec. races: :func:`crashpoints.races` of the run folder. passed: the crash point
+            ids the run passed, in order (:func:`crashpoints.passed`).
+    """
     spec = crashpoints.parse(crash_point)
     if spec.race is None:
         return []
     held, until = spec.race
     mine = [r for r in races if r["held"] == held]
+    order = list(passed)
+    if not mine and held in order and until in order and order.index(held) < order.index(until) \
+            and until in spec.kills:
+        return [f"race forced: {held} passed before the kill at {until}, which landed before that thread was held "
+                "(it went no further)"]
     if not mine:
         return [f"race not held: no thread reached {held} before {until} came (the interleaving came by itself, or "
                 "not at all)"]
