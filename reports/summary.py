@@ -91,14 +91,16 @@ def metrics(results: Iterable[dict[str, Any]]) -> dict[str, float | None]:
 
 
 def first_kill(spec: str | None) -> str | None:
-    """The crash point a run's spec kills at first: ``"A"``, ``"A >> B"`` and ``"A >> 3 workers"`` -> ``"A"``;
-    ``"P || worker"`` (which kills nothing), ``"none"`` and ``None`` -> ``None``. A point is covered once however
-    many runs kill there, so *crash points covered* is at most 100%, as the terminal's
-    (:func:`crashpoint.harness.judge.metrics.aggregate`) is."""
+    """The crash point a run's spec kills at first: ``"A"``, ``"A >> B"``, ``"A >> 3 workers"`` and ``"A with P
+    held"`` -> ``"A"``; ``"P || worker"`` and ``"fault:E#1=timeout"`` (which kill nothing), ``"none"`` and ``None`` ->
+    ``None``. A point is covered once however many runs kill there, so *crash points covered* is at most 100%, as the
+    terminal's (:func:`crashpoint.harness.judge.metrics.aggregate`) is."""
     if not spec or spec == "none":
         return None
-    first = spec.split(">>", 1)[0].strip()  # the spec's syntax: crashpoint.harness.process.crashpoints.parse
-    return None if not first or "||" in first else first
+    # the spec's syntax: crashpoint.harness.process.crashpoints.parse
+    parts = [p.strip() for p in spec.split(" with ", 1)[0].split(">>")]
+    kills = [p for p in parts if p and "||" not in p and not p.startswith("fault:")]
+    return kills[0] if kills else None
 
 
 def golden_points(results: Iterable[dict[str, Any]]) -> int | None:

@@ -120,7 +120,8 @@ def _kinds(s: dict[str, Any]) -> str:
     """What ran, from ``runs_by_kind``: ``1 golden, 47 single kill(s), 2 during a recovery``."""
     kinds = s.get("runs_by_kind") or {}
     return (f"{kinds.get('golden', 0)} golden, {kinds.get('single', 0)} single kill(s), "
-            f"{kinds.get('double', 0)} during a recovery or with another worker")
+            f"{kinds.get('double', 0)} during a recovery or with another worker"
+            + (f", {kinds['effect_fault']} with an effect call failed" if kinds.get("effect_fault") else ""))
 
 
 def _sampled_row(pairs: dict[str, int] | None) -> list[list[Any]]:

@@ -86,3 +86,22 @@ def refund_without_void(order: dict[str, Any]) -> dict[str, Any]:
         return {"order_id": order["order_id"], "status": "issued", "refund_id": refund["refund_id"]}
     notify(order["order_id"], "denied")
     return {"order_id": order["order_id"], "status": "denied", "draft_id": drafted["draft_id"]}
+
+
+@DBOS.step()
+def issue_swallowing_errors(draft_: dict[str, Any]) -> dict[str, Any]:
+    """Issues the refund, and on any error of the payments call logs it and returns a made-up "issued" answer, so
+    the workflow goes on as if the money had moved (the step never fails, so DBOS never retries it)."""
+    try:
+        return services.issue_refund(draft_["draft_id"], draft_["amount_cents"],
+                                     idempotency_key=f"issue-{DBOS.workflow_id}")
+    except Exception:  # noqa: BLE001 - the mistake this variant is made of
+        return {"refund_id": f"rf-{draft_['draft_id']}", "amount_cents": draft_["amount_cents"], "status": "issued"}
+
+
+@DBOS.workflow()
+def refund_swallowing_errors(order: dict[str, Any]) -> dict[str, Any]:
+    """The refund flow with :func:`issue_swallowing_errors`: a payments timeout (nothing applied) ends "issued"
+    with no refund made (caught by the default sweep's effect faults: target.expected_effects,
+    differential.same_effects)."""
+    return _refund(order, issue_swallowing_errors)

@@ -20,6 +20,9 @@ Each is a builder like :data:`langgraph_refund.graph.builder` (point a target's 
 * ``default_retry``: the payments node keeps LangGraph's default ``retry_on``, which does not retry a
   ``TimeoutError``; one timeout of the payments API leaves the thread stuck. Caught by
   ``target.ends_within_budget`` (case ``issue-flaky``, golden run), quoting LangGraph's error.
+* ``swallows_errors``: ``issue`` catches every error of the payments call and returns a made-up "issued" refund,
+  so the thread finishes as if the money had moved. Caught by the default sweep's effect fault
+  ``fault:issue_refund#1=timeout`` (nothing applied): ``target.expected_effects`` and ``differential.same_effects``.
 """
 
 from __future__ import annotations
@@ -58,7 +61,18 @@ def _approve_any_answer(state: graph.RefundState) -> dict[str, Any]:
             "log": [f"approval:{'yes' if answer.get('approved') else 'no'}"]}
 
 
+def _issue_swallowing_errors(state: graph.RefundState) -> dict[str, Any]:
+    draft = state["current_draft"]
+    try:
+        refund = services.issue_refund(draft["draft_id"], draft["amount_cents"],
+                                       idempotency_key=f"refund-{draft['draft_id']}")
+    except Exception:  # noqa: BLE001 - the mistake this variant is made of
+        refund = {"status": "issued", "amount_cents": draft["amount_cents"]}
+    return {"refund": refund, "log": ["issued"]}
+
+
 no_key = graph.make_builder(nodes={"issue": _issue_without_key})
+swallows_errors = graph.make_builder(nodes={"issue": _issue_swallowing_errors})
 wall_clock = graph.make_builder(nodes={"draft": _draft_keyed_by_clock})
 email_before_interrupt = graph.make_builder(nodes={"approve": _approve_after_emailing})
 default_retry = graph.make_builder(retry_on=None)

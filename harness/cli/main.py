@@ -31,6 +31,7 @@ from typing import Any, Sequence
 
 from crashpoint.errors import CaseError, CrashpointError, EngineCrashed, UsageError, WorkerTimeout, printable
 from crashpoint.paths import output_file, output_folder
+from crashpoint.harness.process import crashpoints
 from crashpoint.harness.run.modes import CRASH_MODES
 
 
@@ -230,6 +231,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("--crash-point needs --crash every or sampled (a schedule 'A >> B' kills twice)")
     if args.pairs is not None and (args.crash != "recovery" or args.pairs < 1):
         raise UsageError("--pairs N (N >= 1) applies to --crash recovery only")
+    for spec in args.crash_point or ():
+        try:
+            crashpoints.parse(spec)
+        except ValueError as exc:
+            raise UsageError(f"--crash-point {spec!r}: {exc}") from None
     if args.points is not None and args.crash_point:
         raise UsageError("--points picks among the crash points a golden run passed; --crash-point names them: "
                          "give one of the two")
@@ -245,6 +251,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if is_target_file(Path(args.path)):  # the team's own code, not a pack
         subject = target_subject(args, Path(args.path))
     else:
+        if any(crashpoints.parse(spec).faults for spec in args.crash_point or ()):
+            raise UsageError("--crash-point 'fault:EFFECT#N=OUTCOME' fails an effect call of a target's run; a pack "
+                             "case scripts its tool faults in its faults: ({kind: tool, tool, call, outcome})")
         subject = _pack_subject(args)
     executor, close_executor = make_executor(args.executor or subject.default_executor,
                                              args.workers or subject.default_workers())  # exit 2: Dask unreachable

@@ -562,7 +562,8 @@ def judge(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> t
     refs = (("golden", golden),) if golden is not None else ()
     judgement = registry.evaluate(registry.RuleContext(case=None, pack=target, outcome=run, golden=golden,  # type: ignore[arg-type]
                                                        references=refs))
-    failures = list(judgement.findings)
+    failures, stops = fault_stops.apply(judgement.findings, run)  # a thread that stopped at its injected fault
+    run.notes.extend(n for n in stops if n not in run.notes)
     unknown = [f"{rule_id}: {exc}" for rule_id, exc in judgement.broken]
     try:  # repeats passed because the ledger answered them by key: said in the run's notes
         run.notes.extend(n for n in keyed_repeats(target, run) if n not in run.notes)
@@ -590,6 +591,7 @@ def judge(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> t
     return failures, unknown
 
 
+from crashpoint.harness.judge import fault_stops  # noqa: E402
 from crashpoint.harness.judge import target_scope  # noqa: E402,F401 - registers target.no_effect
 from crashpoint.harness.judge import target_compensation  # noqa: E402,F401 - registers target.compensated, ...
 from crashpoint.harness.engines.base import engine_rules  # noqa: E402 - each engine module's own rules, after these

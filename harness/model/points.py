@@ -11,4 +11,8 @@ THEN = " >> "
 #: :class:`crashpoint.harness.process.crashpoints.Spec`.
 WITH = " with "
 
-__all__ = ["THEN", "WITH"]
+#: A crash spec part that makes one effect call fail instead of killing: ``"fault:issue_refund#1=timeout"`` (see
+#: :func:`crashpoint.harness.process.crashpoints.fault_part`).
+FAULT_PREFIX = "fault:"
+
+__all__ = ["THEN", "WITH", "FAULT_PREFIX"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
 from crashpoint.harness.model.outcomes import RunOutcome, TargetOutcome
-from crashpoint.harness.model.points import THEN
+from crashpoint.harness.model.points import FAULT_PREFIX, THEN
 from crashpoint.harness.model.rules import Finding
 from crashpoint.harness.model.verdicts import VERDICTS, Verdict, is_green, merge
 
@@ -211,12 +211,13 @@ class SweepResult:
         return self.subject
 
     def runs_by_kind(self) -> dict[str, int]:
-        """What was run: ``{"golden": N, "single": N, "double": N}`` (``double``: more than one fault in one run: a
-        kill during a recovery ``A >> B``, a second live worker, several recovering workers)."""
-        out = {"golden": 0, "single": 0, "double": 0}
+        """What was run: ``{"golden": N, "single": N, "double": N, "effect_fault": N}`` (``double``: more than one
+        fault in one run: a kill during a recovery ``A >> B``, a second live worker, several recovering workers;
+        ``effect_fault``: an effect call failed and no kill, ``"fault:E#N=OUTCOME"``)."""
+        out = {"golden": 0, "single": 0, "double": 0, "effect_fault": 0}
         for r in self.results:
-            kind = "golden" if r.crash_point is None else (
-                "double" if THEN.strip() in r.crash_point or "||" in r.crash_point else "single")
+            kind = "golden" if r.crash_point is None else "effect_fault" if r.crash_point.startswith(FAULT_PREFIX) \
+                else "double" if THEN.strip() in r.crash_point or "||" in r.crash_point else "single"
             out[kind] += 1
         return out
 

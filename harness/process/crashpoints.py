@@ -92,7 +92,7 @@ def point_id(name: str, occurrence: int) -> str:
 
 #: Separator of a crash schedule's points in its string form: ``"A >> B"`` kills at ``A``, then
 #: again at ``B`` while the new worker recovers from the first kill.
-from crashpoint.harness.model.points import THEN, WITH  # noqa: E402  (here since the probe's first version)
+from crashpoint.harness.model.points import FAULT_PREFIX, THEN, WITH  # noqa: E402  (here since the probe's first version)
 
 
 #: A crash spec's part that holds the worker at a point while a second worker runs: ``"P || worker"``.
@@ -110,6 +110,17 @@ RACE_HOLD_LIMIT_S = 20.0
 RACES_FILE = "crash.races"
 #: A crash spec's last part that makes the recovery several workers at once: ``"A >> 3 workers"``.
 _TOGETHER = re.compile(r"^(\d+) workers$")
+#: A crash spec's part that makes one call of an effect fail instead of a kill (or beside one):
+#: ``"fault:issue_refund#1=lost_response"`` (:func:`fault_part`).
+_FAULT = re.compile(r"^fault:(?P<effect>[^\s#=]+)#(?P<call>[1-9]\d*)=(?P<outcome>[a-z_]+)$")
+#: The outcomes a spec's fault part may give a call (a transient one: what durable code retries).
+FAULT_OUTCOMES = ("timeout", "lost_response", "retryable")
+
+
+def fault_part(effect: str, call: int, outcome: str) -> str:
+    """The crash spec part that makes call ``call`` (1-based, in the run's order of that effect's calls) of ``effect``
+    end with ``outcome`` (one of :data:`FAULT_OUTCOMES`): ``"fault:issue_refund#1=timeout"``."""
+    return f"{FAULT_PREFIX}{effect}#{call}={outcome}"
 
 
 @dataclass(frozen=True)
@@ -126,16 +137,21 @@ class Spec:
     (``until`` omitted: the spec's first kill) kills at the step's checkpoint write while the node's pending writes
     are still in their thread.
 
+    A part ``"fault:EFFECT#N=OUTCOME"`` (:func:`fault_part`) makes the ``N``-th call of effect ``EFFECT`` end with
+    ``OUTCOME`` (``timeout``: nothing applied; ``lost_response``: applied, the answer lost; ``retryable``), raised in
+    the worker as the tool's error: a spec of such parts alone kills nothing (the engine's own retry runs).
+
     Attributes:
         kills: crash point ids to kill at, in order. ``alongside``: points where a second worker runs
             while the first is held. ``together``: workers (count) that recover at once after each kill.
-        race: ``(P, Q)`` of the race clause, or ``None``.
+        race: ``(P, Q)`` of the race clause, or ``None``. ``faults``: ``(effect, call, outcome)`` of the fault parts.
     """
 
     kills: tuple[str, ...] = ()
     alongside: tuple[str, ...] = ()
     together: int = 1
     race: tuple[str, str] | None = None
+    faults: tuple[tuple[str, int, str], ...] = ()
 
     @property
     def first(self) -> str | None:
@@ -148,10 +164,12 @@ def parse(crash_point: str | None) -> Spec:
 
     Raises:
         ValueError: a race clause (``with ...``) that does not read ``P held`` or ``P held until Q``, or that names no
-            ``Q`` in a spec without a kill.
+            ``Q`` in a spec without a kill; a part ``fault:...`` that does not read ``fault:EFFECT#N=OUTCOME`` with an
+            outcome of :data:`FAULT_OUTCOMES`.
     """
     kills: list[str] = []
     alongside: list[str] = []
+    faults: list[tuple[str, int, str]] = []
     together = 1
     race = None
     if crash_point and WITH in crash_point:
@@ -162,7 +180,13 @@ def parse(crash_point: str | None) -> Spec:
         race = (match["held"].strip(), (match["until"] or "").strip())
     for part in (p.strip() for p in crash_point.split(THEN.strip())) if crash_point else ():
         many = _TOGETHER.match(part)
-        if many and kills:
+        if part.startswith(FAULT_PREFIX):
+            fault = _FAULT.match(part)
+            if fault is None or fault["outcome"] not in FAULT_OUTCOMES:
+                raise ValueError(f"a fault part reads 'fault:EFFECT#N=OUTCOME' (OUTCOME one of "
+                                 f"{', '.join(FAULT_OUTCOMES)}), got {part!r}")
+            faults.append((fault["effect"], int(fault["call"]), fault["outcome"]))
+        elif many and kills:
             together = int(many.group(1))
         elif part.endswith(ALONGSIDE.strip()) and "||" in part:
             alongside.append(part.split("||", 1)[0].strip())
@@ -172,7 +196,7 @@ def parse(crash_point: str | None) -> Spec:
         if not kills:
             raise ValueError(f"a race without a kill needs its point: '... with {race[0]} held until Q'")
         race = (race[0], kills[0])
-    return Spec(tuple(kills), tuple(alongside), together, race)
+    return Spec(tuple(kills), tuple(alongside), together, race, tuple(faults))
 
 
 def schedule(crash_point: str | None) -> list[str]:

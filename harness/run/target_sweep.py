@@ -79,11 +79,19 @@ def run_one(target: Target, case: TargetCase, durability: str, run_dir: Path, cr
     Every golden run is made twice (the second in ``RUN_DIR-again``; of a ``like_fault_free`` case, its fault-free
     run is): what the two disagree on is set on the golden outcome (``unstable``) and named in its notes, and the
     comparison of a crashed run with it leaves that out (:mod:`crashpoint.harness.judge.stable`). A second run that
-    does not pass is the golden run's result (its findings, or its error naming it)."""
+    does not pass is the golden run's result (its findings, or its error naming it).
+
+    A ``crash_point`` with fault parts (``"fault:issue_refund#1=timeout"``, :mod:`crashpoint.harness.run.effect_faults`)
+    runs ``case`` with those tool faults added, judged against ``golden`` as a crash run is; a fault that never fired
+    leaves it untested (an ``error``), as an unreached crash point does."""
     from crashpoint.harness.judge import stable
     from crashpoint.harness.judge.verdict import judge_target
+    from crashpoint.harness.run import effect_faults
 
     began = time.monotonic()
+    faults = crashpoints.parse(crash_point).faults
+    if faults:
+        case = effect_faults.with_faults(case, faults)
     reference: TargetOutcome | None = golden
     options = {"warm": warm, "write_latency_ms": write_latency_ms, "server": server}
     here = Path(run_dir)
@@ -97,7 +105,9 @@ def run_one(target: Target, case: TargetCase, durability: str, run_dir: Path, cr
         out: TargetOutcome | BaseException = run_target(target, case, durability, run_dir, crash_point, **options)
     except Exception as exc:  # noqa: BLE001 - judged below: unsupported, unknown or error, never a skip
         out = exc
-    reached = not crash_point or crashpoints.fired(run_dir, kill_schedule(case, crash_point))
+    kills = kill_schedule(case, crash_point)
+    reached = not crash_point or ((kills is None or crashpoints.fired(run_dir, kills))
+                                  and (not faults or effect_faults.fired(out, faults)))
     result = judge_target(target, case, durability, out, crash_point=crash_point, golden=reference, reached=reached,
                           repeat=repeat)
     if crash_point is None and golden is None and isinstance(out, TargetOutcome) and result.verdict == "passed":
@@ -216,9 +226,12 @@ class TargetSubject(Subject):
         return self._engine.sampled_second(recovery, first)
 
     def extras(self, unit, points, golden=None):
+        from crashpoint.harness.run import effect_faults
+
         case, mode = self._of[unit]
-        return self._engine.sampled_extras(golden, mode, self.target, case) if isinstance(golden, TargetOutcome) \
-            else []
+        if not isinstance(golden, TargetOutcome):
+            return []
+        return [*self._engine.sampled_extras(golden, mode, self.target, case), *effect_faults.specs(golden, case)]
 
     def recovery_seconds(self, unit, first, recovery):
         return self._engine.recovery_points(recovery)

@@ -74,3 +74,25 @@ def test_a_denial_path_that_skips_the_void_is_caught_and_the_example_passes(tmp_
                 found = [f.message for f in r.failures if f.rule == "target.compensated"]
                 assert found and "draft_refund was applied 1 time(s), but its compensation void_draft was applied " \
                                  "0 time(s)" in found[0], [f.message for f in r.failures]
+
+
+@pytest.mark.slow
+def test_a_step_that_makes_up_an_answer_fails_the_default_effect_fault_and_the_example_stops(tmp_path: Path) -> None:
+    """Issue 28 items 7 and 9: the default sweep times out issue_refund once (nothing applied). The example's step
+    has no retries: DBOS ends the workflow on the error, which passes with a note; the variant that catches every
+    error and returns a made-up "issued" finishes with no refund made (before: 0 of 220 runs failed)."""
+    spec = "fault:issue_refund#1=timeout"
+    for workflow, verdict in (("dbos_refund.app:refund_workflow", "passed"),
+                              ("dbos_refund.variants:refund_swallowing_errors", "failed")):
+        data = Target.from_file(TARGET).to_data() | {"entry": workflow}
+        data["inputs"] = data["inputs"][:1]
+        target = Target.from_data(data)
+        golden = run_one(target, target.case("approved"), "sync", tmp_path / f"{workflow}-golden", None, None)
+        assert golden.verdict == "passed", (workflow, golden.error, [f.message for f in golden.failures])
+        r = run_one(target, target.case("approved"), "sync", tmp_path / workflow, spec, golden.outcome)
+        assert r.verdict == verdict, (workflow, r.error, [f.message for f in r.failures])
+        if verdict == "failed":
+            assert "differential.same_effects" in {f.rule for f in r.failures}, [f.message for f in r.failures]
+        else:
+            assert any(n.startswith("thread refund-1001 stopped at the injected timeout of issue_refund")
+                       for n in r.outcome.notes), r.outcome.notes
