@@ -158,10 +158,15 @@ def answered_by_key(calls: list[EffectCall], run: TargetOutcome) -> bool:
     """Whether the repeats of one step's keyed call were answered by the ledger by their key: the calls carry a key
     and at most one of them was applied (the others ``duplicate``, or ``failed``): the effect happened once. Not in
     a thread crashpoint had to submit again (a ``resubmit`` delivery: the engine held no record of it, as a server
-    that lost its database): there the repeat is the engine's lost work, however the key answered it."""
-    resubmitted = {d.get("thread") for d in run.deliveries if d.get("kind") == "resubmit"}
-    return (calls[0].key is not None and calls[0].thread not in resubmitted
-            and sum(c.outcome == "applied" for c in calls) <= 1)
+    that lost its database) when a call of the group came before that submission (``after_gseq``: the ledger's last
+    position then): there the repeat is the engine's lost work, however the key answered it. Calls all made after it
+    (a node that interrupts, run again on each resume of the thread submitted again) are an ordinary keyed repeat."""
+    lost = False
+    for d in run.deliveries:
+        if d.get("kind") == "resubmit" and d.get("thread") == calls[0].thread:
+            since = d.get("after_gseq")
+            lost = lost or since is None or any(c.gseq <= since for c in calls)
+    return calls[0].key is not None and not lost and sum(c.outcome == "applied" for c in calls) <= 1
 
 
 @rule("target.repeats_explained", "a call repeats only as far as kills, faults and the engine's retries explain; never after the process moved on")

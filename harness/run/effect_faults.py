@@ -1,9 +1,11 @@
-"""Effect faults in a target's default sweep (issue 28, items 7 and 9): besides the kills, each effect the golden run
-applied fails once, in the same process, in the two ways a real API fails a call:
+"""Effect faults in a target's default sweep (issue 28, items 7 and 9): besides the kills, effect calls the golden
+run applied fail, in the same process, in the two ways a real API fails a call:
 
-- ``timeout``: nothing applied, the call raises (:class:`crashpoint.EffectFault`, retryable). Code that swallows
-  the error and reports success is caught (``target.expected_effects``, ``differential.same_effects``);
-- ``lost_response``: applied, and the answer lost (the call raises as a connection reset would). The engine's own
+- ``timeout`` at each effect's first application: nothing applied, the call raises (:class:`crashpoint.EffectFault`,
+  retryable). Code that swallows the error and reports success is caught (``target.expected_effects``,
+  ``differential.same_effects``);
+- ``lost_response`` at every application (one run each; interchangeable threads sampled as their crash points are):
+  applied, and the answer lost (the call raises as a connection reset would). The engine's own
   retry and resume logic then runs at that effect: a retry under the same key is answered ``duplicate``, a fresh key
   pays twice (``side_effects.at_most_once``, ``target.fresh_key_repeat``), stored answers applied to other rounds
   show in the end state.
@@ -18,33 +20,53 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from crashpoint.harness.load.target import TargetCase
 from crashpoint.harness.model.outcomes import TargetOutcome
 from crashpoint.harness.process import crashpoints
 
-#: The outcomes each effect gets once in a default sweep, in this order.
-SWEPT_OUTCOMES = ("timeout", "lost_response")
+#: Outcomes of calls that take no scripted outcome (answered from the ledger by their key): not counted in ``N``.
+UNSCRIPTED = ("duplicate", "conflict")
+#: What the first application of each effect gets (item 9: nothing applied, the call raises).
+ONCE = "timeout"
+#: What every application gets, one run each (item 7: applied, its answer lost, the call raises).
+EVERY = "lost_response"
 
 
-def specs(golden: TargetOutcome, case: TargetCase) -> list[str]:
-    """The crash specs of a default sweep's effect faults for a unit whose golden run is ``golden``: for each effect
-    the golden run applied (first application, in ledger order; an effect ``case`` already faults itself is left to
-    the case), one spec per :data:`SWEPT_OUTCOMES` aimed at that call's number among the effect's calls."""
+def specs(golden: TargetOutcome, case: TargetCase, roles: Mapping[str, str] | None = None) -> list[str]:
+    """The crash specs of a default sweep's effect faults for a unit whose golden run is ``golden``, in ledger order:
+    :data:`ONCE` at each effect's first application, :data:`EVERY` at each application, each aimed at that call's
+    number among the effect's calls. An application of an interchangeable thread (same ``roles`` value:
+    :func:`crashpoint.harness.run.point_classes.thread_roles`) at the same place (the effect's n-th application in its
+    thread) as one already faulted is left out, as its crash points are; an effect ``case`` faults itself is left to
+    the case. ``N`` counts the effect's calls that took a scripted outcome (a call its key answered, ``duplicate``
+    or ``conflict``, takes none: :data:`UNSCRIPTED`)."""
     own = {f["tool"] for f in case.faults if f.get("kind") == "tool"}
-    seen: Counter[str] = Counter()
+    roles = roles or {}
+    calls: Counter[str] = Counter()
+    in_thread: Counter[tuple[str | None, str]] = Counter()
     out: list[str] = []
-    done: set[str] = set()
+    timed_out: set[str] = set()
+    places: set[tuple[str | None, str, int]] = set()
     for call in golden.calls:
         name = getattr(call, "effect", None)
         if name is None:
             continue
-        seen[name] += 1
-        if name in own or name in done or getattr(call, "outcome", None) != "applied":
+        if getattr(call, "outcome", None) in UNSCRIPTED:
             continue
-        done.add(name)
-        out += [crashpoints.fault_part(name, seen[name], outcome) for outcome in SWEPT_OUTCOMES]
+        calls[name] += 1
+        if name in own or call.outcome != "applied":
+            continue
+        thread = getattr(call, "thread", None)
+        in_thread[(thread, name)] += 1
+        if name not in timed_out:
+            timed_out.add(name)
+            out.append(crashpoints.fault_part(name, calls[name], ONCE))
+        place = (roles.get(thread, thread) if thread is not None else None, name, in_thread[(thread, name)])
+        if place not in places:
+            places.add(place)
+            out.append(crashpoints.fault_part(name, calls[name], EVERY))
     return out
 
 

@@ -518,7 +518,7 @@ class _Run:
         for thread in lost:
             self.out.notes.append(f"thread {thread} had no checkpoint after the kill at {last}: its "
                                   "start request was lost; crashpoint submitted it again, as its caller would")
-            self.out.deliveries.append({"kind": "resubmit", "thread": thread})
+            self.out.deliveries.append({"kind": "resubmit", "thread": thread, "after_gseq": self.ledger.last_gseq()})
             self.extra += ["--resubmit", thread]
         self.phase = "start"
         return True

@@ -231,7 +231,11 @@ class TargetSubject(Subject):
         case, mode = self._of[unit]
         if not isinstance(golden, TargetOutcome):
             return []
-        return [*self._engine.sampled_extras(golden, mode, self.target, case), *effect_faults.specs(golden, case)]
+        from crashpoint.harness.run.point_classes import thread_roles
+
+        roles = thread_roles(self.target.inputs, self.target.expected(case))
+        return [*self._engine.sampled_extras(golden, mode, self.target, case),
+                *effect_faults.specs(golden, case, roles)]
 
     def recovery_seconds(self, unit, first, recovery):
         return self._engine.recovery_points(recovery)

@@ -19,8 +19,8 @@ from crashpoint.harness.run import effect_faults
 from crashpoint.reports.summary import first_kill
 
 
-def _call(seq: int, effect: str, outcome: str = "applied") -> EffectCall:
-    return EffectCall(seq, effect, f"k{seq}", "d", {}, outcome, False, 1, "t1", "n", None, True)
+def _call(seq: int, effect: str, outcome: str = "applied", thread: str = "t1") -> EffectCall:
+    return EffectCall(seq, effect, f"k{seq}", "d", {}, outcome, False, 1, thread, "n", None, True)
 
 
 def test_a_spec_reads_its_fault_parts() -> None:
@@ -36,16 +36,27 @@ def test_a_spec_reads_its_fault_parts() -> None:
             crashpoints.parse(bad)
 
 
-def test_each_applied_effect_gets_a_timeout_and_a_lost_answer_at_its_first_application() -> None:
+def test_each_effect_times_out_at_its_first_application_and_every_application_loses_its_answer() -> None:
     golden = TargetOutcome("c", "sync", None, Path("."), calls=[
         _call(1, "draft"), _call(2, "notify"), _call(3, "issue", "duplicate"), _call(4, "issue"), _call(5, "notify"),
         _call(6, "refused", "failed")])
+    # the duplicate took no scripted outcome: the issue applied is the effect's call 1 for the ledger's script
     assert effect_faults.specs(golden, TargetCase("c")) == [
         "fault:draft#1=timeout", "fault:draft#1=lost_response", "fault:notify#1=timeout",
-        "fault:notify#1=lost_response", "fault:issue#2=timeout", "fault:issue#2=lost_response"]
+        "fault:notify#1=lost_response", "fault:issue#1=timeout", "fault:issue#1=lost_response",
+        "fault:notify#2=lost_response"]
     # an effect the case faults itself is left to the case
     own = TargetCase("c", faults=[{"kind": "tool", "tool": "issue", "call": 1, "outcome": "timeout"}])
     assert not any(s.startswith("fault:issue#") for s in effect_faults.specs(golden, own))
+
+
+def test_interchangeable_threads_are_sampled_as_their_crash_points_are() -> None:
+    golden = TargetOutcome("c", "sync", None, Path("."), calls=[
+        _call(1, "draft", thread="a"), _call(2, "draft", thread="b"), _call(3, "draft", thread="vip")])
+    roles = {"a": "queued", "b": "queued", "vip": "direct"}
+    assert effect_faults.specs(golden, TargetCase("c"), roles) == [
+        "fault:draft#1=timeout", "fault:draft#1=lost_response", "fault:draft#3=lost_response"]
+    assert len(effect_faults.specs(golden, TargetCase("c"))) == 4  # no roles: every thread its own
 
 
 def test_a_spec_fault_joins_the_case_s_own_faults() -> None:

@@ -102,3 +102,23 @@ def test_a_keyed_repeat_in_a_thread_the_engine_lost_is_still_a_finding() -> None
     run.deliveries = [{"kind": "resubmit", "thread": "refund-1001"}]
     found = repeats_explained(TARGET, run, None)
     assert found and "no kill, fault or engine retry explains any repeat" in found[0].message
+
+
+def _gseq(call: EffectCall, gseq: int) -> EffectCall:
+    import dataclasses
+
+    return dataclasses.replace(call, gseq=gseq)
+
+
+def test_keyed_repeats_all_made_after_a_resubmission_are_ordinary() -> None:
+    """A kill before the thread's first checkpoint, before any effect: crashpoint submits the start again, and from
+    there a node that interrupts runs again on each resume, its keyed calls answered ``duplicate``: no lost work, so
+    no finding (before: every such repeat of the resubmitted thread failed, on a correct LangGraph graph with a
+    three-round review killed at ``before_put:T@-1``). A call made before the submission, repeated after it, stays
+    the engine's lost work."""
+    run = _run(_gseq(_call(1, "attempt 1"), 3), _gseq(_call(2, "attempt 1", "duplicate"), 5))
+    run.deliveries = [{"kind": "resubmit", "thread": "refund-1001", "after_gseq": 0}]
+    assert repeats_explained(TARGET, run, None) == []
+    run.deliveries = [{"kind": "resubmit", "thread": "refund-1001", "after_gseq": 4}]
+    found = repeats_explained(TARGET, run, None)
+    assert found and "no kill, fault or engine retry explains any repeat" in found[0].message
