@@ -470,7 +470,7 @@ ONCE_PER_CASE = ("workers", "deploy", "server_crash")
 
 def target_space(target: Target, golden: TargetOutcome) -> Space:
     """The :class:`~crashpoint.harness.faults.kinds.Space` a target's schedules draw over, from its golden run: the
-    crash points it passed (kills), the effect calls it made (tool faults: ``{effect: calls}``), the requests it
+    crash points it passed (kills; sorted, so that a seed draws the same points however thread timing ordered them), the effect calls it made (tool faults: ``{effect: calls}``), the requests it
     delivered (``start``; ``answer`` when it answered a human), the engine's capabilities, the target's code versions
     (deploys) and whether a workflow waited at rest (a deploy or a server crash happens only then)."""
     from crashpoint.harness.engines.base import engine_for
@@ -481,7 +481,8 @@ def target_space(target: Target, golden: TargetOutcome) -> Space:
         calls[c.effect] = calls.get(c.effect, 0) + 1
     answered = any(d.get("kind") in ("answer", "late_answer") for d in golden.deliveries)
     waited = answered or any(t.get("status") == "waiting" for t in (golden.threads or {}).values())
-    return Space(list(golden.crash_points), calls, sorted(calls), 1, subject="target",
+    # sorted: a seed draws the same points whatever order thread timing gave the golden run's log
+    return Space(sorted(set(golden.crash_points)), calls, sorted(calls), 1, subject="target",
                  capabilities=engine.capabilities(), requests=("start", *(("answer",) if answered else ())),
                  versions=tuple(engine.versions(target)[1]), waits=waited)
 

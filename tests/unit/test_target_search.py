@@ -33,7 +33,8 @@ def test_the_space_is_the_golden_runs_points_calls_requests_and_the_engines_capa
     langgraph = Target(name="t", engine="langgraph", entry="m:g", inputs=[{"thread": "a", "input": 1}],
                        versions={"v2": "m:g2"})
     space = ss.target_space(langgraph, _golden(langgraph))
-    assert (space.subject, space.points, space.calls) == ("target", _golden(langgraph).crash_points,
+    # the points sorted: a seed draws the same ones however thread timing ordered the golden run's log
+    assert (space.subject, space.points, space.calls) == ("target", sorted(_golden(langgraph).crash_points),
                                                           {"notify_customer": 2, "issue_refund": 1})
     assert (space.requests, space.versions, space.waits, space.capabilities) == (("start", "answer"), ("v2",), True,
                                                                                  {"rendezvous"})
