@@ -233,11 +233,17 @@ class TargetCase:
                 return _path(steps + ((key,) if key and steps[0] == "faults" else ()))
         return kind
 
+    def with_faults(self, faults: list[dict[str, Any]], **changes: Any) -> "TargetCase":
+        """The same case with ``faults`` (fault dicts of the registered kinds) as all its faults, and ``changes`` to
+        its other fields. The older fields (``duplicate``, ``workers``, ``deploy``, ``server_crash``) are reset: after
+        construction ``faults`` holds what they said, so ``faults`` alone says it now."""
+        return dataclasses.replace(self, faults=faults, duplicate=None, workers=1, deploy=None, server_crash=False,
+                                   **changes)
+
     def without_faults(self) -> "TargetCase":
         """The same case with no fault (and without ``like_fault_free``): what a ``like_fault_free`` case must end
         like."""
-        return dataclasses.replace(self, faults=[], duplicate=None, workers=1, deploy=None, server_crash=False,
-                                   like_fault_free=False)
+        return self.with_faults([], like_fault_free=False)
 
     def to_data(self) -> dict[str, Any]:
         """The case's YAML form: its faults in the one spelling (the older fields are in them), ``None`` fields and

@@ -18,7 +18,6 @@ a correct target masks them (it retries them, keyed), so each such run is judged
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 from typing import Any, Mapping, Sequence
 
@@ -50,15 +49,12 @@ def specs(golden: TargetOutcome, case: TargetCase, roles: Mapping[str, str] | No
     timed_out: set[str] = set()
     places: set[tuple[str | None, str, int]] = set()
     for call in golden.calls:
-        name = getattr(call, "effect", None)
-        if name is None:
+        if call.outcome in UNSCRIPTED:
             continue
-        if getattr(call, "outcome", None) in UNSCRIPTED:
-            continue
+        name, thread = call.effect, call.thread
         calls[name] += 1
         if name in own or call.outcome != "applied":
             continue
-        thread = getattr(call, "thread", None)
         in_thread[(thread, name)] += 1
         if name not in timed_out:
             timed_out.add(name)
@@ -73,11 +69,10 @@ def specs(golden: TargetOutcome, case: TargetCase, roles: Mapping[str, str] | No
 def with_faults(case: TargetCase, faults: Sequence[tuple[str, int, str]]) -> TargetCase:
     """``case`` with a ``tool`` fault (:mod:`crashpoint.harness.faults.kinds.tool`) after its own for each
     ``(effect, call, outcome)`` of a crash spec (:attr:`~crashpoint.harness.process.crashpoints.Spec.faults`), named
-    as before (its runs stay the unit's). The older fields are reset: after construction ``faults`` holds them."""
+    as before (its runs stay the unit's)."""
     added: list[dict[str, Any]] = [{"kind": "tool", "tool": effect, "call": call, "outcome": outcome, "times": 1}
                                    for effect, call, outcome in faults]
-    return dataclasses.replace(case, faults=[*case.faults, *added], duplicate=None, workers=1, deploy=None,
-                               server_crash=False)
+    return case.with_faults([*case.faults, *added])
 
 
 def fired(out: Any, faults: Sequence[tuple[str, int, str]]) -> bool:

@@ -540,9 +540,8 @@ def target_case(case: TargetCase, schedule: Sequence[Fault]) -> TargetCase:
             continue
         faults.append(dict(fault))
     masked = all(registry.get(f["kind"]).masked_on_target(registry.normalize(f)) for f in schedule)
-    return dataclasses.replace(case, name=f"{case.name}_gen_{schedule_id(schedule)}", faults=faults, duplicate=None,
-                               workers=1, deploy=None, server_crash=False,
-                               like_fault_free=case.like_fault_free or (masked and not case.faults))
+    return case.with_faults(faults, name=f"{case.name}_gen_{schedule_id(schedule)}",
+                            like_fault_free=case.like_fault_free or (masked and not case.faults))
 
 
 def target_trial(target: Target, case: TargetCase, durability: str, schedule: list[Fault], run_dir: Path,

@@ -117,28 +117,32 @@ def test_a_released_engine_slow_to_reach_the_point_is_still_forced(tmp_path: Pat
     assert "after_writes:t@pay" not in passed and passed[-1] == "before_put:t@2", (passed, crashpoints.races(tmp_path))
 
 
+def _killed_while_held(tmp_path: Path, how: str) -> list[str]:
+    """Run the race with the sample engine's timing ``how``; require the kill with the writes thread held at its
+    point (no writes after it, the race line ``killed``) and return the crash points passed, in order."""
+    raced = _run(tmp_path, "before_put:t@2 with before_writes:t@pay held", waits=False, how=how)
+    assert raced.returncode == -signal.SIGKILL, raced.stdout + raced.stderr
+    passed = crashpoints.passed(tmp_path)
+    assert "after_writes:t@pay" not in passed, passed
+    race = crashpoints.races(tmp_path)
+    assert [(r["held"], r["end"]) for r in race] == [("before_writes:t@pay", "killed")], race
+    return passed
+
+
 def test_a_kill_point_come_before_the_held_thread_waits_for_it(tmp_path: Path) -> None:
     """The other way round: the writes thread is so late that the checkpoint write (the kill) comes before any thread
     reached the held point. The kill waits until that thread is held there, so the run is the interleaving the race
     names, forced, not a plain kill ("race not held", seen in a serial CI run of the langgraph sweep at 1123e17)."""
-    raced = _run(tmp_path, "before_put:t@2 with before_writes:t@pay held", waits=False, how="late")
-    assert raced.returncode == -signal.SIGKILL, raced.stdout + raced.stderr
-    passed = crashpoints.passed(tmp_path)
-    assert passed.index("before_put:t@2") < passed.index("before_writes:t@pay") and "after_writes:t@pay" not in passed
-    race = crashpoints.races(tmp_path)
-    assert [(r["held"], r["end"]) for r in race] == [("before_writes:t@pay", "killed")], race
+    passed = _killed_while_held(tmp_path, "late")
+    assert passed.index("before_put:t@2") < passed.index("before_writes:t@pay")
 
 
 def test_a_kill_decided_while_the_held_thread_is_late_to_its_hold_still_holds_it(tmp_path: Path) -> None:
     """P is logged first, then its thread loses the CPU; Q comes meanwhile and decides the kill, whose thread loses
     the CPU too before the SIGKILL. P's thread, back, finds Q in the log: the kill is on its way, so it is held at P,
     not let on to write (it went on, and the forced run passed the released langgraph in 4 of 20 runs at load 4)."""
-    raced = _run(tmp_path, "before_put:t@2 with before_writes:t@pay held", waits=False, how="between")
-    assert raced.returncode == -signal.SIGKILL, raced.stdout + raced.stderr
-    passed = crashpoints.passed(tmp_path)
-    assert passed.index("before_writes:t@pay") < passed.index("before_put:t@2") and "after_writes:t@pay" not in passed
-    race = crashpoints.races(tmp_path)
-    assert [(r["held"], r["end"]) for r in race] == [("before_writes:t@pay", "killed")], race
+    passed = _killed_while_held(tmp_path, "between")
+    assert passed.index("before_writes:t@pay") < passed.index("before_put:t@2")
 
 
 def test_a_race_whose_kill_landed_before_the_hold_is_noted_as_forced() -> None:
