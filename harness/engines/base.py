@@ -143,6 +143,9 @@ class Engine:
     #: node again from its start (``None``: it does not): the note of a repeat its key answered
     #: (:func:`crashpoint.harness.judge.target_rules.keyed_repeats`).
     interrupted_rerun: ClassVar[str | None] = None
+    #: How a team makes this engine retry a failed effect call, in the engine's words: the hint of a thread that
+    #: stopped at an injected effect fault (:mod:`crashpoint.harness.judge.fault_stops`).
+    retry_hint: ClassVar[str] = "retry the call"
 
     # ------------------------------------------------------------------ what it is
 

@@ -54,6 +54,7 @@ class DBOS(Engine):
     recovery_kinds: ClassVar[tuple[str, ...]] = (*EFFECT_KINDS, "step:", "before_result:", "dequeued:")
     worker_identities: ClassVar[bool] = True
     options_key: ClassVar[str | None] = "dbos"
+    retry_hint: ClassVar[str] = "give the step retries (@DBOS.step(retries_allowed=True, max_attempts=N))"
 
     def identity_args(self, label: str, identity: str, seen: list[str]) -> list[str]:
         return identity_args(label, identity, seen)

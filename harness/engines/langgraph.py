@@ -46,6 +46,7 @@ class LangGraph(Engine):
     rendezvous: ClassVar[bool] = True
     #: Documented: on resume, the node that called interrupt() runs again from its first line.
     interrupted_rerun: ClassVar[str | None] = "LangGraph re-runs an interrupted node from its start on resume"
+    retry_hint: ClassVar[str] = "give the node a RetryPolicy whose retry_on takes the error"
 
     def facts(self, run_dir: Path) -> dict[str, Any]:
         return facts(run_dir)

@@ -78,6 +78,7 @@ class Prefect(Engine):
     #: and 41 of the server).
     workers_per_cpu: ClassVar[int | None] = 2
     options_key: ClassVar[str | None] = "prefect"
+    retry_hint: ClassVar[str] = "give the task retries (@task(retries=N))"
 
     def server_for(self, run_dir: Path, mode: str, crash: bool) -> EngineServer | None:
         """The process's shared server (:func:`lease`); a case with a server crash, or ``run`` / ``worker``, a

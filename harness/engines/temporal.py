@@ -65,6 +65,7 @@ class Temporal(Engine):
     options_key: ClassVar[str | None] = "temporal"
     #: A deploy's version is ``temporal.versions[NAME]`` (workflows and activities), which the worker loads itself.
     deploy_replaces_entry: ClassVar[bool] = False
+    retry_hint: ClassVar[str] = "keep the activity's retry policy (Temporal retries activities by default) or widen it"
 
     def versions(self, target: Target) -> tuple[str, dict[str, Any]]:
         return "temporal.versions", target.options.get("versions") or {}

@@ -49,16 +49,17 @@ def _names(message: str, thread: str) -> bool:
     return re.search(rf"(?<![\w.-]){re.escape(thread)}(?![\w-])", message) is not None
 
 
-def apply(findings: Sequence[Finding], run: Any) -> tuple[list[Finding], list[str]]:
+def apply(findings: Sequence[Finding], run: Any, hint: str = "retry the call") -> tuple[list[Finding], list[str]]:
     """``findings`` without those of :data:`END_RULES` about a thread that :func:`stopped` at its fault, and the notes
-    that say so (one per such thread)."""
+    that say so (one per such thread), each ending with ``hint``: how the target's engine retries a call
+    (:attr:`~crashpoint.harness.engines.base.Engine.retry_hint`)."""
     where = stopped(run)
     if not where:
         return list(findings), []
     kept = [f for f in findings if not (f.rule in END_RULES and any(_names(f.message, t) for t in where))]
     notes = [f"thread {thread} stopped at the injected {outcome} of {effect} (call {call}): the code does not retry "
              "that call, so the end-state rules (" + ", ".join(sorted(END_RULES)) + ") were not applied to it; the "
-             "others were. To survive a transient failure there, retry the call (a LangGraph RetryPolicy, DBOS step "
-             "retries, a Temporal activity retry policy) under the same idempotency key"
+             f"others were. To survive a transient failure there, {hint}, and call it again under the same "
+             "idempotency key"
              for thread, (effect, call, outcome) in sorted(where.items())]
     return kept, notes

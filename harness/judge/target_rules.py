@@ -200,6 +200,16 @@ def _interrupted_rerun(target: Target) -> str | None:
         return None
 
 
+def _retry_hint(target: Target) -> str:
+    """How the target's engine retries a failed call (:attr:`~crashpoint.harness.engines.base.Engine.retry_hint`)."""
+    from crashpoint.harness.engines.base import Engine, engine_for
+
+    try:
+        return engine_for(target.engine).retry_hint
+    except KeyError:
+        return Engine.retry_hint
+
+
 def _interrupting(target: Target) -> set[str]:
     """The nodes the target's ``human`` answers (its own or any case's): the nodes that interrupt."""
     nodes = set(target.human or {})
@@ -567,7 +577,8 @@ def judge(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> t
     refs = (("golden", golden),) if golden is not None else ()
     judgement = registry.evaluate(registry.RuleContext(case=None, pack=target, outcome=run, golden=golden,  # type: ignore[arg-type]
                                                        references=refs))
-    failures, stops = fault_stops.apply(judgement.findings, run)  # a thread that stopped at its injected fault
+    # a thread that stopped at its injected fault
+    failures, stops = fault_stops.apply(judgement.findings, run, _retry_hint(target))
     run.notes.extend(n for n in stops if n not in run.notes)
     unknown = [f"{rule_id}: {exc}" for rule_id, exc in judgement.broken]
     try:  # repeats passed because the ledger answered them by key: said in the run's notes

@@ -78,11 +78,12 @@ def test_a_thread_that_stopped_at_its_fault_is_not_judged_on_its_end() -> None:
                 Finding("differential.same_effects", "issue_refund applied 0 time(s) in order-1; the golden ..."),
                 Finding("differential.same_effects", "issue_refund applied 0 time(s) in order-12; the golden ..."),
                 Finding("side_effects.at_most_once", "issue_refund applied 2 times in order-1")]
-    kept, notes = fault_stops.apply(findings, run)
+    kept, notes = fault_stops.apply(findings, run, "give the node a RetryPolicy")
     assert [(f.rule, f.message.split(" in ")[-1][:8]) for f in kept] == [
         ("differential.same_effects", "order-12"), ("side_effects.at_most_once", "order-1")]
     assert len(notes) == 1 and notes[0].startswith("thread order-1 stopped at the injected timeout of "
                                                    "notify_customer (call 1)")
+    assert "there, give the node a RetryPolicy, and call it again under the same idempotency key" in notes[0]
 
 
 @pytest.mark.parametrize("status, error", [
