@@ -211,7 +211,7 @@ def race_specs(golden: TargetOutcome, durability: str) -> list[str]:
     default) adds, from the golden run: under ``sync``, for each node that applied an effect and returned (not
     waiting for a human, not raised), a kill at its step's checkpoint write (``before_put:T@N``) with the node's
     pending writes (``before_writes:T@NODE``) held (:class:`~crashpoint.harness.process.crashpoints.Spec`'s race);
-    under ``async``, the thread's first write held while its first effect is applied (:func:`_first_write_races`).
+    under ``async``, a write held while the next effect is applied (:func:`_async_write_races`).
     LangGraph submits a task's ``put_writes`` to its background pool and waits only for the step's ``put``, so which
     of the two is durable first is thread timing: the race tries the interleaving where the writes lose, every time,
     not in a few of many tries. None under ``exit`` (it writes at the end).
@@ -219,7 +219,7 @@ def race_specs(golden: TargetOutcome, durability: str) -> list[str]:
     At most :data:`MAX_RACES`, spread over the run."""
     points = list(golden.crash_points)
     if durability == "async":
-        return _first_write_races(points)
+        return _async_write_races(points)
     if durability != "sync":
         return []
     specs: list[str] = []
@@ -242,18 +242,37 @@ def race_specs(golden: TargetOutcome, durability: str) -> list[str]:
     return _spread(list(dict.fromkeys(specs)), MAX_RACES)
 
 
-def _first_write_races(points: list[str]) -> list[str]:
-    """Under ``async``: for each thread's first checkpoint write (``before_put:T@-1``, the input checkpoint, written
-    in LangGraph's background pool like every other) followed by an effect, a kill at the first such effect
-    (``after_effect:NAME``) with that write held: the first node's effect lands while the database holds nothing of
-    the thread (``target.thread_has_checkpoint``)."""
-    specs = []
+def _async_write_races(points: list[str]) -> list[str]:
+    """Under ``async``, kills inside a checkpoint write still in LangGraph's background pool, at the effect it lets
+    through (a latency made certain: the write is held until the kill). First, for each thread's first write
+    (``before_put:T@-1``, the input checkpoint) followed by an effect, a kill at the first such effect
+    (``after_effect:NAME``) with that write held: the first node's effect lands while the database holds nothing of the
+    thread (``target.thread_has_checkpoint``). Then, for a later write (``before_put:T@N``, ``N >= 0``), a kill at the
+    first effect after the thread's next write (in the step after next) with write ``N`` held: LangGraph chains a
+    thread's background puts, so checkpoint ``N + 1`` (whose step's tasks have returned and moved on) is not durable
+    either, and the resume runs step ``N + 1`` again (``target.repeats_explained``'s lost progress; an unkeyed effect
+    of that step, ``side_effects.at_most_once``). An effect in step ``N + 1`` itself would not do: a kill there explains
+    its own repeat, and the step's writes, handed over on return, are durable against checkpoint ``N`` by then. The
+    first writes' races come first; at most :data:`MAX_RACES` in all, the later ones spread over the run."""
+    first, later = [], []
     for i, point in enumerate(points):
-        if point.startswith("before_put:") and point.split("#", 1)[0].endswith("@-1"):
+        if not point.startswith("before_put:"):
+            continue
+        thread, _, step = point.split(":", 1)[1].split("#", 1)[0].rpartition("@")
+        if step == "-1":
             effect = next((q for q in points[i + 1:] if q.startswith("after_effect:")), None)
             if effect is not None:
-                specs.append(f"{effect}{WITH}{point} held")
-    return _spread(list(dict.fromkeys(specs)), MAX_RACES)
+                first.append(f"{effect}{WITH}{point} held")
+            continue
+        puts = [j for j in range(i + 1, len(points)) if points[j].startswith(f"before_put:{thread}@")]
+        if not puts:
+            continue
+        end = puts[1] if len(puts) > 1 else len(points)
+        effect = next((q for q in points[puts[0] + 1:end] if q.startswith("after_effect:")), None)
+        if effect is not None:
+            later.append(f"{effect}{WITH}{point} held")
+    first = list(dict.fromkeys(first))[:MAX_RACES]
+    return first + _spread(list(dict.fromkeys(later)), MAX_RACES - len(first))
 
 
 def _spread(items: list[str], n: int) -> list[str]:

@@ -123,7 +123,26 @@ def test_the_sweep_adds_a_forced_race_per_returned_node_with_an_effect_under_syn
         engine_facts={"saver": []})
     assert langgraph.race_specs(golden, "sync") == ["before_put:t@2 with before_writes:t@issue_refund held",
                                                     "before_put:t@3 with before_writes:t@email_receipt held"]
-    assert langgraph.race_specs(golden, "async") == [] and langgraph.race_specs(golden, "exit") == []
+    assert langgraph.race_specs(golden, "exit") == []
+
+
+def test_under_async_the_sweep_holds_each_write_until_the_next_effect() -> None:
+    """Issue 28 item 3: a kill inside a background checkpoint write, made certain (the write held, not slowed by a
+    flag): the thread's first write until its first effect, a later step's write until the next step's effect."""
+    points = ["before_put:t@-1", "node:t@lookup", "before_effect:fetch", "after_effect:fetch", "before_put:t@0",
+              "node:t@issue_refund", "before_effect:refund", "after_effect:refund", "before_put:t@1",
+              "before_put:t@2", "node:t@email_receipt", "after_effect:send_email", "before_put:t@3"]
+    golden = TargetOutcome(case="default", durability="async", crash_point=None, run_dir=Path("/nonexistent"),
+                           crash_points=points, engine_facts={"saver": []})
+    assert langgraph.race_specs(golden, "async") == [
+        "after_effect:fetch with before_put:t@-1 held",
+        # a held put N is killed at an effect between puts N+1 and N+2: none for put 0 (put 2 follows put 1 at once,
+        # refund's own step does not count), send_email for put 1, none after put 3 for put 2
+        "after_effect:send_email with before_put:t@1 held"]
+    many = [f"before_put:t@{n}" if k == 0 else f"after_effect:e{n}" for n in range(20) for k in range(2)]
+    golden = dataclasses.replace(golden, crash_points=["before_put:t@-1", "after_effect:first"] + many)
+    specs = langgraph.race_specs(golden, "async")
+    assert len(specs) == langgraph.MAX_RACES and specs[0] == "after_effect:first with before_put:t@-1 held"
 
 
 def _lost_start(calls: list[EffectCall]) -> TargetOutcome:
