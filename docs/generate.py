@@ -137,9 +137,14 @@ def _rules_module() -> Any:
 
 
 def rules() -> str:
-    """Every registered rule, in report order, with the module that registers it."""
+    """Every registered rule, in report order, with the module that registers it; the engines' own rules after the
+    others, by engine module (their registration order is the order the engine modules happened to be imported in,
+    so a process that imported one engine first would otherwise make another table)."""
     registry = _rules_module()
-    rows = [[f"`{r.id}`", r.description, f"`{r.module.removeprefix('crashpoint.')}`"] for r in registry.registered()]
+    engine = "crashpoint.harness.engines."
+    listed = [r for _, r in sorted(enumerate(registry.registered()), key=lambda ir: (
+        ir[1].module.startswith(engine), ir[1].module if ir[1].module.startswith(engine) else "", ir[0]))]
+    rows = [[f"`{r.id}`", r.description, f"`{r.module.removeprefix('crashpoint.')}`"] for r in listed]
     return table(["rule id", "checks", "registered in"], rows) + "\n"
 
 
