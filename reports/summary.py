@@ -176,7 +176,8 @@ def failure_groups(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for (verdict, rule), runs in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         # golden runs first: a golden run that fails shows the bug with no kill in the way (the group's example)
-        runs = sorted(runs, key=lambda r: (r.get("crash_point") is not None, r["case_id"], str(r.get("crash_point"))))
+        runs = sorted(runs, key=lambda r: (crash_family(r.get("crash_point")) != "golden", r["case_id"],
+                                           str(r.get("crash_point"))))
         families: dict[str, list[dict[str, Any]]] = {}
         for r in runs:
             families.setdefault(crash_family(r.get("crash_point")), []).append(r)

@@ -61,6 +61,14 @@ def failures(data: dict[str, Any]) -> str:
             named = ", ".join(result_id(r) for r in rest[:MAX_ALSO])
             more = f", and {len(rest) - MAX_ALSO} more" if len(rest) > MAX_ALSO else ""
             lines.append(f"    same in: {named}{more}")
+            shown = {rule_of(f) for f in g["runs"][0]["failures"]}
+            others: dict[str, int] = {}
+            for r in rest:  # rules the example above does not show: each run's other findings
+                for rule in dict.fromkeys(rule_of(f) for f in r["failures"]):
+                    if rule not in shown:
+                        others[rule] = others.get(rule, 0) + 1
+            if others:
+                lines.append("    these runs also failed: " + ", ".join(f"[{k}] ({n})" for k, n in sorted(others.items())))
     return visible("\n".join(lines))
 
 

@@ -398,6 +398,10 @@ def _sweep_and_report(args: argparse.Namespace, subject, executor, where: str) -
 
         for line in left_out_summary(result.results):  # what the golden comparisons could not look at
             print(visible(line))
+        from crashpoint.harness.judge.fault_stops import summary as not_retried
+
+        for line in not_retried(result.results):  # effect faults the team's code did not retry
+            print(visible(line))
     if args.json:
         json_report.write(args.json, data)
         print(f"results written to {args.json}")

@@ -18,7 +18,7 @@ from crashpoint.harness.faults import kinds as fault_kinds
 from crashpoint.harness.faults.kinds.duplicate import event_cells as delivery_cells
 from crashpoint.harness.faults.kinds.kill import point_cells
 from crashpoint.harness.faults.kinds.tool import event_cells as tool_event_cells
-from crashpoint.harness.process.crashpoints import schedule
+from crashpoint.harness.process.crashpoints import parse, schedule
 from crashpoint.harness.model.outcomes import RunOutcome, TargetOutcome
 
 #: Columns of the matrix, in order: each registered fault kind's (:mod:`crashpoint.harness.faults.kinds`).
@@ -35,9 +35,20 @@ def vacuity(outcome: "RunOutcome | TargetOutcome", golden: bool) -> tuple[list[s
     findings = [n for n in outcome.notes if n.startswith(("tool script never used", "event "))]
     findings += [f"fault never fired: {f}" for f in outcome.faults_missed]
     calls = outcome.calls
-    if calls and not any((c["outcome"] if isinstance(c, dict) else c.outcome) == "applied" for c in calls):
+    injected = {effect for effect, _, _ in schedule_faults(getattr(outcome, "crash_point", None))}
+    if calls and not any((c["outcome"] if isinstance(c, dict) else c.outcome) == "applied" for c in calls) \
+            and not (injected and {getattr(c, "effect", None) for c in calls} <= injected):
+        # (a run whose crash spec failed the only effects called, an effect-fault run, exercised what it claims)
         findings.append(f"every one of the {len(calls)} tool calls failed: no effect was exercised")
     return findings, golden and not calls
+
+
+def schedule_faults(spec: str | None) -> tuple[tuple[str, int, str], ...]:
+    """The effect faults ``(effect, call, outcome)`` a target run's crash spec injects (``()`` for none, a pack run's
+    spec or the golden run)."""
+    if not spec or spec == "none" or "fault:" not in spec:
+        return ()
+    return tuple(parse(spec).faults)
 
 
 def step_of(point: str, workflow: dict[str, Any] | None) -> str:

@@ -63,3 +63,31 @@ def apply(findings: Sequence[Finding], run: Any, hint: str = "retry the call") -
              "idempotency key"
              for thread, (effect, call, outcome) in sorted(where.items())]
     return kept, notes
+
+
+#: How :func:`apply`'s note on a thread that stopped at its fault begins (:func:`summary` finds them by it).
+STOPPED_NOTE = re.compile(r"^thread (?P<thread>\S+) stopped at the injected (?P<outcome>\w+) of (?P<effect>\S+) "
+                          r"\(call \d+\)")
+
+
+def summary(results: Sequence[Any]) -> list[str]:
+    """The sweep summary's lines on effect faults the team's code did not retry (``[]``: none): one line with the
+    runs, then each (effect, outcome) with how many runs stopped there, then how to survive it (the engine's hint,
+    from the first such note). Those runs pass, since code that does not retry is not a broken promise, but a team
+    should see that a transient failure of that call stops its workflow."""
+    where: dict[tuple[str, str], int] = {}
+    hint = ""
+    for r in results:
+        for n in getattr(r, "notes", None) or ():
+            m = STOPPED_NOTE.match(n)
+            if m:
+                key = (m["effect"], m["outcome"])
+                where[key] = where.get(key, 0) + 1
+                hint = hint or n.split("To survive a transient failure there, ", 1)[-1]
+    if not where:
+        return []
+    lines = [f"not retried: {sum(where.values())} effect-fault run(s) stopped a thread at the call that failed (the "
+             "code does not retry it; the end-state rules were not applied to that thread, every other rule was):"]
+    lines += [f"  {effect} {outcome}: {n} run(s)" for (effect, outcome), n in sorted(where.items())]
+    return lines + [f"  to survive a transient failure: {hint}"]
+

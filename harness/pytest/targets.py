@@ -35,7 +35,10 @@ class SweepReport:
 
         left = {"points": getattr(result, "points", "all"), "classes": getattr(result, "classes", None) or {},
                 "budget": budget_data(result) if getattr(result, "left_out", None) else {}}
-        lines = [f"{len(result.results)} runs: {result.counts()}", *sampling(left), *unseen_summary(result.results)]
+        from crashpoint.harness.judge.fault_stops import summary as not_retried
+
+        lines = [f"{len(result.results)} runs: {result.counts()}", *sampling(left), *unseen_summary(result.results),
+                 *not_retried(result.results)]
         for r in result.results:
             if r.verdict != "passed":
                 rules = ", ".join(sorted({f.rule for f in r.failures})) or r.error

@@ -246,3 +246,22 @@ def test_a_failing_golden_run_is_its_groups_example() -> None:
     groups = failure_groups([run("a[sync]", "after_effect:pay"), run("b[sync]", None), run("a[sync]", "node:x")])
     assert [(r["case_id"], r["crash_point"]) for r in groups[0]["runs"]] == [
         ("b[sync]", None), ("a[sync]", "after_effect:pay"), ("a[sync]", "node:x")]
+
+
+def test_a_targets_failing_golden_run_is_its_groups_example_too() -> None:
+    """A target's golden run is recorded with crash point ``"none"``, not ``None``: it too comes first (a new user saw
+    a kill run as the example of a bug the golden run shows, its reproduce line naming a crash point)."""
+    def run(case: str, point: str | None, rules: tuple[str, ...] = ("target.approval_gate",)) -> dict:
+        return {"verdict": "failed", "case_id": case, "crash_point": point, "error": None, "final_status": "finished",
+                "failures": [{"rule": r, "message": "m", "evidence": []} for r in rules]}
+
+    runs = [run("approved[sync]", "after_effect:file"), run("approved[sync]", "none"),
+            run("rejected[sync]", "none", ("target.approval_gate", "target.expected_effects"))]
+    groups = failure_groups(runs)
+    assert [(r["case_id"], r["crash_point"]) for r in groups[0]["runs"]] == [
+        ("approved[sync]", "none"), ("rejected[sync]", "none"), ("approved[sync]", "after_effect:file")]
+    from crashpoint.reports.terminal import failures
+
+    text = failures({"results": runs})
+    # the rule the example does not show is named, with how many of the other runs failed it
+    assert "these runs also failed: [target.expected_effects] (1)" in text
