@@ -153,13 +153,16 @@ def unreached_pairs(data: dict[str, Any]) -> list[str]:
             for unit, cover in (data.get("sampled_pairs") or {}).items() for p in cover.get("not_reached", [])]
 
 
+def engine_label(name: str, version: str) -> str:
+    """The summary's engine cell: ``name version``, or the version alone where it names the engine's packages
+    already (a target's ``langgraph 1.2.24, langgraph-checkpoint 4.3.2``; ``temporalio 1.35.0`` for ``temporal``)."""
+    return version if name and version.split(" ", 1)[0].startswith(name) else f"{name} {version}"
+
+
 def summary(data: dict[str, Any]) -> str:
     """The summary block: counts, crash points, metrics, wall time."""
     s = data["summary"]
-    name, version = data["engine"]["name"], str(data["engine"]["version"])
-    # a target's version names its packages ("langgraph 1.2.24, langgraph-checkpoint 4.3.2"): not the name twice
-    engine = version if version.split(" ", 1)[0] == name else f"{name} {version}"
-    rows = [["engine", engine],
+    rows = [["engine", engine_label(data["engine"]["name"], str(data["engine"]["version"]))],
             [(data.get("subject") or {}).get("kind", "pack"), f"{data['pack']['name']} {data['pack']['version']}"],
             ["cases", s["cases"]], ["crash points", s["crash_points"]],
             ["verified kills", s.get("kills_verified", 0)],

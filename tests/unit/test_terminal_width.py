@@ -41,3 +41,13 @@ def test_a_sweep_with_no_fault_says_so_instead_of_an_empty_matrix() -> None:
     """``--crash none``: before, a title over an empty 'step' table."""
     got = text.coverage({"coverage": {}})
     assert got == "durability coverage: no fault ran (golden runs only)", got
+
+
+
+def test_the_summarys_engine_row_names_the_engine_once() -> None:
+    """A target's engine version names its packages: 'temporalio 1.35.0' under engine temporal read 'temporal
+    temporalio 1.35.0' (the docs trial); a pack's engine and version stay both."""
+    assert text.engine_label("temporal", "temporalio 1.35.0") == "temporalio 1.35.0"
+    assert text.engine_label("langgraph", "langgraph 1.2.24, langgraph-checkpoint 4.3.2") == \
+        "langgraph 1.2.24, langgraph-checkpoint 4.3.2"
+    assert text.engine_label("reference", "0.1.0") == "reference 0.1.0"
