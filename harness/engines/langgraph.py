@@ -174,10 +174,20 @@ def durability_promise(target: Target, run: TargetOutcome, golden: TargetOutcome
             f"returned in pid {kill['pid']}, killed at {kill['crash_point']}, after LangGraph had begun the step's "
             f"checkpoint write (the loop calls the saver's put once every task of the step has returned and handed its "
             f"writes over); the recovery ran the node again ({why}). durability=sync, which LangGraph documents as "
-            f"\"{PROMISES['sync']}\": the engine did not keep it here, and nothing kept the effect single (no "
-            "idempotency key, or a new one per call)",
+            f"\"{PROMISES['sync']}\": the engine did not keep it here, and nothing kept the effect single: "
+            + _why_not_single([*first, *again], call.effect),
             [line(c) for c in [*first, *again]][:4]))
     return found
+
+
+def _why_not_single(calls: list[Any], effect: str) -> str:
+    """Why the ledger could not answer ``effect``'s repeat: it has no idempotency key, or a new one per call (the fix
+    is the team's either way: a key derived from the thread's state)."""
+    keys = list(dict.fromkeys(c.key for c in calls if c.effect == effect))
+    if not any(keys):
+        return f"{effect} has no idempotency key; give it one derived from the thread's state"
+    return (f"{effect}'s key changed between the calls ({', '.join(str(k) for k in keys[:3])}): a key made anew per "
+            "call cannot stop the repeat; derive it from the thread's state")
 
 
 def kept_by_keys_notes(run: TargetOutcome) -> list[str]:

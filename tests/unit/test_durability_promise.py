@@ -62,9 +62,19 @@ def test_an_unkeyed_node_applied_again_after_its_steps_checkpoint_write_began_fa
                               " killed at before_put:t@2")
     assert "still in the saver's background thread" in message
     assert '"Changes are persisted synchronously before the next step starts."' in message
+    assert message.endswith("refund has no idempotency key; give it one derived from the thread's state")
     assert found[0].evidence == ["ledger#1 refund key=None applied pid=100 t@issue_refund step 2",
                                  "ledger#2 refund key=None applied pid=101 t@issue_refund step 2"]
     assert langgraph.kept_by_keys_notes(run) == []
+
+
+def test_a_key_made_anew_per_call_is_named_as_the_teams_part() -> None:
+    """A new user read the rule as blaming LangGraph for a uuid4 key of theirs: the message says what the key did."""
+    run = _run("before_put:t@2", RACED, [_call(1, OLD, "applied", key="refund-a1"),
+                                          _call(2, NEW, "applied", key="refund-b2")])
+    message = _rule(run)[0].message
+    assert message.endswith("refund's key changed between the calls (refund-a1, refund-b2): a key made anew per call "
+                            "cannot stop the repeat; derive it from the thread's state")
 
 
 def test_a_kill_at_a_later_crash_point_of_the_same_write_counts_too() -> None:
