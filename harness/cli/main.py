@@ -618,6 +618,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     global _STORED_SAID
     _STORED_SAID = False  # (a test may call main more than once in one process)
+    _closed_streams_to_devnull()
     stdout = sys.stdout
     if stdout is not None and not isinstance(stdout, ReaderSafe):
         sys.stdout = ReaderSafe(stdout)  # type: ignore[assignment]
@@ -662,6 +663,16 @@ def _output_gone() -> None:
         os.close(fd)
     except OSError:
         pass
+
+
+def _closed_streams_to_devnull() -> None:
+    """A standard stream the shell closed (``2>&-``, ``>&-``: Python sets ``sys.stderr`` / ``sys.stdout`` to ``None``)
+    writes to ``/dev/null`` instead, so the command runs to its end, writes ``--json`` and the results store and exits
+    with the sweep's code (before: the first progress dot raised ``AttributeError`` and the command exited 3 with
+    nothing written)."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 - the process's own stream
 
 
 class ReaderSafe:

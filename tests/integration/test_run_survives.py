@@ -38,6 +38,18 @@ def test_a_failing_sweep_into_a_closed_pipe_still_exits_1_and_writes_its_json(tm
     assert verdicts == ["passed", "error"], verdicts
 
 
+def test_a_sweep_with_its_standard_streams_closed_exits_with_its_code_and_writes_its_json(tmp_path: Path) -> None:
+    """``2>&-`` and ``>&-`` (the shell closes the descriptor: Python's ``sys.stderr`` is ``None``): before, the first
+    progress dot raised AttributeError, exit 3 and no ``--json`` (the attack on issue 27 item 9)."""
+    for closed in ("2>&-", ">&-", ">&- 2>&-"):
+        out = tmp_path / f"out{len(closed)}.json"
+        command = (f"{sys.executable} -m crashpoint run {SEED} --crash-point after_checkpoint:nowhere "
+                   f"--json {out} {closed}")
+        done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+        assert done.returncode == 1, (closed, done.stdout[-500:], done.stderr[-500:])
+        assert [r["verdict"] for r in json.loads(out.read_text())["results"]] == ["passed", "error"], closed
+
+
 def test_a_passing_sweep_into_a_closed_pipe_exits_0_and_writes_its_json(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
     rc, err = _run_into_a_closed_pipe(tmp_path, str(SEED), "--crash", "none", "--json", str(out))
