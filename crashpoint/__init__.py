@@ -12,11 +12,12 @@ The target API (a team's own workflow code under crashpoint) is at the top level
 :func:`effect`, :func:`invariant`, :func:`run_dir`, :class:`RunView`, :class:`Target` (see :mod:`crashpoint.api`).
 """
 
-from crashpoint.api import EffectFault, EffectTimeout, RunView, effect, invariant, run_dir
+from crashpoint.api import EffectFault, EffectRateLimited, EffectTimeout, RunView, effect, invariant, run_dir
 from crashpoint.errors import CaseError, CrashpointError, StoreError, UsageError
 
 __version__ = "0.1.0"
-__all__ = ["CaseError", "CrashpointError", "EffectFault", "EffectTimeout", "RunView", "StoreError", "Target",
+__all__ = ["CaseError", "CrashpointError", "EffectFault", "EffectRateLimited",
+           "EffectTimeout", "RunView", "StoreError", "Target",
            "UsageError", "__version__", "effect", "invariant", "run_dir"]
 
 

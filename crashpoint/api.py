@@ -24,7 +24,8 @@ Inside a run, a crashpoint worker installs a session (:func:`_install`); every c
 goes to the run's ledger (effect name, idempotency key, a digest of the arguments, the calling
 process, the workflow/thread and node the engine says it is in, the outcome), passes the crash points
 ``before_effect:NAME`` and ``after_effect:NAME``, and may take a scripted tool fault (see
-:class:`EffectFault`). A call that repeats the key of an applied call is answered the way payment APIs
+:class:`EffectFault`, :class:`EffectRateLimited`; an ``empty_answer`` / ``malformed_answer`` fault returns ``{}`` /
+an HTML error page's text instead of the function's value, with the effect applied). A call that repeats the key of an applied call is answered the way payment APIs
 answer a repeated ``Idempotency-Key``: with the first result, the function not called again, recorded
 ``duplicate``. A call with no key is a new effect every time.
 """
@@ -117,6 +118,24 @@ class EffectFault(Exception):
 
 class EffectTimeout(EffectFault, TimeoutError):
     """A scripted timeout: no answer in time, nothing applied (retryable)."""
+
+
+class EffectRateLimited(EffectFault):
+    """A scripted rate limit: the provider refused the call with HTTP 429 and a ``Retry-After``; nothing applied.
+
+    Retryable: durable code waits ``retry_after`` seconds, then calls again with the same idempotency key.
+
+    Attributes:
+        status: ``429``. ``retry_after``: seconds to wait before the next call (a float, real time).
+        Also :class:`EffectFault`'s (``retryable`` is ``True``, ``maybe_applied`` ``False``).
+
+    Pickles and unpickles whole (class, message, attributes).
+    """
+
+    def __init__(self, message: str, *, effect: str, retry_after: float, status: int = 429,
+                 retryable: bool = True, maybe_applied: bool = False) -> None:
+        super().__init__(message, effect=effect, retryable=retryable, maybe_applied=maybe_applied)
+        self.status, self.retry_after = status, retry_after
 
 
 #: How a provider answers an idempotency key used again with other arguments (:class:`EffectSpec`).

@@ -30,12 +30,17 @@ class ToolError(CrashpointError, RuntimeError):
             have happened though no answer came back (a connection reset after sending): the
             caller cannot tell, so its outcome is unknown until a call with the same
             idempotency key settles it.
+        status: the HTTP status of the refusal when there is one (``429``: rate limited), else ``None``.
+        retry_after: seconds the caller must wait before it calls again (a ``Retry-After`` header), else ``None``.
     """
 
-    def __init__(self, message: str, *, retryable: bool, maybe_applied: bool = False) -> None:
+    def __init__(self, message: str, *, retryable: bool, maybe_applied: bool = False, status: int | None = None,
+                 retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.maybe_applied = maybe_applied
+        self.status = status
+        self.retry_after = retry_after
 
 
 @runtime_checkable

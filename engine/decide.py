@@ -105,7 +105,8 @@ def _done_or_continue(definition: WorkflowDefinition, st: dict[str, Any], now: f
 
 def decide_task(definition: WorkflowDefinition, st: dict[str, Any], phase: Phase, task: Task, *, now: float,
                 result: Any = None, error: str | None = None, retryable: bool = False,
-                attempt: int | None = None, maybe_applied: bool = False, key: str | None = None) -> StepResult:
+                attempt: int | None = None, maybe_applied: bool = False, key: str | None = None,
+                wait_s: float | None = None) -> StepResult:
     """The transition after ``task`` returned ``result`` or failed with ``error``.
 
     A ``Continue``/``Complete`` patch carries the cursor move plus ``result: (task_id, value)``
@@ -113,7 +114,8 @@ def decide_task(definition: WorkflowDefinition, st: dict[str, Any], phase: Phase
 
     Rules: success continues (or completes), except that an agent step (``task.agent``) whose
     answer's verdict is not ``confident`` escalates, naming the task and the verdict; a retryable
-    error within :func:`retry_budget` retries after ``backoff_s * 2**(attempt-1)`` seconds; a
+    error within :func:`retry_budget` retries after ``backoff_s * 2**(attempt-1)`` seconds, or after ``wait_s``
+    when the tool said how long to wait (a rate limit's ``retry_after``) and that is longer; a
     non-critical task or an ``on_error: skip`` phase skips; ``on_error: escalate`` escalates; after
     an irreversible task took effect (the saga's pivot, :func:`past_pivot`) the run escalates rather
     than compensating what came before it; otherwise the executed effects are compensated (saga)
@@ -130,7 +132,8 @@ def decide_task(definition: WorkflowDefinition, st: dict[str, Any], phase: Phase
                         status="escalated")
         return _done_or_continue(definition, st, now, {"result": (task.id, result)})
     if retryable and attempt is not None and attempt <= retry_budget(phase, task):
-        return Retry(reason=error, retry_after_s=task.backoff_s * 2 ** (attempt - 1), attempt=attempt)
+        return Retry(reason=error, retry_after_s=max(task.backoff_s * 2 ** (attempt - 1), wait_s or 0.0),
+                     attempt=attempt)
     if maybe_applied and task.side_effect:
         return Fail(reason=f"escalated: the outcome of task {task.id!r} is unknown after {attempt} attempt(s): "
                            f"{error} (idempotency key {key})", status="escalated")

@@ -36,6 +36,13 @@ TRANSITION_NAMES = {Continue: "continue", WaitForApproval: "wait_for_approval", 
                     Compensate: "compensate", Complete: "complete", Fail: "fail"}
 
 
+def answered(result: Any) -> bool:
+    """Whether a tool call's return value is an answer: a non-empty JSON object (:class:`~crashpoint.protocols.ToolPort`
+    returns a dict). An empty one or anything else (a provider's garbled body) is not, and the call may still have been
+    applied: the engine calls again with the same idempotency key, which the provider answers with the real answer."""
+    return isinstance(result, dict) and bool(result)
+
+
 def _has_task(definition: WorkflowDefinition, effect: dict[str, Any]) -> bool:
     """``True`` when the effect's task is in ``definition`` (a migrated run may have renamed it)."""
     return any(task.id == effect["task"] for _, _, task in definition.tasks)
@@ -309,11 +316,17 @@ class Engine:
             result = self.tools.call(task.tool, args, key)
         except ToolError as exc:
             self._task_failed(wid, st, definition, phase, task, [S.RUNNING], str(exc), retryable=exc.retryable,
-                              attempt=attempt, key=key, maybe_applied=getattr(exc, "maybe_applied", False))
+                              attempt=attempt, key=key, maybe_applied=getattr(exc, "maybe_applied", False),
+                              wait_s=getattr(exc, "retry_after", None))
             return
         except Exception as exc:  # a tool that breaks its contract is a fatal failure of the step
             self._task_failed(wid, st, definition, phase, task, [S.RUNNING], f"{type(exc).__name__}: {exc}",
                               retryable=False, attempt=attempt, key=key)
+            return
+        if not self._is_answer(result):  # an empty or garbled answer: the call may have been applied, ask again (same key)
+            self._task_failed(wid, st, definition, phase, task, [S.RUNNING],
+                              f"{task.tool}: the answer is not an answer ({str(result)[:60]!r}); the call may have "
+                              "been applied", retryable=True, attempt=attempt, key=key, maybe_applied=True)
             return
         if task.side_effect:
             st["side_effects"].append({"task": task.id, "tool": task.tool, "idempotency_key": key,
@@ -324,15 +337,19 @@ class Engine:
         outcome = decide_task(definition, st, phase, task, now=self.clock.now(), result=result)
         self._apply(wid, st, task, outcome, events, [S.RUNNING, S.CHECKPOINTED], effect, definition=definition)
 
+    def _is_answer(self, result: Any) -> bool:
+        """Whether a task's tool call returned an answer (:func:`answered`)."""
+        return answered(result)
+
     def _task_failed(self, wid: str, st: dict[str, Any], definition: WorkflowDefinition, phase: Phase, task: Task,
                      moves: list[Status], error: str, *, retryable: bool, attempt: int | None = None,
-                     key: str | None = None, maybe_applied: bool = False) -> None:
+                     key: str | None = None, maybe_applied: bool = False, wait_s: float | None = None) -> None:
         events: list[tuple[str, dict[str, Any]]] = []
         if attempt is not None:
             events.append(("tool_result", {"task": task.id, "tool": task.tool, "ok": False, "error": error,
                                            "retryable": retryable, "idempotency_key": key, "attempt": attempt}))
         outcome = decide_task(definition, st, phase, task, now=self.clock.now(), error=error, retryable=retryable,
-                              attempt=attempt, maybe_applied=maybe_applied, key=key)
+                              attempt=attempt, maybe_applied=maybe_applied, key=key, wait_s=wait_s)
         self._apply(wid, st, task, outcome, events, moves + [S.CHECKPOINTED], None, error=error,
                     definition=definition)
 
@@ -572,7 +589,7 @@ class Engine:
                     error, retryable = str(exc), exc.retryable
                     if not exc.retryable or attempt > budget:
                         break
-                    self.clock.sleep(2.0 ** attempt)
+                    self.clock.sleep(max(2.0 ** attempt, getattr(exc, "retry_after", None) or 0.0))
             if error is not None:
                 failed = [("compensation_result", {"task": effect["task"], "ok": False, "error": error,
                                                    "retryable": retryable, "idempotency_key": key})]

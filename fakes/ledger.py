@@ -5,11 +5,15 @@ side-effect oracle reads. Tables:
 
     calls(seq, tool, args, idempotency_key, outcome, retryable, result, error, at, gseq, lost)
         outcome: applied | duplicate | failed
-        lost: 1 when the caller never got this call's answer (a scripted ``lost_response``)
-    script(seq, tool, outcome, message, seconds, consumed)    outcomes queued for a tool's next calls
+        lost: 1 when the caller never got this call's answer (a scripted ``lost_response``, ``empty_answer``,
+              ``malformed_answer``)
+    script(seq, tool, outcome, message, seconds, consumed, applies, error, lost, answer, stale, status, waits)
+                                                     outcomes queued for a tool's next calls (with their Behaviour)
     decisions(seq, approval_id, granted, by, at)     what the human answered, in order
     clock(id, now)                                   virtual time, seconds
     state(key, value)                                 the fake services' own records
+    state_before(key, value)                          each record's value before its latest write (NULL: none), what
+                                                     a ``stale_read`` call sees
 """
 
 from __future__ import annotations
@@ -35,12 +39,14 @@ CREATE INDEX IF NOT EXISTS calls_key ON calls (tool, idempotency_key);
 CREATE TABLE IF NOT EXISTS script (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, tool TEXT NOT NULL, outcome TEXT NOT NULL,
     message TEXT, seconds REAL, consumed INTEGER NOT NULL DEFAULT 0,
-    applies INTEGER NOT NULL DEFAULT 1, error TEXT, lost INTEGER NOT NULL DEFAULT 0);
+    applies INTEGER NOT NULL DEFAULT 1, error TEXT, lost INTEGER NOT NULL DEFAULT 0, answer TEXT,
+    stale INTEGER NOT NULL DEFAULT 0, status INTEGER, waits INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS decisions (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, approval_id TEXT NOT NULL, granted INTEGER NOT NULL,
     by TEXT NOT NULL, at REAL NOT NULL, gseq INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS clock (id INTEGER PRIMARY KEY CHECK (id = 1), now REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS state_before (key TEXT PRIMARY KEY, value TEXT);
 """
 
 @dataclass(frozen=True)
@@ -59,6 +65,13 @@ class Behaviour:
             have been applied, ``maybe_applied``): a retry with the same key is then a ``duplicate``.
         takes_time: the call takes the script's ``seconds`` of virtual time (the clock moves with the
             effect, in its transaction).
+        answer: ``None`` (the caller gets the effect's answer), or what it gets instead of it while the effect
+            is applied (:data:`ANSWERS`: ``"empty"``, ``"malformed"``); recorded with the real answer and ``lost``.
+        stale: the call reads the service's records as they were before their latest write (a read right after
+            a write that does not see it yet); a refusal it makes is retryable.
+        status: the HTTP status the error carries (``429``), or ``None``.
+        waits: the error carries ``retry_after``: the script's ``seconds``, how long the caller must wait before
+            it calls again (a ``Retry-After`` header).
     """
 
     applies: bool = True
@@ -66,6 +79,23 @@ class Behaviour:
     message: str = ""
     lost: bool = False
     takes_time: bool = False
+    answer: str | None = None
+    stale: bool = False
+    status: int | None = None
+    waits: bool = False
+
+
+#: What a caller gets instead of an applied call's answer (:attr:`Behaviour.answer`): ``empty``, an empty JSON object
+#: (a ``200`` with ``{}`` for a body); ``malformed``, a text that is not the tool's answer at all (a proxy's HTML
+#: error page handed back as a body). The same values as :data:`crashpoint.api.EMPTY_ANSWER` /
+#: :data:`crashpoint.api.MALFORMED_ANSWER` give a target's caller.
+ANSWERS: dict[str, Any] = {"empty": {}, "malformed": "<html><body><h1>502 Bad Gateway</h1></body></html>"}
+
+
+def garbled(answer: str) -> Any:
+    """A fresh copy of the value :data:`ANSWERS` gives for ``answer`` (``"empty"`` or ``"malformed"``)."""
+    value = ANSWERS[answer]
+    return dict(value) if isinstance(value, dict) else value
 
 
 #: The built-in scripted outcomes of a tool's next calls:
@@ -75,7 +105,16 @@ class Behaviour:
 #: * ``timeout``: the call times out before the effect: a retryable error, nothing applied;
 #: * ``lost_response``: the effect is applied (recorded ``applied``, ``lost``), then the caller gets a
 #:   retryable "connection reset" instead of the answer; a retry with the same key is a ``duplicate``;
-#: * ``slow``: the virtual clock moves ``seconds`` forward during the call, which then succeeds.
+#: * ``slow``: the virtual clock moves ``seconds`` forward during the call, which then succeeds;
+#: * ``rate_limited``: nothing applied; the caller gets a retryable error with ``status`` 429 and ``retry_after``
+#:   (the script's ``seconds``): a correct caller waits that long, then calls again with the same key;
+#: * ``empty_answer`` / ``malformed_answer``: the effect is applied (recorded ``applied``, ``lost``, with its real
+#:   answer), and the caller gets ``{}`` / a text that is not the answer (:data:`ANSWERS`) instead of it, with no
+#:   error: a correct caller sees it is not an answer and calls again with the same key, answered ``duplicate``
+#:   with the real answer;
+#: * ``stale_read``: the call reads the service's records as they were before their latest write (a record
+#:   written once reads as missing): a read right after a write that does not see it yet; whatever the tool then
+#:   refuses is retryable (the write will show). A tool that reads no record answers as usual.
 BEHAVIOURS: dict[str, Behaviour] = {
     "success": Behaviour(),
     "retryable": Behaviour(applies=False, error="retryable", message="{tool}: scripted retryable failure"),
@@ -85,6 +124,12 @@ BEHAVIOURS: dict[str, Behaviour] = {
     "lost_response": Behaviour(error="retryable", lost=True,
                                message="{tool}: connection reset after the effect (the answer was lost)"),
     "slow": Behaviour(takes_time=True),
+    "rate_limited": Behaviour(applies=False, error="retryable", status=429, waits=True,
+                              message="{tool}: 429 Too Many Requests: rate limited, retry after {retry_after} s "
+                                      "(nothing was applied)"),
+    "empty_answer": Behaviour(answer="empty", lost=True),
+    "malformed_answer": Behaviour(answer="malformed", lost=True),
+    "stale_read": Behaviour(stale=True),
 }
 SCRIPT_OUTCOMES = tuple(BEHAVIOURS)
 
@@ -160,7 +205,8 @@ class Ledger:
         ``behaviour`` under the name ``outcome`` (a fault kind's own).
 
         ``message`` replaces the behaviour's error text; ``seconds`` is how long a call that takes time
-        (``slow``) takes (virtual seconds, > 0); other outcomes take none.
+        (``slow``) takes, or the ``retry_after`` of an error that carries one (``rate_limited``) (seconds, > 0);
+        other outcomes take none.
 
         Raises:
             ValueError: unknown outcome (and no ``behaviour``), ``times < 1``, or ``seconds`` missing or
@@ -170,13 +216,15 @@ class Ledger:
         if how is None or times < 1:
             raise ValueError(f"script outcome must be one of {SCRIPT_OUTCOMES} (or come with its behaviour) "
                              "and times >= 1")
-        if how.takes_time != (seconds is not None) or (seconds is not None and not seconds > 0):
-            raise ValueError(f"a {outcome} outcome needs seconds > 0" if how.takes_time
+        timed = how.takes_time or how.waits
+        if timed != (seconds is not None) or (seconds is not None and not seconds > 0):
+            raise ValueError(f"a {outcome} outcome needs seconds > 0" if timed
                              else f"a {outcome} outcome takes no seconds")
-        row = (tool, outcome, message or how.message, seconds, int(how.applies), how.error, int(how.lost))
+        row = (tool, outcome, message or how.message, seconds, int(how.applies), how.error, int(how.lost), how.answer,
+               int(how.stale), how.status, int(how.waits))
         with self.transaction() as conn:
-            conn.executemany("INSERT INTO script (tool, outcome, message, seconds, applies, error, lost) "
-                             "VALUES (?, ?, ?, ?, ?, ?, ?)", [row] * times)
+            conn.executemany("INSERT INTO script (tool, outcome, message, seconds, applies, error, lost, answer, stale, "
+                             "status, waits) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [row] * times)
 
     def next_script(self, conn: sqlite3.Connection, tool: str) -> tuple[str, Behaviour, float | None]:
         """Consume the next scripted outcome of ``tool`` (inside the call's transaction ``conn``):
@@ -185,8 +233,10 @@ class Ledger:
         if row is None:
             return "success", BEHAVIOURS["success"], None
         conn.execute("UPDATE script SET consumed=1 WHERE seq=?", (row["seq"],))
+        waits = bool(row["waits"])
         how = Behaviour(applies=bool(row["applies"]), error=row["error"], message=row["message"] or "",
-                        lost=bool(row["lost"]), takes_time=row["seconds"] is not None)
+                        lost=bool(row["lost"]), takes_time=row["seconds"] is not None and not waits,
+                        answer=row["answer"], stale=bool(row["stale"]), status=row["status"], waits=waits)
         return row["outcome"], how, row["seconds"]
 
     def record_call(self, conn: sqlite3.Connection, tool: str, args: dict[str, Any], key: str | None, outcome: str,

@@ -16,8 +16,12 @@ A tool's next calls may be scripted (:data:`crashpoint.fakes.ledger.BEHAVIOURS`,
 ``lost_response`` (the effect is applied and recorded ``applied`` with ``lost=1``, then the
 caller gets a retryable "connection reset"; a refusal whose answer is lost is recorded
 ``failed`` with ``lost=1`` the same way), or a ``slow`` call (the virtual clock moves forward
-by the script's ``seconds`` in the call's own transaction, then it answers). A repeated key
-never consumes the script: it is answered from the ledger.
+by the script's ``seconds`` in the call's own transaction, then it answers). Answers as real APIs give them:
+``rate_limited`` (nothing applied; a retryable :class:`~crashpoint.protocols.ToolError` with ``status`` 429 and
+``retry_after``, the script's ``seconds``), ``empty_answer`` / ``malformed_answer`` (applied and recorded with its
+real answer, ``lost=1``; the call returns ``{}`` / a text that is not the answer, no error), ``stale_read`` (the
+handler reads the records as they were before their latest write; a refusal is made retryable). A repeated key
+never consumes the script: it is answered from the ledger (the real answer).
 
 A tool is a :class:`Tool`: a handler ``f(box, args, ref) -> dict`` plus the arguments it reads.
 The built-in ones are :data:`BUILTIN_TOOLS`; a pack adds its own in a tools module (``pack.yaml``
@@ -36,7 +40,7 @@ from typing import Any, Callable, Mapping
 from crashpoint.fakes.ads import ADS_ARGS, ADS_HANDLERS
 from crashpoint.fakes.agent import AGENT_ARGS, AGENT_HANDLERS
 from crashpoint.fakes.clock import VirtualClock
-from crashpoint.fakes.ledger import Ledger
+from crashpoint.fakes.ledger import Ledger, garbled
 from crashpoint.protocols import Probe, ToolError, no_probe
 
 Handler = Callable[["Toolbox", Mapping[str, Any], str], dict[str, Any]]
@@ -94,6 +98,7 @@ class Toolbox:
         if clash:
             raise ValueError(f"tool(s) {', '.join(clash)} are built in; give a pack's own tools other names")
         self.handlers: dict[str, Handler] = dict(HANDLERS)
+        self._stale = False  # a stale_read call's handler is running: get_state reads the records before their write
         self.handlers.update((name, t.handler) for name, t in (tools or {}).items())
 
     def call(self, tool: str, args: Mapping[str, Any], idempotency_key: str) -> dict[str, Any]:
@@ -126,39 +131,53 @@ class Toolbox:
         error: ToolError | None = None
         with ledger.transaction() as conn:
             outcome, how, seconds = ledger.next_script(conn, tool)
-            message = how.message.replace("{tool}", tool)
+            wait_s = seconds if how.waits else None
+            message = how.message.replace("{tool}", tool).replace("{retry_after}", f"{wait_s:g}" if wait_s else "")
             seq = conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM calls").fetchone()[0]
             if not how.applies:
-                error = ToolError(message or f"{tool}: scripted {outcome} failure", retryable=how.error == "retryable")
+                error = ToolError(message or f"{tool}: scripted {outcome} failure", retryable=how.error == "retryable",
+                                  status=how.status, retry_after=wait_s)
             else:
+                self._stale = how.stale
                 try:
                     result = handler(self, dict(args), _ref("x", key, seq))
-                except ToolError as exc:
-                    error = exc
+                except ToolError as exc:  # a stale read's refusal ("not found" yet) is worth another call
+                    error = ToolError(f"{exc} (a stale read: the latest write was not seen yet)", retryable=True) \
+                        if how.stale else exc
+                finally:
+                    self._stale = False
             if error is not None:
                 ledger.record_call(conn, tool, args, key, "failed", at, error=str(error), retryable=error.retryable,
                                    lost=how.lost)
             else:
                 ledger.record_call(conn, tool, args, key, "applied", at, result=result, lost=how.lost)
-            if seconds:  # the call takes this long: time moves with the effect, atomically
+            if seconds and how.takes_time:  # the call takes this long: time moves with the effect, atomically
                 conn.execute("UPDATE clock SET now = now + ? WHERE id=1", (seconds,))
         self.probe(f"after_effect:{tool}")
-        if how.lost or (how.applies and how.error and error is None):  # applied, but the answer never came
+        if (how.lost and how.answer is None) or (how.applies and how.error and error is None):  # no answer came
             raise ToolError(message or f"{tool}: no answer after the effect", retryable=how.error != "fatal",
                             maybe_applied=True)
         if error is not None:
             raise error
+        if how.answer is not None:  # applied, and what came back is not the answer
+            return garbled(how.answer)
         return result
 
     # -- the fake services' own records (inside the call's transaction) -------
     def get_state(self, name: str) -> Any:
-        """The service record ``name`` (a JSON value), ``None`` when never written. For handlers."""
-        row = self.ledger.db.execute("SELECT value FROM state WHERE key=?", (name,)).fetchone()
-        return None if row is None else json.loads(row[0])
+        """The service record ``name`` (a JSON value), ``None`` when never written. For handlers. In a
+        ``stale_read`` call: the record as it was before its latest write (``None`` before its first)."""
+        db = self.ledger.db
+        row = db.execute("SELECT value FROM state_before WHERE key=?", (name,)).fetchone() if self._stale else None
+        if row is None:
+            row = db.execute("SELECT value FROM state WHERE key=?", (name,)).fetchone()
+        return None if row is None or row[0] is None else json.loads(row[0])
 
     def put_state(self, name: str, value: Any) -> None:
         """Write the service record ``name`` (a JSON value) in the call's transaction: it is durable
-        exactly when the call's ledger row is. For handlers."""
+        exactly when the call's ledger row is. For handlers. The value it replaces is kept for stale reads."""
+        self.ledger.db.execute("INSERT OR REPLACE INTO state_before VALUES (?, (SELECT value FROM state WHERE key=?))",
+                               (name, name))
         self.ledger.db.execute("INSERT INTO state VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
                                (name, json.dumps(value)))
 

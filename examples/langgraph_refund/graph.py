@@ -8,13 +8,15 @@
   to this ask: the node asks again;
 * ``notify_received`` runs in parallel with the drafting: it tells the customer the request is in review;
 * ``issue`` issues the approved draft (``services.issue_refund``, keyed by the draft), retried on
-  transient payment errors;
+  transient payment errors (after a rate limit's ``retry_after``) and on an answer that is not a refund (an empty or
+  garbled body: the same key gets the real answer);
 * ``notify_done`` / ``notify_rejected`` tell the customer how it ended.
 """
 
 from __future__ import annotations
 
 import operator
+import time
 from typing import Annotated, Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
@@ -82,10 +84,23 @@ def notify_received(state: RefundState) -> dict[str, Any]:
     return {"log": ["notified:received"]}
 
 
+class UnreadableAnswer(RuntimeError):
+    """The payments API answered something that is not a refund (an empty body, a proxy's error page): the refund
+    may have been issued all the same, so the node is retried and asks again with the same idempotency key."""
+
+    retryable = True
+
+
 def issue(state: RefundState) -> dict[str, Any]:
     draft_ = state["current_draft"]
-    refund = services.issue_refund(draft_["draft_id"], draft_["amount_cents"],
-                                   idempotency_key=f"refund-{draft_['draft_id']}")
+    try:
+        refund = services.issue_refund(draft_["draft_id"], draft_["amount_cents"],
+                                       idempotency_key=f"refund-{draft_['draft_id']}")
+    except Exception as exc:
+        time.sleep(getattr(exc, "retry_after", None) or 0)  # a 429 says how long to wait before the retry
+        raise
+    if not (isinstance(refund, dict) and refund.get("status") == "issued"):
+        raise UnreadableAnswer(f"issue_refund answered {str(refund)[:80]!r}, not a refund")
     return {"refund": refund, "log": ["issued"]}
 
 

@@ -23,6 +23,10 @@ Each is a builder like :data:`langgraph_refund.graph.builder` (point a target's 
 * ``swallows_errors``: ``issue`` catches every error of the payments call and returns a made-up "issued" refund,
   so the thread finishes as if the money had moved. Caught by the default sweep's effect fault
   ``fault:issue_refund#1=timeout`` (nothing applied): ``target.expected_effects`` and ``differential.same_effects``.
+* ``trusts_the_answer``: ``issue`` keeps whatever the payments API answered (``resp = issue_refund(...); return
+  {"refund": resp}``): an empty answer (``{}``) or a garbled one (an HTML error page) after the refund went out is
+  kept as the refund. Caught by ``target.expected_end`` (a fault ``{kind: tool, tool: issue_refund, call: 1,
+  outcome: empty_answer}``) and ``differential.same_end`` (``fault:issue_refund#1=malformed_answer``).
 """
 
 from __future__ import annotations
@@ -71,7 +75,14 @@ def _issue_swallowing_errors(state: graph.RefundState) -> dict[str, Any]:
     return {"refund": refund, "log": ["issued"]}
 
 
+def _issue_trusting_the_answer(state: graph.RefundState) -> dict[str, Any]:
+    draft = state["current_draft"]
+    resp = services.issue_refund(draft["draft_id"], draft["amount_cents"], idempotency_key=f"refund-{draft['draft_id']}")
+    return {"refund": resp, "log": ["issued"]}
+
+
 no_key = graph.make_builder(nodes={"issue": _issue_without_key})
+trusts_the_answer = graph.make_builder(nodes={"issue": _issue_trusting_the_answer})
 swallows_errors = graph.make_builder(nodes={"issue": _issue_swallowing_errors})
 wall_clock = graph.make_builder(nodes={"draft": _draft_keyed_by_clock})
 email_before_interrupt = graph.make_builder(nodes={"approve": _approve_after_emailing})

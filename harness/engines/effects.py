@@ -4,7 +4,9 @@ The ledger is the one the fake tools use (:class:`crashpoint.fakes.ledger.Ledger
 a call is a row of its ``calls`` table (tool = the effect's name, its arguments, idempotency key,
 outcome ``applied`` | ``duplicate`` | ``failed`` | ``conflict``, ``lost``), a scripted fault is a row of its ``script``
 table with its :class:`~crashpoint.fakes.ledger.Behaviour` (the built-in ``retryable``, ``fatal``,
-``timeout``, ``lost_response``, ``slow``, or a fault kind's own, such as ``late_answer``), human answers
+``timeout``, ``lost_response``, ``slow``, ``rate_limited`` (raises :class:`~crashpoint.api.EffectRateLimited`),
+``empty_answer`` / ``malformed_answer`` (applied, the call returns ``{}`` / a text that is not the function's value:
+:data:`crashpoint.fakes.ledger.ANSWERS`), or a fault kind's own, such as ``late_answer``), human answers
 are its ``decisions``. A ``slow`` call sleeps its script's ``seconds`` of real time (a team's code runs
 on the wall clock). What a
 target call adds is kept in one more table of the same file::
@@ -38,8 +40,9 @@ import time
 from typing import Any, Callable, Mapping, Sequence
 
 import crashpoint.api as effect_api
-from crashpoint.api import OUTSIDE_FILE, EffectCall, EffectFault, EffectSpec, EffectTimeout, _Outside, bound_arguments
-from crashpoint.fakes.ledger import Ledger, next_gseq
+from crashpoint.api import (OUTSIDE_FILE, EffectCall, EffectFault, EffectRateLimited, EffectSpec, EffectTimeout, _Outside,
+                            bound_arguments)
+from crashpoint.fakes.ledger import Ledger, garbled, next_gseq
 from crashpoint.harness.engines.workerlib import alive, held_lock, rendezvous
 from crashpoint.protocols import no_probe
 
@@ -53,6 +56,8 @@ CREATE TABLE IF NOT EXISTS thread_parents (
 """
 #: Real seconds a scripted ``slow`` call sleeps when its script gives none.
 SLOW_DEFAULT_S = 0.2
+#: Real seconds of a scripted ``rate_limited`` call's ``retry_after`` when its script gives none.
+RATE_LIMIT_DEFAULT_S = 0.2
 
 
 #: The engine position (``{"thread", "node", "task", "step"}``) the calling thread inherited from the code that started
@@ -403,7 +408,12 @@ class EffectSession:
             outcome, how, seconds = ledger.next_script(conn, name)
         context = (thread, node, task, step, dig, durable, others)
         fault: EffectFault | None = None
-        if how.error is not None:
+        if how.error is not None and how.waits:  # a rate limit: nothing applied, wait retry_after (real seconds)
+            wait_s = float(seconds or RATE_LIMIT_DEFAULT_S)
+            text = (how.message or "{tool}: scripted rate limit").replace("{tool}", name).replace("{retry_after}",
+                                                                                                   f"{wait_s:g}")
+            fault = EffectRateLimited(text, effect=name, retry_after=wait_s, status=how.status or 429)
+        elif how.error is not None:
             kind = EffectTimeout if outcome in ("timeout", "late_answer") else EffectFault
             text = (how.message or f"{{tool}}: scripted {outcome}").replace("{tool}", name)
             fault = kind(text, effect=name, retryable=how.error == "retryable", maybe_applied=how.applies)
@@ -433,6 +443,8 @@ class EffectSession:
         self.probe(f"after_effect:{name}")
         if fault is not None:  # the effect landed, the caller gets an error (a lost answer, a late answer)
             raise fault
+        if how.answer is not None:  # the effect landed, the caller gets an empty or garbled answer instead of it
+            return garbled(how.answer)
         return result
 
     def _insert(self, conn: Any, name: str, args_json: str, key: str | None, outcome: str, retryable: Any,

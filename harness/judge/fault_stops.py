@@ -22,7 +22,8 @@ END_RULES = frozenset({"target.expected_end", "target.expected_effects", "target
                        "target.compensated", "differential.same_end", "differential.same_effects"})
 #: How the fault's error reads in a thread's error text (crashpoint.api's EffectTimeout and a lost answer's reset).
 _TEXTS = {"timeout": ("timeout",), "lost_response": ("connection reset", "answer was lost"),
-          "retryable": ("scripted", "retryable")}
+          "retryable": ("scripted", "retryable"), "rate_limited": ("429", "rate limited"),
+          "empty_answer": (), "malformed_answer": ()}  # a garbled answer raises nothing of its own
 #: Thread statuses of a thread that did not go on (neither finished nor waiting for a human).
 _STOPPED = ("stuck", "error", "failed", "cancelled", "terminated")
 

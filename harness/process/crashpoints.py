@@ -114,7 +114,7 @@ _TOGETHER = re.compile(r"^(\d+) workers$")
 #: ``"fault:issue_refund#1=lost_response"`` (:func:`fault_part`).
 _FAULT = re.compile(r"^fault:(?P<effect>[^\s#=]+)#(?P<call>[1-9]\d*)=(?P<outcome>[a-z_]+)$")
 #: The outcomes a spec's fault part may give a call (a transient one: what durable code retries).
-FAULT_OUTCOMES = ("timeout", "lost_response", "retryable")
+FAULT_OUTCOMES = ("timeout", "lost_response", "retryable", "rate_limited", "empty_answer", "malformed_answer")
 
 
 def fault_part(effect: str, call: int, outcome: str) -> str:
@@ -138,8 +138,10 @@ class Spec:
     are still in their thread.
 
     A part ``"fault:EFFECT#N=OUTCOME"`` (:func:`fault_part`) makes the ``N``-th call of effect ``EFFECT`` end with
-    ``OUTCOME`` (``timeout``: nothing applied; ``lost_response``: applied, the answer lost; ``retryable``), raised in
-    the worker as the tool's error: a spec of such parts alone kills nothing (the engine's own retry runs).
+    ``OUTCOME`` (``timeout``: nothing applied; ``lost_response``: applied, the answer lost; ``retryable``;
+    ``rate_limited``: nothing applied, a 429 with ``retry_after``; ``empty_answer`` / ``malformed_answer``: applied, the
+    call returns ``{}`` / a text that is not its answer), raised (or returned) in the worker as the tool's: a spec of
+    such parts alone kills nothing (the engine's own retry runs).
 
     Attributes:
         kills: crash point ids to kill at, in order. ``alongside``: points where a second worker runs

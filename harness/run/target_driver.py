@@ -67,9 +67,9 @@ from crashpoint.harness.load.target import Target, TargetCase
 from crashpoint.harness.engines.workerlib import PIDS_FILE, RENDEZVOUS_MISSED_FILE, TARGET_FILE, THREADS_FILE, UNSUPPORTED_RC
 from crashpoint.harness.engines.workerlib import invoke_errors
 from crashpoint.harness.engines.base import Engine, EngineServer, engine_for
-from crashpoint.harness.engines.effects import SLOW_DEFAULT_S
+from crashpoint.harness.engines.effects import RATE_LIMIT_DEFAULT_S, SLOW_DEFAULT_S
 from crashpoint.harness.faults import kinds as fault_kinds
-from crashpoint.harness.faults.kinds.tool import placed
+from crashpoint.harness.faults.kinds.tool import TIMED_OUTCOMES, placed
 from crashpoint.harness.model.points import THEN, WITH
 
 #: ``server`` values of :func:`run_target`, for an engine with a server (:meth:`~crashpoint.harness.engines.base.
@@ -201,7 +201,8 @@ def script_faults(ledger: Ledger, faults: list[dict[str, Any]]) -> list[int | No
         if index is None:
             ledger.script(entry["tool"], "success")
         else:
-            seconds = float(entry.get("seconds", SLOW_DEFAULT_S)) if entry["outcome"] == "slow" else None
+            default_s = SLOW_DEFAULT_S if entry["outcome"] == "slow" else RATE_LIMIT_DEFAULT_S
+            seconds = float(entry.get("seconds", default_s)) if entry["outcome"] in TIMED_OUTCOMES else None
             ledger.script(entry["tool"], entry["outcome"], times=1, seconds=seconds)
         owners.append(index)
     return owners

@@ -105,3 +105,10 @@ def test_a_fault_run_is_counted_as_one_and_covers_no_crash_point() -> None:
         RunResult("c", None, "passed"), RunResult("c", "fault:x#1=timeout", "passed"),
         RunResult("c", "a >> b", "passed"), RunResult("c", "a", "passed")], {}, 0.0)
     assert result.runs_by_kind() == {"golden": 1, "single": 1, "double": 1, "effect_fault": 1}
+
+
+def test_a_crash_spec_gives_the_answers_of_real_apis_but_no_stale_read() -> None:
+    for outcome in ("rate_limited", "empty_answer", "malformed_answer"):
+        assert crashpoints.parse(f"fault:issue_refund#1={outcome}").faults == (("issue_refund", 1, outcome),)
+    with pytest.raises(ValueError, match="OUTCOME one of .*malformed_answer.*got 'fault:issue_refund#1=stale_read'"):
+        crashpoints.parse("fault:issue_refund#1=stale_read")

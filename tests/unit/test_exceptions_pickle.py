@@ -24,6 +24,7 @@ import crashpoint.engine.states  # noqa: F401,E402
 SAMPLES = {
     "EffectFault": lambda: crashpoint.EffectFault("pay: scripted fatal", effect="pay", retryable=False),
     "EffectTimeout": lambda: crashpoint.EffectTimeout("x", effect="e", retryable=True, maybe_applied=True),
+    "EffectRateLimited": lambda: crashpoint.EffectRateLimited("pay: 429", effect="pay", retry_after=1.5),
     "ToolError": lambda: ToolError("refund api down", retryable=True, maybe_applied=True),
     "CaseError": lambda: CaseError("bad thread", file="t.yaml", line=7, field="inputs[0].thread"),
     "StoreError": lambda: StoreError("the ledger is damaged", file="/tmp/ledger.db"),
@@ -70,3 +71,13 @@ def test_an_invariant_clash_pickles_too() -> None:
     back = pickle.loads(pickle.dumps(InvariantClash("paid_once", ["a:paid_once", "b:paid_once"])))
     assert (back.name, back.origins, str(back)) == ("paid_once", ["a:paid_once", "b:paid_once"],
                                                     str(InvariantClash("paid_once", ["a:paid_once", "b:paid_once"])))
+
+
+def test_a_rate_limit_unpickles_with_what_a_teams_code_reads() -> None:
+    exc = crashpoint.EffectRateLimited("pay: 429 Too Many Requests", effect="pay", retry_after=0.5)
+    back = pickle.loads(pickle.dumps(exc))
+    assert isinstance(back, crashpoint.EffectFault) and type(back) is crashpoint.EffectRateLimited
+    assert (back.status, back.retry_after, back.retryable, back.maybe_applied, back.effect) == (429, 0.5, True, False,
+                                                                                                   "pay")
+    tool = pickle.loads(pickle.dumps(ToolError("x: 429", retryable=True, status=429, retry_after=30.0)))
+    assert (tool.status, tool.retry_after) == (429, 30.0)

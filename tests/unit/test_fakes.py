@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from crashpoint.fakes.clock import VirtualClock
-from crashpoint.fakes.ledger import EPOCH_S, Ledger
+from crashpoint.fakes.ledger import ANSWERS, EPOCH_S, Ledger
 from crashpoint.fakes.tools import Toolbox
 from crashpoint.protocols import ToolError
 
@@ -118,5 +118,69 @@ def test_tool_fault_crash_points_are_passed_like_any_call(ledger: Ledger) -> Non
 @pytest.mark.parametrize("outcome, seconds", [("slow", None), ("slow", 0), ("slow", -1), ("timeout", 5.0),
                                               ("nap", None)])
 def test_script_refuses_bad_outcomes(ledger: Ledger, outcome: str, seconds: float | None) -> None:
+    with pytest.raises(ValueError):
+        ledger.script(DRAFT, outcome, seconds=seconds)
+
+
+# -- answers as real APIs give them (issue 28 item 8) ---------------------------------------------------------
+def test_a_rate_limit_applies_nothing_and_says_429_and_how_long_to_wait(ledger: Ledger, box: Toolbox) -> None:
+    ledger.script(DRAFT, "rate_limited", seconds=45.0)
+    with pytest.raises(ToolError, match="429 Too Many Requests: rate limited, retry after 45 s") as info:
+        box.call(DRAFT, ARGS, "k1")
+    assert (info.value.retryable, info.value.maybe_applied, info.value.status, info.value.retry_after) == (
+        True, False, 429, 45.0)
+    (call,) = ledger.calls(DRAFT)
+    assert (call.outcome, call.retryable, call.lost) == ("failed", True, False)
+    assert box.clock.now() == call.at  # the call itself takes no time: waiting is the caller's
+    assert box.call(DRAFT, ARGS, "k1")["status"] == "drafted"  # the same key after the wait: applied once
+    assert len(ledger.applied(DRAFT)) == 1
+
+
+@pytest.mark.parametrize("outcome, answer", [("empty_answer", {}), ("malformed_answer", ANSWERS["malformed"])])
+def test_an_empty_or_malformed_answer_is_applied_and_the_same_key_gets_the_real_one(
+        ledger: Ledger, box: Toolbox, outcome: str, answer: object) -> None:
+    ledger.script(DRAFT, outcome)
+    assert box.call(DRAFT, ARGS, "k1") == answer  # no error: what came back is not the answer
+    (call,) = ledger.calls(DRAFT)
+    assert (call.outcome, call.lost) == ("applied", True) and call.result["status"] == "drafted"
+    again = box.call(DRAFT, ARGS, "k1")
+    assert again == call.result and again["draft_id"].startswith("dr_")
+    assert [c.outcome for c in ledger.calls(DRAFT)] == ["applied", "duplicate"]
+
+
+def test_an_empty_answer_is_a_fresh_dict_each_time(ledger: Ledger, box: Toolbox) -> None:
+    ledger.script(DRAFT, "empty_answer", times=2)
+    first = box.call(DRAFT, ARGS, "k1")
+    first["mutated"] = True
+    assert box.call(DRAFT, ARGS, "k2") == {}
+
+
+def test_a_stale_read_does_not_see_the_write_just_made_and_its_refusal_is_retryable(
+        ledger: Ledger, box: Toolbox) -> None:
+    draft = box.call(DRAFT, ARGS, "d1")
+    ledger.script(ISSUE, "stale_read")
+    with pytest.raises(ToolError, match="is missing .*a stale read") as info:
+        box.call(ISSUE, {"draft_id": draft["draft_id"]}, "i1")
+    assert info.value.retryable and not info.value.maybe_applied
+    assert box.call(ISSUE, {"draft_id": draft["draft_id"]}, "i1")["status"] == "issued"  # the write shows now
+    assert [c.outcome for c in ledger.calls(ISSUE)] == ["failed", "applied"]
+
+
+def test_a_stale_read_sees_the_record_as_before_its_latest_write(ledger: Ledger, box: Toolbox) -> None:
+    draft = box.call(DRAFT, ARGS, "d1")
+    box.call("refunds.cancelRefundDraft", {"result": draft}, "c1")  # drafted -> cancelled
+    ledger.script(ISSUE, "stale_read")
+    # the issue reads the draft still "drafted" (the cancel not seen yet) and issues it: what a stale read risks
+    assert box.call(ISSUE, {"draft_id": draft["draft_id"]}, "i1")["status"] == "issued"
+
+
+def test_a_stale_read_of_a_tool_that_reads_nothing_answers_as_usual(ledger: Ledger, box: Toolbox) -> None:
+    ledger.script(DRAFT, "stale_read")
+    assert box.call(DRAFT, ARGS, "d1")["status"] == "drafted"
+
+
+@pytest.mark.parametrize("outcome, seconds", [("rate_limited", None), ("rate_limited", 0), ("empty_answer", 3.0),
+                                              ("stale_read", 1.0)])
+def test_script_refuses_the_new_outcomes_with_bad_seconds(ledger: Ledger, outcome: str, seconds: float | None) -> None:
     with pytest.raises(ValueError):
         ledger.script(DRAFT, outcome, seconds=seconds)

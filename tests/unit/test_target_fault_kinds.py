@@ -81,6 +81,15 @@ SERVERS = ", ".join(engine_names(server=True))
      "is not one of ['start', 'answer']"),
     ({"name": "c", "faults": [{"kind": "tool", "tool": "pay", "outcome": "fatal"}]}, "langgraph",
      "cases[0].faults[0].call", "missing required field 'call'"),
+    # answers as real APIs give them: a stale read is for packs only, a made-up answer is refused
+    ({"name": "c", "faults": [{"kind": "tool", "tool": "pay", "call": 1, "outcome": "stale_read"}]}, "langgraph",
+     "cases[0].faults[0].outcome", "'stale_read' is not one of"),
+    ({"name": "c", "faults": [{"kind": "tool", "tool": "pay", "call": 1, "outcome": "teapot_418"}]}, "langgraph",
+     "cases[0].faults[0].outcome", "'teapot_418' is not one of"),
+    ({"name": "c", "faults": [{"effect": "pay", "outcome": "half_answer"}]}, "langgraph",
+     "cases[0].faults[0].outcome", "'half_answer' is not one of"),
+    ({"name": "c", "faults": [{"kind": "tool", "tool": "pay", "call": 1, "outcome": "rate_limited", "seconds": 61}]},
+     "langgraph", "cases[0].faults[0].seconds", "61"),
 ])
 def test_a_fault_a_target_cannot_hold_names_its_file_line_and_field(tmp_path: Path, case: dict, engine: str,
                                                                      field: str, message: str) -> None:
@@ -164,3 +173,18 @@ def test_a_run_of_a_fault_its_engine_lacks_is_unsupported_and_starts_no_worker(t
         assert (r.verdict, r.failures) == ("unsupported", []), r.error
         assert r.error == f"engine {engine} cannot inject the case's faults: {missing}"
         assert not (tmp_path / "run").exists()
+
+
+def test_the_answers_of_real_apis_are_accepted_and_a_stale_read_is_refused_by_the_kind_too(tmp_path: Path) -> None:
+    """A target file may give ``rate_limited``, ``empty_answer`` and ``malformed_answer``; the kind itself refuses a
+    ``stale_read`` on a target (a ``TargetCase`` built in Python, past the schema), naming the field."""
+    from crashpoint.harness.faults import kinds
+    from crashpoint.harness.faults.kinds import FaultError
+
+    faults = [{"kind": "tool", "tool": "pay", "call": n, "outcome": o, **({"seconds": 0.5} if o == "rate_limited"
+                                                                          else {})}
+              for n, o in enumerate(["rate_limited", "empty_answer", "malformed_answer"], 1)]
+    Target.from_file(_write(tmp_path, [{"name": "c", "faults": faults}], engine="langgraph"))
+    with pytest.raises(FaultError) as err:
+        kinds.get("tool").check_target({"kind": "tool", "tool": "pay", "call": 1, "outcome": "stale_read"})
+    assert err.value.path == ("outcome",) and "packs only" in str(err.value)

@@ -787,3 +787,16 @@ class DecisionConsumedBeforeApplied(Engine):
                     conn.execute("UPDATE inbox SET consumed=1 WHERE seq=?", (seq,))
             kwargs = {**kwargs, "consume": []}
         super()._commit(name, wid, st, moves, **kwargs)
+
+
+class TrustsAnyAnswer(Engine):
+    """Bug: whatever a tool call returns is taken for its answer: an empty body (``{}``) or a proxy's error page after
+    the provider acted is recorded as the step's result and the run goes on with it.
+
+    Seed failure mode: "tool outputs are trusted without validation".
+    Caught by: ``final_status`` on a ``{kind: tool, outcome: empty_answer}`` fault of the draft (the issue that reads
+    the draft's id from ``{}`` is refused: expected succeeded), already in the golden run.
+    """
+
+    def _is_answer(self, result: Any) -> bool:
+        return True  # the bug
