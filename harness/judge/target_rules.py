@@ -587,14 +587,16 @@ def judge(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> t
         unknown.append(f"target.repeats_explained: its notes could not be made: {type(exc).__name__}: {exc}")
     seen = view(run)
     try:
-        checks = invariants(target)
+        with guarded():  # a team module that ends the process on import
+            checks = invariants(target)
     except BaseException as exc:  # noqa: BLE001 - the team's module raised on import: no check could judge
         unknown.append(f"target.invariant: the target's invariants could not be loaded: {type(exc).__name__}: {exc}")
         checks = {}
     for name, check in checks.items():
         rule_id = f"target.invariant:{name}"
         try:
-            verdict = check(seen)
+            with guarded():  # os._exit / os.abort in a check: unknown, not the end of crashpoint's process
+                verdict = check(seen)
         except AssertionError as exc:
             failures.append(Failure(rule_id, str(exc) or f"invariant {name} failed (an assert)"))
             continue
@@ -608,6 +610,7 @@ def judge(target: Target, run: TargetOutcome, golden: TargetOutcome | None) -> t
 
 
 from crashpoint.harness.judge import fault_stops  # noqa: E402
+from crashpoint.harness.judge.team_code import guarded  # noqa: E402
 from crashpoint.harness.judge import target_scope  # noqa: E402,F401 - registers target.no_effect
 from crashpoint.harness.judge import target_compensation  # noqa: E402,F401 - registers target.compensated, ...
 from crashpoint.harness.engines.base import engine_rules  # noqa: E402 - each engine module's own rules, after these

@@ -84,3 +84,16 @@ def test_any_exception_is_unknown_with_its_text(tmp_path: Path, body: str, said:
     failures, unknown, name = _judge(tmp_path, body)
     assert failures == [] and len(unknown) == 1, (failures, unknown)
     assert unknown[0].startswith(f"target.invariant:{name}: ") and said in unknown[0], unknown
+
+
+@pytest.mark.parametrize("body", ["import os\nos._exit(0)", "import os\nos.abort()",
+                                  "import os\ntry:\n    os._exit(0)\nexcept Exception:\n    return True"])
+def test_a_check_that_would_end_crashpoints_process_is_unknown(tmp_path: Path, body: str) -> None:
+    """``os._exit(0)`` in a check ended ``crashpoint run`` with exit 0 and no ``--json`` (an attack on issue 27 item
+    2); now it raises in the check, and the judge says ``unknown`` with what was called."""
+    failures, unknown, name = _judge(tmp_path, body)
+    assert failures == [] and len(unknown) == 1, unknown
+    assert "ProcessExitRefused" in unknown[0] and "crashpoint's own process" in unknown[0], unknown
+    import os
+
+    assert getattr(os._exit, "__wrapped__", None) is not None  # guarded, and the original kept for everyone else
