@@ -147,20 +147,18 @@ UNSEEN_NOTE = "a process started outside the ledger's view"
 _watching = False
 
 
+#: A command that clears its own environment before it runs the rest (``env -i python pay.py``, ``env - ...``,
+#: ``env --ignore-environment ...``, ``env -u CRASHPOINT_RUN_DIR ...``), started with this process's environment.
+CLEARS_ENV = re.compile(r"(?:^|[\s;&|(`/])env\s+(?:-[a-zA-Z]*i[a-zA-Z]*|-|--ignore-environment|-u\s*"
+                        + re.escape(effect_api.RUN_MARKER) + r"|--unset[= ]" + re.escape(effect_api.RUN_MARKER)
+                        + r")(?=\s|$)")
+
+
 def _unseen(pid: int | None, command: Any, env: Any) -> None:
     """Note process ``pid`` (started with ``command``) when its environment ``env`` (``None``: this process's own,
     which carries the run's marker) lacks this run's marker: effects it makes are not observed."""
     session = effect_api._session
-    if env is None or pid is None or not isinstance(session, EffectSession) or session.pid != os.getpid():
-        return
-    run_dir = os.path.dirname(os.fspath(session.path))
-    try:
-        marker = env.get(effect_api.RUN_MARKER, env.get(effect_api.RUN_MARKER.encode()))
-    except Exception:  # noqa: BLE001 - an env that is no mapping: Popen itself refuses it first
-        return
-    if isinstance(marker, bytes):
-        marker = marker.decode(errors="replace")
-    if marker is not None and os.path.realpath(marker) == os.path.realpath(run_dir):
+    if pid is None or not isinstance(session, EffectSession) or session.pid != os.getpid():
         return
     if isinstance(command, (str, bytes, os.PathLike)):
         shown = os.fsdecode(command)
@@ -168,6 +166,17 @@ def _unseen(pid: int | None, command: Any, env: Any) -> None:
         import shlex
 
         shown = shlex.join(os.fsdecode(a) for a in command)
+    if env is None and not CLEARS_ENV.search(shown):  # this process's environment, the marker with it
+        return
+    run_dir = os.path.dirname(os.fspath(session.path))
+    try:
+        marker = None if env is None else env.get(effect_api.RUN_MARKER, env.get(effect_api.RUN_MARKER.encode()))
+    except Exception:  # noqa: BLE001 - an env that is no mapping: Popen itself refuses it first
+        return
+    if isinstance(marker, bytes):
+        marker = marker.decode(errors="replace")
+    if marker is not None and os.path.realpath(marker) == os.path.realpath(run_dir):
+        return
     where = _here() or {}
     line = json.dumps({"pid": pid, "command": shown[:300], "thread": where.get("thread"), "node": where.get("node"),
                        "worker": os.getpid()}) + "\n"
@@ -224,23 +233,48 @@ def unseen_processes(run_dir: str | os.PathLike[str]) -> list[str]:
     """The run's notes on processes its workers started outside the ledger's view (:func:`watch_processes`), one per
     process: ":data:`UNSEEN_NOTE` (pid P, started by worker W in THREAD@NODE: COMMAND): ... effects it makes are not
     observed"; ``[]`` when none was (a torn last line, its writer killed, is left out)."""
-    path = os.path.join(os.fspath(run_dir), UNSEEN_FILE)
-    try:
-        with open(path) as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return []
     notes = []
-    for text in lines:
-        try:
-            row = json.loads(text)
-        except ValueError:
-            continue
+    for row in unseen_commands(run_dir):
         where = f"{row['thread']}@{row['node']}" if row.get("thread") is not None else "no node crashpoint could place"
         notes.append(f"{UNSEEN_NOTE} (pid {row['pid']}, started by worker {row['worker']} in {where}: "
                      f"{row['command'][:200]}): its environment lacks the run's marker {effect_api.RUN_MARKER}, so effects it makes "
                      "are not observed (no ledger, no crash point, no outside-effects log)")
     return notes
+
+
+def unseen_commands(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The processes the run's workers started outside the ledger's view (:func:`watch_processes`), as recorded:
+    ``[{"pid", "command", "thread", "node", "worker"}]`` (a torn last line, its writer killed, is left out)."""
+    try:
+        with open(os.path.join(os.fspath(run_dir), UNSEEN_FILE)) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    rows = []
+    for text in lines:
+        try:
+            rows.append(json.loads(text))
+        except ValueError:
+            continue
+    return rows
+
+
+def unobserved(run_dir: str | os.PathLike[str], allowed: Sequence[str]) -> list[str]:
+    """Why a run could not see its effects, one text per process started outside the ledger's view whose command
+    matches none of ``allowed`` (the target's ``outside_ledger:``, shell-style patterns over the command as shown):
+    such a process may have made a side effect the run cannot count, so the run is an ``error``, never a pass."""
+    import fnmatch
+
+    out = []
+    for row in unseen_commands(run_dir):
+        if any(fnmatch.fnmatchcase(row["command"], pattern) for pattern in allowed):
+            continue
+        where = f"{row['thread']}@{row['node']}" if row.get("thread") is not None else "no node crashpoint could place"
+        out.append(f"process {row['pid']} ({row['command'][:200]}), started in {where}, ran without the run's marker "
+                   f"{effect_api.RUN_MARKER}: a side effect it made is not observed, so the run cannot say whether "
+                   "the workflow survived; start it with the marker in its environment (env={**os.environ, ...}), or, "
+                   "if it makes no side effect, list its command under outside_ledger: in the target file")
+    return out
 
 
 def unseen_summary(results: Sequence[Any]) -> list[str]:

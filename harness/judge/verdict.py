@@ -280,6 +280,7 @@ def _decide(case: Any, subject: Any, run: Any, crash_point: str | None, golden: 
         ff_broke,
         unverified(run),  # a kill that did not land, or a changed crash log: nothing was tested
         "; ".join(getattr(run, "outside", ())),  # effects called where the ledger never saw them (a subprocess)
+        "; ".join(getattr(run, "unobserved", ())),  # a process started without the run's marker: nothing seen
         ("the case's faults never fired, so nothing was tested: " + "; ".join(run.faults_missed)
          if run.faults_missed and vacuous_ok else None),
         NO_CALL["target" if target else "pack"] if nothing and vacuous_ok and not (target and case.makes_no()) else None,

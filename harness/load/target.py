@@ -356,6 +356,9 @@ class Target:
             the golden run included).
         ignore: dotted paths into every thread's final state values that ``differential.same_end`` leaves out
             (:mod:`crashpoint.harness.judge.stable`), besides what two fault-free runs of a case disagree on.
+        outside_ledger: shell-style patterns over the commands of processes the team's code starts without the run's
+            marker in their environment that make no side effect (a run that starts any other such process is an
+            ``error``: :func:`crashpoint.harness.engines.effects.unobserved`).
         compensations: effect -> ``{"undo": EFFECT, "unless": [EFFECT, ...]}`` (the file's ``EFFECT: UNDO`` short
             form has no ``unless``): judged by :mod:`crashpoint.harness.judge.target_compensation`.
         file: the YAML it came from (``None`` when built in Python).
@@ -378,6 +381,7 @@ class Target:
     versions: dict[str, str] = field(default_factory=dict)
     expect: dict[str, dict[str, Any]] = field(default_factory=dict)
     ignore: list[str] = field(default_factory=list)
+    outside_ledger: list[str] = field(default_factory=list)
     compensations: dict[str, dict[str, Any]] = field(default_factory=dict)
     file: str | None = None
 
@@ -495,7 +499,8 @@ class Target:
                    pythonpath=[str((base / p).resolve()) for p in data.get("pythonpath", ["."])],
                    cases=cases or [TargetCase()], options=options,
                    versions=data.get("versions", {}), expect=data.get("expect", {}),
-                   ignore=list(data.get("ignore", [])), compensations=compensations(data.get("compensations", {})),
+                   ignore=list(data.get("ignore", [])), outside_ledger=list(data.get("outside_ledger", [])),
+                   compensations=compensations(data.get("compensations", {})),
                    file=file)
 
     def _options_block(self) -> dict[str, Any]:
@@ -534,6 +539,7 @@ class Target:
                 "pythonpath": self.pythonpath, **self._options_block(),
                 "versions": self.versions, "expect": self.expect, "cases": [c.to_data() for c in self.cases],
                 **({"ignore": list(self.ignore)} if self.ignore else {}),  # (absent when empty: versions unchanged)
+                **({"outside_ledger": list(self.outside_ledger)} if self.outside_ledger else {}),
                 **({"compensations": {e: dict(c, unless=list(c["unless"])) if c["unless"] else c["undo"]
                                       for e, c in self.compensations.items()}} if self.compensations else {})}
 

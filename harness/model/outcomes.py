@@ -106,6 +106,10 @@ class TargetOutcome:
         outside: effect calls made in a process that is not a worker (a node's subprocess), one text per process
             and effect (:func:`~crashpoint.harness.engines.effects.outside_calls`): the ledger does not hold them,
             so the verdict is then ``error``.
+        unobserved: processes a worker started without the run's marker whose commands the target's
+            ``outside_ledger:`` does not name, one text each
+            (:func:`~crashpoint.harness.engines.effects.unobserved`): a side effect made there is not seen, so the
+            verdict is then ``error``.
         races: the races the run's crash spec held (``"A with P held until Q"``:
             :func:`crashpoint.harness.process.crashpoints.races`): ``[{"held", "until", "pid", "end": "met" |
             "timeout" | "killed", "seconds"}]``.
@@ -142,6 +146,7 @@ class TargetOutcome:
     kill_problems: list[str] = field(default_factory=list)
     faults_missed: list[str] = field(default_factory=list)
     outside: list[str] = field(default_factory=list)
+    unobserved: list[str] = field(default_factory=list)
     races: list[dict[str, Any]] = field(default_factory=list)
     parents: dict[str, dict[str, Any]] = field(default_factory=dict)
     unstable: dict[str, Any] = field(default_factory=dict)

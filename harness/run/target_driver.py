@@ -62,7 +62,8 @@ from crashpoint.harness.process import crashpoints
 from crashpoint.harness.process import forkserver
 from crashpoint.harness.run.delivery import PROBE_SPEC
 from crashpoint.harness.process.launch import RUN_MARKER, run_process
-from crashpoint.harness.engines.effects import ensure_schema, outside_calls, read_calls, read_parents, unseen_processes
+from crashpoint.harness.engines.effects import (ensure_schema, outside_calls, read_calls, read_parents, unobserved,
+                                                unseen_processes)
 from crashpoint.harness.load.target import Target, TargetCase
 from crashpoint.harness.engines.workerlib import PIDS_FILE, RENDEZVOUS_MISSED_FILE, TARGET_FILE, THREADS_FILE, UNSUPPORTED_RC
 from crashpoint.harness.engines.workerlib import invoke_errors
@@ -657,6 +658,7 @@ class _Run:
         out.calls = read_calls(self.ledger)
         out.outside = outside_calls(run_dir)
         out.notes += unseen_processes(run_dir)  # processes started without the run's marker: their effects unseen
+        out.unobserved = unobserved(run_dir, self.target.outside_ledger)  # ... and not said to make none: an error
         out.fired = crashpoints.fired_points(run_dir)
         own = self.injected.kills  # the case's own kills, which fire first
         out.faults_missed[:0] = missed_faults(self.ledger, self.injected.tool_faults, self.owners) + \

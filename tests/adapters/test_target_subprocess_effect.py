@@ -99,6 +99,20 @@ def test_a_subprocess_started_with_a_cleared_environment_is_named_in_the_runs_no
     from crashpoint.harness.engines.effects import unseen_summary
 
     assert unseen_summary([r])[0].startswith("not observed: 1 run(s) started a process outside the ledger's view")
+    # and the run is an error, not a pass (issue 27's false PASS: 48 of 48 passed, two of them paid twice)
+    assert r.verdict == "error" and "ran without the run's marker CRASHPOINT_RUN_DIR" in r.error, (r.verdict, r.error)
+    assert "outside_ledger:" in r.error
+
+
+def test_a_process_the_target_says_makes_no_effect_is_named_but_passes(tmp_path: Path) -> None:
+    """``outside_ledger:`` names the commands a team knows make no side effect: the run passes, the note stays."""
+    import dataclasses
+
+    target = dataclasses.replace(_target(tmp_path, spawn=True, env="{'PATH': '/usr/bin:/bin'}"),
+                                 outside_ledger=["* -c *"])
+    r = run_one(target, target.cases[0], "sync", tmp_path / "run", None, None)
+    assert r.verdict == "passed", (r.error, r.failures)
+    assert [n for n in r.notes if n.startswith(UNSEEN)], r.notes
 
 
 def test_a_subprocess_that_keeps_the_runs_marker_is_not_named_unseen(tmp_path: Path) -> None:

@@ -41,3 +41,16 @@ def test_every_call_failing_is_vacuous_unless_the_runs_own_fault_failed_it() -> 
     assert message in vacuity(run("fault:draft#1=timeout", [_call("issue_refund", "failed")]), golden=False)[0]
     assert message not in vacuity(run("fault:issue_refund#1=timeout", [_call("issue_refund", "failed")]),
                                   golden=False)[0]
+
+
+def test_a_command_that_clears_its_own_environment_is_recognised() -> None:
+    """``subprocess.run("env -i python pay.py", shell=True)`` inherits the marker and drops it itself (the attack's
+    e'): such a command is watched like one given ``env={}``."""
+    from crashpoint.harness.engines.effects import CLEARS_ENV
+
+    for command in ("env -i python pay.py", "/usr/bin/env -i python pay.py", "cd /x && env - python p.py",
+                    "env --ignore-environment python p.py", "env -u CRASHPOINT_RUN_DIR python p.py",
+                    "env -iv python p.py"):
+        assert CLEARS_ENV.search(command), command
+    for command in ("python pay.py", "env FOO=1 python p.py", "printenv", "myenv -i x", "env -u HOME python p.py"):
+        assert not CLEARS_ENV.search(command), command
