@@ -179,6 +179,14 @@ def test_two_cases_of_one_name_are_refused(tmp_path: Path) -> None:
              "two cases are named 'c'")
 
 
+@pytest.mark.parametrize("expect", ["expect: {a: {values: {}}}\n", "expect: {a: {effects: {}}}\n"])
+def test_an_expect_that_expects_nothing_is_refused(tmp_path: Path, expect: str) -> None:
+    """``expect: {a: {}}`` was refused and ``expect: {a: {values: {}}}`` accepted: a check that cannot fail (the
+    attack on issue 27 item 1)."""
+    code, out, err = _validate(tmp_path, expect)
+    assert code == 2 and "should be non-empty" in err and "field expect.a." in err, (code, out, err)
+
+
 def test_crashpoint_run_refuses_before_its_sweep(tmp_path: Path) -> None:
     """The same check before a sweep: no run is made of a target validate refuses."""
     _refused(_validate(tmp_path, "gates: {issue_refnd: approve}\n", command="run"), "9: field gates.issue_refnd")
