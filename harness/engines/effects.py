@@ -35,6 +35,7 @@ import json
 import os
 import pickle
 import re
+import sys
 import threading
 import time
 from typing import Any, Callable, Mapping, Sequence
@@ -61,24 +62,71 @@ RATE_LIMIT_DEFAULT_S = 0.2
 
 
 #: The engine position (``{"thread", "node", "task", "step"}``) the calling thread inherited from the code that started
-#: it or submitted its task (:func:`follow_threads`), in ``where``; absent: none.
+#: it or submitted its task (:func:`follow_threads`), in ``where``; absent: none. ``origin``: for a position inherited
+#: by a thread at its start, ``(ident, frame)``: the starting thread and the outermost frame of the team's code that
+#: started it (:func:`_team_frame`); the position holds while that frame runs (:func:`_live`). ``None``: a task's.
 _inherited = threading.local()
 _following = False
+_pools_followed = False
+_library: dict[str, Any] = {}  # file -> whether it is library code; "": the library roots
 
 
 def position(context: Callable[[], Mapping[str, Any]]) -> dict[str, Any]:
     """Where the calling code runs, as the engine says (``context()``), or, when the engine names no thread here (a
     thread the team's node, step or activity started: a ``ThreadPoolExecutor`` inside it), the position its thread
-    inherited from the code that started it (:func:`follow_threads`); ``{}`` when neither knows."""
+    inherited from the code that started it or submitted its task (:func:`follow_threads`); ``{}`` when neither
+    knows. A thread's inherited position is dropped once the node code that started the thread has returned (a
+    long-lived thread made on first use and reused later for another thread's node): never a wrong thread."""
     try:
         where = dict(context() or {})
     except Exception:  # noqa: BLE001 - an engine asked outside its own threads may raise: no position there
         where = {}
     if where.get("thread") is None:
         inherited = getattr(_inherited, "where", None)
-        if inherited:
+        origin = getattr(_inherited, "origin", None)
+        if inherited and (origin is None or _live(*origin)):
             return dict(inherited)
     return where
+
+
+def _is_library(filename: str) -> bool:
+    """Whether code of ``filename`` is no team's: Python's own, an installed package's, a frozen or generated module's."""
+    known = _library.get(filename)
+    if known is None:
+        roots = _library.get("")
+        if roots is None:
+            import sysconfig
+
+            paths = sysconfig.get_paths()
+            roots = _library[""] = tuple({os.path.join(paths[k], "") for k in ("stdlib", "platstdlib", "purelib",
+                                                                               "platlib")})
+        known = _library[filename] = (filename.startswith(("<", *roots)) or "site-packages" in filename
+                                      or "dist-packages" in filename)
+    return known
+
+
+def _team_frame(frame: Any) -> Any:
+    """The outermost frame, from ``frame`` outward, of the team's code (not Python's, an installed package's or
+    crashpoint's, a worker run as ``__main__`` included): the node, step or activity function, or the workflow code
+    around a step; ``None`` when none."""
+    found = None
+    while frame is not None:
+        spec = frame.f_globals.get("__spec__")
+        module = str(getattr(spec, "name", None) or frame.f_globals.get("__name__", ""))
+        if not _is_library(frame.f_code.co_filename) and module.partition(".")[0] != "crashpoint":
+            found = frame
+        frame = frame.f_back
+    return found
+
+
+def _live(ident: int, frame: Any) -> bool:
+    """Whether ``frame`` still runs in thread ``ident`` (is on its stack now)."""
+    current = sys._current_frames().get(ident)
+    while current is not None:
+        if current is frame:
+            return True
+        current = current.f_back
+    return False
 
 
 def _here() -> dict[str, Any] | None:
@@ -91,15 +139,33 @@ def _here() -> dict[str, Any] | None:
     return where if where.get("thread") is not None else None
 
 
+def _carried(fn: Callable[..., Any], where: dict[str, Any] | None) -> Callable[..., Any]:
+    """``fn`` run at position ``where`` (a task submitted at that position: ``None``, none), whatever thread runs it;
+    the thread's own inherited position is back after."""
+    def at_position(*a: Any, **k: Any) -> Any:
+        before = getattr(_inherited, "where", None), getattr(_inherited, "origin", None)
+        _inherited.where, _inherited.origin = where, None
+        try:
+            return fn(*a, **k)
+        finally:
+            _inherited.where, _inherited.origin = before
+
+    return at_position
+
+
 def follow_threads() -> None:
     """Make the engine position follow the team's threads, once per process: a thread started
     (``threading.Thread.start``, so ``threading.Timer`` too) and a task submitted to a thread pool
-    (``concurrent.futures.ThreadPoolExecutor.submit``, so ``loop.run_in_executor`` and ``asyncio.to_thread`` too)
-    while the calling code runs in a node, DBOS step or Temporal activity carry that position into the new thread or
-    task, where an effect call whose engine names no thread (its context does not follow threads: LangGraph's config,
-    DBOS's step, Temporal's activity info) is placed with it (:func:`position`). Only crashpoint's own record of the
-    position follows: the engine's context in the new thread is what it would be without crashpoint. A pool thread
-    reused for another task takes that task's position (or none)."""
+    (``concurrent.futures.ThreadPoolExecutor.submit``, so ``loop.run_in_executor`` and ``asyncio.to_thread`` too;
+    ``multiprocessing.pool.ThreadPool``'s ``apply``, ``apply_async``, ``map``, ``map_async``, ``starmap``,
+    ``starmap_async``, ``imap``, ``imap_unordered``) while the calling code runs in a node, DBOS step or Temporal
+    activity carry that position into the new thread or task, where an effect call whose engine names no thread (its
+    context does not follow threads: LangGraph's config, DBOS's step, Temporal's activity info) is placed with it
+    (:func:`position`). Only crashpoint's own record of the position follows: the engine's context in the new thread
+    is what it would be without crashpoint. A pool thread reused for another task takes that task's position (or
+    none); a thread keeps the position it started with only while the team's code that started it runs. The
+    ``ThreadPool`` methods are wrapped once ``multiprocessing.pool`` is imported (:func:`_follow_pools`), not before:
+    importing it costs a worker tens of milliseconds."""
     global _following
     if _following:
         return
@@ -109,34 +175,53 @@ def follow_threads() -> None:
     start, submit = threading.Thread.start, ThreadPoolExecutor.submit
 
     def start_following(self: threading.Thread) -> None:
+        if not _pools_followed:
+            _follow_pools()  # a ThreadPool starts its threads as it is made: before its first task
         where = _here()
         if where is not None:
             run = self.run
+            starter = _team_frame(sys._getframe(1))
+            origin = None if starter is None else (threading.get_ident(), starter)
 
             def run_at_position() -> None:
-                _inherited.where = where
+                _inherited.where, _inherited.origin = where, origin
                 run()
 
             self.run = run_at_position  # type: ignore[method-assign]
         start(self)
 
     def submit_following(self: Any, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-        where = _here()
-
-        def at_position(*a: Any, **k: Any) -> Any:
-            before = getattr(_inherited, "where", None)
-            _inherited.where = where
-            try:
-                return fn(*a, **k)
-            finally:
-                _inherited.where = before
-
-        return submit(self, at_position, *args, **kwargs)
+        return submit(self, _carried(fn, _here()), *args, **kwargs)
 
     start_following.__wrapped__ = start  # type: ignore[attr-defined]
     submit_following.__wrapped__ = submit  # type: ignore[attr-defined]
     threading.Thread.start = start_following  # type: ignore[method-assign]
     ThreadPoolExecutor.submit = submit_following  # type: ignore[method-assign]
+    _follow_pools()
+
+
+def _follow_pools() -> None:
+    """Make each task given to a ``multiprocessing.pool.ThreadPool`` take the position of the code that submitted it
+    (:func:`_carried`), once ``multiprocessing.pool`` is imported: a pool's long-lived threads, started in the node
+    that first made it, would otherwise place every later task in that node's thread. A process ``Pool`` is left
+    alone (its tasks are pickled; a process it starts is watched: :func:`watch_processes`)."""
+    global _pools_followed
+    pools = sys.modules.get("multiprocessing.pool")
+    if _pools_followed or pools is None:
+        return
+    _pools_followed = True
+    # apply, map, starmap and their _async forms submit through apply_async and _map_async
+    for name in ("apply_async", "_map_async", "imap", "imap_unordered"):
+        method = getattr(pools.ThreadPool, name, None)
+        if method is None:  # another Python's pool: its tasks keep the thread's position
+            continue
+
+        def task_following(self: Any, func: Callable[..., Any], /, *args: Any, _method: Any = method,
+                           **kwargs: Any) -> Any:
+            return _method(self, _carried(func, _here()), *args, **kwargs)
+
+        task_following.__wrapped__ = method  # type: ignore[attr-defined]
+        setattr(pools.ThreadPool, name, task_following)
 
 
 #: File of a run folder: one JSON line ``{"pid", "command", "thread", "node", "worker"}`` per process a worker started

@@ -87,6 +87,53 @@ def test_langgraph_an_effect_from_a_thread_the_node_starts_is_placed_in_the_node
     assert _placed(r, "pay") == [("o1", "issue", "applied")] and _placed(r, "log") == [("o1", "issue", "applied")]
 
 
+LANGGRAPH_POOL = '''
+from multiprocessing.pool import ThreadPool
+from typing import TypedDict
+from langgraph.graph import END, START, StateGraph
+import crashpoint
+
+@crashpoint.effect("charge", key="k")
+def charge(order, k=None):
+    return {"charged": order}
+
+_POOL = None
+
+def pool():
+    global _POOL
+    if _POOL is None:  # made on first use, in the first thread's node
+        _POOL = ThreadPool(1)
+    return _POOL
+
+class S(TypedDict, total=False):
+    order: str
+    receipt: dict
+
+def pay(s):
+    return {"receipt": pool().apply(charge, (s["order"],), {"k": "c-" + s["order"]})}
+
+builder = StateGraph(S)
+builder.add_node("pay", pay)
+builder.add_edge(START, "pay")
+builder.add_edge("pay", END)
+'''
+
+
+@needs("langgraph.checkpoint.sqlite")
+def test_langgraph_a_thread_pool_made_in_one_threads_node_places_each_task_in_its_submitters_thread(
+        tmp_path: Path) -> None:
+    """attack 27 N3: the pool's worker thread, started in o1's node, placed o2's charge in o1 (before: "thread o1:
+    charge applied 2 time(s)", a failed golden run of correct code)."""
+    target = Target.from_data({
+        "target": "threads-pool", "engine": "langgraph", "entry": "pool_graph:builder",
+        "pythonpath": [_code(tmp_path, "pool_graph", LANGGRAPH_POOL)],
+        "inputs": [{"thread": "o1", "input": {"order": "1"}}, {"thread": "o2", "input": {"order": "2"}}],
+        "expect": {"o1": {"effects": {"charge": 1}}, "o2": {"effects": {"charge": 1}}}, "budget_s": 90})
+    r = run_one(target, target.cases[0], "sync", tmp_path / "run", None, None, keep=True)
+    assert r.verdict == "passed", (r.error, [f.message for f in r.failures])
+    assert sorted(_placed(r, "charge")) == [("o1", "pay", "applied"), ("o2", "pay", "applied")]
+
+
 DBOS_APP = '''
 from concurrent.futures import ThreadPoolExecutor
 from dbos import DBOS
