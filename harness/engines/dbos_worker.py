@@ -619,7 +619,7 @@ def main(argv: list[str] | None = None) -> int:
 
     module_name, _, default_workflow = target["entry"].partition(":")
     module = importlib.import_module(module_name)
-    patch_effects(target["effects"])
+    patch_effects(target["effects"], team=target["pythonpath"], run_dir=run_dir)
     url = opts.get("database_url") or f"sqlite:///{run_dir / DBOS_FILE}"
     poll_s = float(opts.get("poll_s", FAST_POLL_S))
     if poll_s != DBOS_DEFAULT_POLL_S:  # crashpoint's way (README "Speed"); the naive way keeps DBOS's own start-up

@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unsupported: durability={args.durability!r} does not exist in langgraph {version('langgraph')} "
               "(before 0.6 a graph has checkpoint_during=True, like async, or False, like exit)", flush=True)
         return UNSUPPORTED_RC
-    patch_effects(target["effects"])
+    patch_effects(target["effects"], team=target["pythonpath"], run_dir=run_dir)
     reader = sqlite3.connect(run_dir / LANGGRAPH_FILE, check_same_thread=False)
 
     def durable(thread: str | None) -> bool | None:

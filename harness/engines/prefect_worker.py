@@ -663,7 +663,7 @@ def main(argv: list[str] | None = None) -> int:
             inner(name)
     install_hooks()
     flow = load_object(target["entry"])
-    patch_effects(target["effects"])
+    patch_effects(target["effects"], team=target["pythonpath"], run_dir=run_dir)
     effect_api._install(EffectSession(run_dir / LEDGER_FILE, _probe, where_am_i,
                                       lambda thread: None if thread is None else thread == _now.thread or None))
     if args.barrier:

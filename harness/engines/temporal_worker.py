@@ -723,7 +723,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{time.monotonic() - t0:.3f} ({name})", flush=True)
         _mark("main")
     _task_timeout = timedelta(seconds=float((target.get("temporal") or {}).get("task_timeout_s", 2)))
-    patch_effects(target["effects"])
+    patch_effects(target["effects"], team=target["pythonpath"], run_dir=run_dir)
 
     def where_am_i() -> dict[str, Any]:
         try:

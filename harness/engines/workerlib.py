@@ -26,6 +26,9 @@ SUBMITTED_FILE = "submitted.log"
 PIDS_FILE = "pids.log"
 TARGET_FILE = "target.json"
 THREADS_FILE = "threads.json"
+#: Appended (one JSON line ``{"module", "name", "effect", "path"}``) by a worker for each global of the team's code
+#: that still holds an ``effects:`` entry's original function once it is wrapped (:func:`patch_effects`).
+UNWRAPPED_FILE = "unwrapped-effects.log"
 #: Appended (``PID``) by a process that left a rendezvous alone: its duplicate never overlapped with the other.
 RENDEZVOUS_MISSED_FILE = "rendezvous.missed"
 #: Appended (one JSON line ``{"pid", "thread", "error"}``) by a worker each time an invoke raises: ``threads.json``,
@@ -103,17 +106,75 @@ def load_object(spec: str) -> Any:
     return obj
 
 
-def patch_effects(effects: list[dict[str, Any]]) -> None:
-    """Wrap each ``{"path": "module:attr", "name"?, "key"?, "key_reuse"?}`` as a crashpoint effect, in its module (callers that
-    imported the function by name before this ran keep the original: name it where it is used)."""
+def patch_effects(effects: list[dict[str, Any]], team: Sequence[str] | None = None,
+                  run_dir: Path | None = None) -> list[dict[str, str]]:
+    """Wrap each ``{"path": "module:attr", "name"?, "key"?, "key_reuse"?}`` as a crashpoint effect, in its module
+    (callers that imported the function by name before this ran keep the original: name it where it is used).
+
+    Args:
+        team: the team's folders (a target's ``pythonpath``; the working directory is added): when given, the team's
+            modules whose globals still hold an original are looked for (:func:`held_originals`). ``None``: not.
+        run_dir: the run's folder: what is found is appended to ``RUN_DIR/``:data:`UNWRAPPED_FILE`, for the run's
+            verdict (:func:`unwrapped_effects`).
+
+    Returns:
+        ``[{"module", "name", "effect", "path"}]``: each global of the team's code that holds an entry's original.
+    """
+    originals: dict[int, tuple[Any, str, str]] = {}
     for spec in effects:
         module, _, attr = spec["path"].partition(":")
         owner: Any = importlib.import_module(module)
         *parents, leaf = attr.split(".")
         for part in parents:
             owner = getattr(owner, part)
-        setattr(owner, leaf, effect_api.wrap(getattr(owner, leaf), spec.get("name") or leaf, spec.get("key"),
-                                                spec.get("key_reuse") or "conflict"))
+        original, name = getattr(owner, leaf), spec.get("name") or leaf
+        setattr(owner, leaf, effect_api.wrap(original, name, spec.get("key"), spec.get("key_reuse") or "conflict"))
+        originals[id(original)] = (original, name, spec["path"])
+    found = held_originals(originals, [*team, os.getcwd()]) if team is not None else []
+    if found and run_dir is not None:
+        append(run_dir / UNWRAPPED_FILE, "".join(json.dumps(f) + "\n" for f in found))
+    return found
+
+
+def held_originals(originals: dict[int, tuple[Any, str, str]], folders: Sequence[str]) -> list[dict[str, str]]:
+    """The globals of the team's modules that hold one of ``originals`` (``id -> (function, effect, path)``, what
+    :func:`patch_effects` wrapped): ``[{"module", "name", "effect", "path"}]``. A team module is one loaded from under
+    one of ``folders``, not an installed package's (``site-packages``) nor crashpoint's; the function's own
+    definition in its own module is no copy (an entry that names it where a node looks it up leaves it there). Reads
+    only the globals of the team's modules: once per worker start."""
+    roots = tuple(os.path.join(os.path.abspath(f), "") for f in folders)
+    found = []
+    for module_name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        spec = getattr(module, "__spec__", None)
+        if not isinstance(file, str) or str(getattr(spec, "name", None) or module_name).partition(".")[0] == "crashpoint":
+            continue
+        if not (file if os.path.isabs(file) else os.path.abspath(file)).startswith(roots) or "site-packages" in file \
+                or "dist-packages" in file:
+            continue
+        for name, value in list(vars(module).items()):
+            held = originals.get(id(value))
+            if held is None or held[0] is not value:
+                continue
+            if getattr(value, "__module__", None) == module_name and name == getattr(value, "__name__", None):
+                continue  # its definition, in its own module
+            found.append({"module": module_name, "name": name, "effect": held[1], "path": held[2]})
+    return found
+
+
+def unwrapped_effects(run_dir: Path) -> list[str]:
+    """Why the run cannot see some calls of its ``effects:`` entries: one text per global of the team's code that its
+    workers found holding an original (:func:`patch_effects`), ``[]`` when none did."""
+    path = run_dir / UNWRAPPED_FILE
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    return list({(r["module"], r["name"], r["path"]): unwrapped_text(r) for r in rows}.values())
+
+
+def unwrapped_text(found: dict[str, str]) -> str:
+    """What one global holding an ``effects:`` entry's original (``{"module", "name", "effect", "path"}``) means."""
+    return (f"{found['module']}.{found['name']} holds the effects: entry {found['effect']} ({found['path']}) unwrapped: "
+            "calls through it are not observed: look it up through its module, or mark the function with "
+            f"crashpoint.effect ({found['module']} imported it by name before crashpoint wrapped it)")
 
 
 def append(path: Path, text: str) -> None:

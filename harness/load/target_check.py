@@ -8,6 +8,8 @@ the invariants, the ``effects:`` paths, a saver class, what the engine's options
 the field:
 
 * a name that imports nothing;
+* an ``effects:`` entry that a module of the team's code holds by name, imported before the entry was wrapped (calls
+  through it are not observed);
 * an effect in ``gates`` (or ``compensations``, a case's ``no_effect`` list, an ``expect``'s ``effects``) that no effect has (the effects the code makes through
   ``crashpoint.effect`` on import of its modules, and the ``effects:`` entries): the gate would gate nothing and
   every run would pass it;
@@ -102,8 +104,10 @@ def facts_of_code(data: dict[str, Any]) -> dict[str, Any]:
     """What the child reports of the team's code (``data``: the target's :meth:`~crashpoint.harness.load.target.
     Target.to_data`, its ``pythonpath`` already on ``sys.path``): ``{"error": [field, spec, text]}`` for the first
     name that imports nothing; else ``{"effects": {name: [origin...]}, "nodes": [...] | None, "clash": [name,
-    origins] | None, "same_code": [version...], "deferred": [version...]}`` (``deferred``: versions whose import
-    raised here, to be imported alone)."""
+    origins] | None, "same_code": [version...], "deferred": [version...], "unwrapped": [...]}`` (``deferred``:
+    versions whose import raised here, to be imported alone; ``unwrapped``: the globals of the team's modules that
+    still hold an ``effects:`` entry's original once it is wrapped, :func:`~crashpoint.harness.engines.workerlib.
+    patch_effects`)."""
     import crashpoint.api as api
     from crashpoint.harness.engines.workerlib import patch_effects
     from crashpoint.harness.load.target import Target
@@ -115,7 +119,7 @@ def facts_of_code(data: dict[str, Any]) -> dict[str, Any]:
         except BaseException as exc:  # noqa: BLE001 - the team's import-time code may raise anything, SystemExit too
             return {"error": [field, spec, f"{type(exc).__name__}: {exc}"]}
     try:
-        patch_effects(target.effects)
+        unwrapped = patch_effects(target.effects, team=target.pythonpath)
     except BaseException as exc:  # noqa: BLE001
         return {"error": ["effects", target.effects[0]["path"] if target.effects else "", f"{type(exc).__name__}: {exc}"]}
     clash = None
@@ -124,7 +128,7 @@ def facts_of_code(data: dict[str, Any]) -> dict[str, Any]:
     except api.InvariantClash as exc:
         clash = [exc.name, exc.origins]
     facts: dict[str, Any] = {"effects": api.registered_effects(), "nodes": _graph_nodes(_load(target.entry)),
-                             "clash": clash, "same_code": [], "deferred": []}
+                             "clash": clash, "same_code": [], "deferred": [], "unwrapped": unwrapped}
     entry = _load(target.entry)
     for name, spec in _version_specs(target).items():
         try:
@@ -224,6 +228,11 @@ def check_target(target: Any, path: str | Path | None = None, timeout_s: float =
         steps = next((p for f, p, _ in named_objects(target) if f == field),
                      next((s["path"] for s in _version_specs(target).values() if s["field"] == field), [field]))
         raise refuse(f"{spec!r} names nothing importable (pythonpath {target.pythonpath}): {error}", field, steps)
+    for found in facts.get("unwrapped") or ():
+        from crashpoint.harness.engines.workerlib import unwrapped_text
+
+        i = next(i for i, e in enumerate(target.effects) if e["path"] == found["path"])
+        raise refuse(unwrapped_text(found), f"effects[{i}]", ["effects", i])
     effects = dict(facts["effects"])
     for e in target.effects:
         effects.setdefault(e.get("name") or e["path"].rpartition(":")[2].rsplit(".", 1)[-1], [e["path"]])

@@ -104,8 +104,9 @@ class TargetOutcome:
             and why a kill or a resume could not be verified, as a pack run's
             (:func:`crashpoint.harness.process.kills.check_worker`): any problem makes the verdict ``error``.
         outside: effect calls made in a process that is not a worker (a node's subprocess), one text per process
-            and effect (:func:`~crashpoint.harness.engines.effects.outside_calls`): the ledger does not hold them,
-            so the verdict is then ``error``.
+            and effect (:func:`~crashpoint.harness.engines.effects.outside_calls`), and globals of the team's code
+            that hold an ``effects:`` entry unwrapped (:func:`~crashpoint.harness.engines.workerlib.
+            unwrapped_effects`): the ledger does not hold them, so the verdict is then ``error``.
         unobserved: processes a worker started without the run's marker whose commands the target's
             ``outside_ledger:`` does not name, one text each
             (:func:`~crashpoint.harness.engines.effects.unobserved`): a side effect made there is not seen, so the

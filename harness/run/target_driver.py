@@ -66,7 +66,7 @@ from crashpoint.harness.engines.effects import (ensure_schema, outside_calls, re
                                                 unseen_processes)
 from crashpoint.harness.load.target import Target, TargetCase
 from crashpoint.harness.engines.workerlib import PIDS_FILE, RENDEZVOUS_MISSED_FILE, TARGET_FILE, THREADS_FILE, UNSUPPORTED_RC
-from crashpoint.harness.engines.workerlib import invoke_errors
+from crashpoint.harness.engines.workerlib import invoke_errors, unwrapped_effects
 from crashpoint.harness.engines.base import Engine, EngineServer, engine_for
 from crashpoint.harness.engines.effects import RATE_LIMIT_DEFAULT_S, SLOW_DEFAULT_S
 from crashpoint.harness.faults import kinds as fault_kinds
@@ -656,7 +656,7 @@ class _Run:
         if self.server is not None:
             self.server.kill()
         out.calls = read_calls(self.ledger)
-        out.outside = outside_calls(run_dir)
+        out.outside = outside_calls(run_dir) + unwrapped_effects(run_dir)  # + an effects: entry held by name
         out.notes += unseen_processes(run_dir)  # processes started without the run's marker: their effects unseen
         out.unobserved = unobserved(run_dir, self.target.outside_ledger)  # ... and not said to make none: an error
         out.fired = crashpoints.fired_points(run_dir)

@@ -68,12 +68,18 @@ builder.add_edge("issue", END)
 '''
 
 
-def _target(tmp_path: Path, by_name: bool, **extra) -> Target:
+def _target(tmp_path: Path, by_name: bool, both: bool = False, **extra) -> Target:
+    """``by_name``: the node calls ``charge`` imported by name; ``both``: it calls it through its module, then by a
+    name imported before the worker wrapped it (``_direct``, no key)."""
     code = tmp_path / "code"
     code.mkdir(exist_ok=True)
     (code / "scope_payments.py").write_text(textwrap.dedent(PAYMENTS))
-    graph = textwrap.dedent(GRAPH).replace("{import_line}", "from scope_payments import charge" if by_name else "")
-    (code / "scope_graph.py").write_text(graph.replace("{call}", "charge" if by_name else "scope_payments.charge"))
+    graph = textwrap.dedent(GRAPH).replace("{import_line}", "from scope_payments import charge" if by_name else
+                                           "from scope_payments import charge as _direct" if both else "")
+    call = "charge" if by_name else "scope_payments.charge"
+    if both:
+        call = '_direct(s["order"] + "-bonus")\n    ' + call
+    (code / "scope_graph.py").write_text(graph.replace("{call}", call))
     return Target.from_data({"target": "scope", "engine": "langgraph", "entry": "scope_graph:builder",
                              "pythonpath": [str(code)], "inputs": [{"thread": "o1", "input": {"order": "1"}}],
                              "effects": [{"path": "scope_payments:charge", "key": "key"}], "human": {"approve": [{"resume": {"approved": True}}]},
@@ -84,7 +90,20 @@ def test_an_effects_entry_the_node_imported_by_name_is_never_called_and_the_gold
     target = _target(tmp_path, by_name=True)
     r = run_one(target, target.cases[0], "sync", tmp_path / "run", None, None)
     assert r.verdict == "error", (r.verdict, r.error, [f.message for f in r.failures])
-    assert r.error.startswith("the golden run never called the effects: entry charge (scope_payments:charge)"), r.error
+    # the worker names the module and global holding the original (before attack 27 N2: "the golden run never called
+    # the effects: entry charge (scope_payments:charge)", which target_scope still says when no global is found)
+    assert r.error.startswith("scope_graph.charge holds the effects: entry charge (scope_payments:charge) unwrapped"), \
+        r.error
+
+
+def test_an_effects_entry_also_called_by_a_name_imported_before_the_patch_makes_the_run_an_error(tmp_path: Path
+                                                                                                   ) -> None:
+    """attack 27 N2: one call through the module (seen), one through ``_direct`` (never seen): the run passed."""
+    target = _target(tmp_path, by_name=False, both=True)
+    r = run_one(target, target.cases[0], "sync", tmp_path / "run", None, None)
+    assert r.verdict == "error", (r.verdict, r.error, [f.message for f in r.failures])
+    assert r.error.startswith("scope_graph._direct holds the effects: entry charge (scope_payments:charge) unwrapped: "
+                              "calls through it are not observed"), r.error
 
 
 def test_the_same_graph_looking_the_function_up_in_its_module_passes(tmp_path: Path) -> None:

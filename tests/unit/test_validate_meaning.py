@@ -275,3 +275,12 @@ def test_a_compensation_naming_no_effect_is_refused(tmp_path: Path) -> None:
              "compensations names effect 'void'")
     code, out, err = _validate(tmp_path, "effects: [teamcode:charge]\ncompensations: {issue_refund: charge}\n")
     assert code == 0, err
+
+
+def test_an_effects_entry_a_module_holds_by_name_is_refused(tmp_path: Path) -> None:
+    """attack 27 N2: a module that imported the function by name before crashpoint wrapped it keeps the original,
+    and calls through it are not observed (a sweep passed with them unseen)."""
+    byname = "from teamcode import charge as _direct\n\ndef check(run):\n    return None\n"
+    _refused(_validate(tmp_path, "effects: [teamcode:charge]\ninvariants: [byname:check]\n", {"byname.py": byname}),
+             "9: field effects[0]", "byname._direct holds the effects: entry charge (teamcode:charge) unwrapped",
+             "calls through it are not observed")
