@@ -349,6 +349,8 @@ def _sweep_and_report(args: argparse.Namespace, subject, executor, where: str) -
     crash = "every (the --crash-point(s) named)" if args.crash_point and args.crash == "sampled" else args.crash
     print(visible(f"crashpoint: sweeping {subject.describe()}, crash={crash}, crash mode={args.crash_mode}, "
                   f"on {where}"), flush=True)
+    for line in subject.preamble():
+        print(visible(f"crashpoint: {line}"), flush=True)
     todo = subject.narrowed(resumed.todo) if resumed else subject
     try:
         result = sweep_subject(todo, crash=args.crash, executor=executor, workdir=args.workdir,

@@ -146,6 +146,10 @@ class Engine:
     #: How a team makes this engine retry a failed effect call, in the engine's words: the hint of a thread that
     #: stopped at an injected effect fault (:mod:`crashpoint.harness.judge.fault_stops`).
     retry_hint: ClassVar[str] = "retry the call"
+    #: What its workers run faster with time compressed (its options' ``time_scale``, default
+    #: :data:`~crashpoint.harness.engines.workerlib.TIME_SCALE`; ``1`` turns it off), in the engine's words (Temporal:
+    #: "durable timers (workflow.sleep, wait_condition timeouts)"); ``None``: nothing (no durable timers).
+    compressed_time: ClassVar[str | None] = None
 
     # ------------------------------------------------------------------ what it is
 
@@ -191,6 +195,26 @@ class Engine:
         """``(field, its path in the file, "module:attr")`` of each object its options name beyond the entry,
         invariants and effects (``crashpoint run`` imports each before a sweep)."""
         return []
+
+    def time_scale(self, target: Target) -> float:
+        """How many times faster than written its workers run what :attr:`compressed_time` names (the options'
+        ``time_scale``; 1: as written, and for an engine that compresses nothing)."""
+        from crashpoint.harness.engines.workerlib import TIME_SCALE
+
+        if not self.compressed_time:
+            return 1.0
+        return float(target.options.get("time_scale", TIME_SCALE))
+
+    def time_note(self, target: Target) -> str | None:
+        """The sweep's line saying what time its workers compress and how much (``None``: time runs as written)."""
+        from crashpoint.harness.engines.workerlib import REAL_FIRST_S, compressed_s
+
+        scale = self.time_scale(target)
+        if scale <= 1:
+            return None
+        return (f"time compressed {scale:g}x past the first {REAL_FIRST_S:g} s of each timer: {self.compressed_time} "
+                f"(3 days take {compressed_s(3 * 86400, scale):.2f} s, an hour {compressed_s(3600, scale):.2f} s; "
+                f"{self.options_key}.time_scale: 1 turns it off)")
 
     # ------------------------------------------------------------------ a run
 

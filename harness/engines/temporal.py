@@ -18,7 +18,8 @@ the start, then the server's own start-up work). A case with a server crash, and
 a :class:`RunServer` of their own.
 
 Offline, ``WorkflowEnvironment.start_local()`` / ``start_time_skipping()`` cannot download their binaries,
-and no time-skipping test server is on PyPI: timers run in real time (keep a target's timers short).
+and no time-skipping test server is on PyPI: the worker compresses durable timers itself instead (``time_scale``,
+see :mod:`crashpoint.harness.engines.temporal_worker`).
 See README, "Test your own Temporal workflow".
 """
 
@@ -66,6 +67,10 @@ class Temporal(Engine):
     #: A deploy's version is ``temporal.versions[NAME]`` (workflows and activities), which the worker loads itself.
     deploy_replaces_entry: ClassVar[bool] = False
     retry_hint: ClassVar[str] = "keep the activity's retry policy (Temporal retries activities by default) or widen it"
+    compressed_time: ClassVar[str | None] = (
+        "durable timers (workflow.sleep, wait_condition and asyncio timeouts: the StartTimer command's "
+        "start_to_fire_timeout), except a deadline a reviewer still has to answer; workflow.now() and activity "
+        "timeouts run as written")
 
     def versions(self, target: Target) -> tuple[str, dict[str, Any]]:
         return "temporal.versions", target.options.get("versions") or {}

@@ -44,6 +44,13 @@ workflow of the run and of their running children (:func:`reset_sticky`: the req
 a workflow from its cache), so a task does not wait on a killed worker's sticky queue at all. Activity timeouts
 are the team's code.
 
+Time compressed (``temporal.time_scale``, default
+:data:`~crashpoint.harness.engines.workerlib.TIME_SCALE`; ``1`` turns it off): each ``StartTimer`` command of a
+workflow task is given its first second as written and the rest ``time_scale`` times faster before the completion
+reaches the server (:func:`compress_timers`: 3 days fire after 1.26 s), except a deadline a reviewer still has to
+answer (a timer started while the workflow awaits a ``wait_condition``, in a thread the driver names with
+``--answers-to-come``). ``workflow.now()`` and activity timeouts are not compressed.
+
 Phases (what a Temporal application and its clients do):
 
 * ``start``: ``client.start_workflow(NAME, input, id=THREAD, id_conflict_policy=USE_EXISTING)`` for each input
@@ -102,9 +109,9 @@ import crashpoint.api as effect_api
 from crashpoint.fakes.world import LEDGER_FILE
 from crashpoint.harness.engines.effects import EffectSession
 from crashpoint.harness.engines.temporal import SERVER_START_S
-from crashpoint.harness.engines.workerlib import (UNSUPPORTED_RC, append, barrier, exit_after, load_object, open_run,
-                                                   patch_effects, submitted, to_submit, worker_parser, worker_probe,
-                                                   write_threads)
+from crashpoint.harness.engines.workerlib import (TIME_SCALE, UNSUPPORTED_RC, append, barrier, compressed_s,
+                                                   exit_after, load_object, open_run, patch_effects, submitted,
+                                                   to_submit, worker_parser, worker_probe, write_threads)
 
 ANSWERS_FILE = "answers.json"
 STEPS_FILE = "steps.log"
@@ -136,6 +143,10 @@ _session: EffectSession | None = None
 #: With ``$CRASHPOINT_TEMPORAL_TIMING``: prints a stage of the worker (not a crash point) with its time.
 _mark: Callable[[str], None] = lambda name: None
 _task_timeout = timedelta(seconds=2)
+#: ``temporal.time_scale`` (:func:`compress_timers`); ``_answers_to_come``: the threads whose humans still have
+#: answers to give (the driver's ``--answers-to-come``), whose deadlines run as written.
+_time_scale = 1.0
+_answers_to_come: set[str] = set()
 
 
 # ------------------------------------------------------------------ stable names of generated workflow ids
@@ -237,6 +248,9 @@ class _ProbedInstance(WorkflowInstance):
                     _probe(f"child_done:{self.wf}@{_types.get(('c' + act.run_id, seq), '?')}")
         completion = self.inner.activate(act)
         commands = completion.successful.commands if completion.HasField("successful") else ()
+        if _time_scale > 1 and commands:
+            compress_timers(commands, _time_scale,
+                            keep=self._id in _answers_to_come and waits_on_condition(self.inner))
         for cmd in commands:
             kind = cmd.WhichOneof("variant")
             if kind == "schedule_activity":
@@ -271,6 +285,38 @@ class _ProbedInstance(WorkflowInstance):
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
+
+
+def compress_timers(commands: Any, scale: float, keep: bool = False) -> int:
+    """Time compressed (``temporal.time_scale``): each ``StartTimer`` command among a workflow task's ``commands``
+    gets the start-to-fire timeout :func:`~crashpoint.harness.engines.workerlib.compressed_s` of its own (40 s, 10 min
+    or 3 days fire within about a second), before the completion reaches the server, so the history holds the timer
+    the server fires. Temporal's replay matches a timer command with its history event by type and sequence number,
+    never by duration (a history of a 40 ms timer replays against code asking 40 s: ``tests/adapters/
+    test_target_temporal_time.py``), so a replay by another worker, of either scale, is deterministic.
+    ``workflow.now()`` (the task's start time) and activity timeouts are not touched. ``keep``: leave the timers as
+    written (a deadline a reviewer still has to answer, :func:`waits_on_condition`). Returns the timers compressed."""
+    done = 0
+    for cmd in commands:
+        if cmd.WhichOneof("variant") != "start_timer" or keep:
+            continue
+        timeout = cmd.start_timer.start_to_fire_timeout
+        seconds = timeout.ToNanoseconds() / 1e9
+        short = compressed_s(seconds, scale)
+        if short < seconds:
+            timeout.FromNanoseconds(int(short * 1e9))
+            done += 1
+    return done
+
+
+def waits_on_condition(instance: Any) -> bool:
+    """The workflow of ``instance`` (a runner's instance, sandboxed or not) awaits a ``workflow.wait_condition``
+    after its activation: its timer is then a deadline for a signal or an update (a reviewer's answer) rather than a
+    sleep. Read from the SDK's instance (``_conditions``); ``True`` when it cannot be read (the timer runs as
+    written: the safe side)."""
+    inner = getattr(instance, "globals_and_locals", {}).get("__temporal_in_sandbox")
+    conditions = getattr(getattr(inner, "instance", instance), "_conditions", None)
+    return True if conditions is None else bool(conditions)
 
 
 class ProbedRunner(WorkflowRunner):
@@ -699,7 +745,7 @@ _steps = Path(os.devnull)
 
 def main(argv: list[str] | None = None) -> int:
     """One worker pass (see the module docstring)."""
-    global _probe, _mark, _steps, _task_timeout, _names_file, _session
+    global _probe, _mark, _steps, _task_timeout, _names_file, _session, _time_scale, _answers_to_come
     parser = worker_parser("temporal_worker")
     parser.add_argument("--address", required=True, help="the run's Temporal server, HOST:PORT")
     parser.add_argument("--namespace", default="default", help="the run's namespace on it")
@@ -723,6 +769,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{time.monotonic() - t0:.3f} ({name})", flush=True)
         _mark("main")
     _task_timeout = timedelta(seconds=float((target.get("temporal") or {}).get("task_timeout_s", 2)))
+    _time_scale = float((target.get("temporal") or {}).get("time_scale", TIME_SCALE))
+    _answers_to_come = set(args.answers_to_come)
     patch_effects(target["effects"], team=target["pythonpath"], run_dir=run_dir)
 
     def where_am_i() -> dict[str, Any]:

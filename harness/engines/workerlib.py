@@ -68,7 +68,28 @@ def worker_parser(prog: str, durability: Sequence[str] | None = None) -> argpars
                         help="a workflow or thread whose start was lost: the caller submits it again")
     parser.add_argument("--version", default=None,
                         help="run this deployed version of the code (the target's versions, or its engine's)")
+    parser.add_argument("--answers-to-come", action="append", default=[], metavar="THREAD",
+                        help="a thread whose humans still have answers to give (repeatable): a deadline it waits on "
+                             "runs in real time with time compressed (see compressed_s)")
     return parser
+
+
+#: With time compressed (an engine's ``time_scale`` option), a durable timer's or sleep's first second runs as written
+#: and the rest :data:`TIME_SCALE` times faster: 40 s, 10 min and 3 days of the team's time take about 1 s, 1 s and
+#: 1.26 s of the run's, a timer of a second or less (a retry's backoff) is left alone, and longer timers still fire in
+#: the order of their lengths.
+REAL_FIRST_S = 1.0
+#: The default ``time_scale`` of an engine that compresses time (``1``: time runs as written).
+TIME_SCALE = 1_000_000.0
+
+
+def compressed_s(seconds: float, scale: float) -> float:
+    """The real seconds a durable timer or sleep of ``seconds`` (the team's time) takes with time compressed
+    ``scale`` times (:data:`REAL_FIRST_S` as written, the rest ``scale`` times faster); ``seconds`` itself when
+    ``scale`` is 1 or less."""
+    if scale <= 1 or seconds <= REAL_FIRST_S:
+        return seconds
+    return REAL_FIRST_S + (seconds - REAL_FIRST_S) / scale
 
 
 def deployed(target: dict[str, Any], version: str | None) -> dict[str, Any]:

@@ -332,6 +332,11 @@ class Subject:
         """One line for the sweep's first line of output: what runs on what."""
         raise NotImplementedError
 
+    def preamble(self) -> list[str]:
+        """Lines the sweep's output gives after its first one, before any run (a target's: how its engine compresses
+        time); ``[]`` by default."""
+        return []
+
     def store_info(self) -> dict[str, Any]:
         """The results store's run fields this subject fills: ``engine``, ``engine_version``, ``adapter``, ``pack``
         (the pack's or the target's name), ``pack_version`` (a target's: the digest of its file's contents)."""

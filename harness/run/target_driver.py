@@ -340,7 +340,8 @@ class _Run:
         pids_before = len(_pids(run_dir))
         argv = ["--run-dir", str(run_dir), "--probe", PROBE_SPEC,
                 "--probe-arg", crashpoints.probe_arg(run_dir, self.kills, witness=True),
-                "--durability", self.durability, "--phase", self.phase, "--entry", code.entry, *self.extra]
+                "--durability", self.durability, "--phase", self.phase, "--entry", code.entry, *self.extra,
+                *[x for thread in self.answers_to_come() for x in ("--answers-to-come", thread)]]
         if self.server is not None:
             if self.mode == "worker" and out.workers > 0:
                 self.server.restart()
@@ -379,6 +380,14 @@ class _Run:
             out.pids += [{"pid": p, "phase": self.phase, "rc": rc, "duplicate": True} for p in pids[pids_before:-1]]
         out.pids.append({"pid": pid, "phase": self.phase, "rc": rc})
         return _Turn(self.phase, rc, log, leftovers, procs, twin is not None, seen)
+
+    def answers_to_come(self) -> list[str]:
+        """The threads whose humans still have answers to give (one not delivered yet, or a late one due): with time
+        compressed, a deadline such a thread waits on runs as written, so the reviewer answers before it as the
+        case says (:meth:`~crashpoint.harness.engines.base.Engine.time_note`)."""
+        threads = [i["thread"] for i in self.target.inputs]
+        return [t for t in threads if self.due.get(t)
+                or any(self.next_answer.get((t, node), 0) < len(queue) for node, queue in self.answers.items())]
 
     def _duplicate(self, code: Target, argv: list[str], left: float, env: dict[str, str], log: Path) -> Future[Any]:
         """Start the second process of a duplicated request beside the main one (``argv`` gets the barrier, and the

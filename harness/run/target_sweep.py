@@ -260,6 +260,10 @@ class TargetSubject(Subject):
         return (f"target {self.target.name} ({len(self.cases)} case(s) x {len(self.modes)} durability mode(s)) on "
                 f"engine {self._engine.version()}")
 
+    def preamble(self):
+        note = self._engine.time_note(self.target)
+        return [note] if note else []
+
     def store_info(self):
         return {"engine": self.target.engine, "engine_version": self._engine.version(), "adapter": None,
                 "pack": self.target.name, "pack_version": self.target.version}
