@@ -301,6 +301,11 @@ class Subject:
         ``golden``, its outcome)."""
         return []
 
+    def sweepable(self, unit: str, points: list[str]) -> list[str]:
+        """The crash points of ``unit``'s golden run (``points``, in order) that a crash run can kill at (default: all
+        of them)."""
+        return points
+
     def second(self, unit: str, first: str, recovery: list[str]) -> list[str]:
         """``--crash sampled``: the second kill of a pair, from the crash points its recovery passed."""
         return recovery[:1]
@@ -765,7 +770,7 @@ class _Loop:
     def crash_runs(self, unit: str, golden: RunResult) -> None:
         """The runs a unit's golden run makes possible: a kill at each chosen crash point (:meth:`chosen`, each
         ``repeat`` times), and with ``sampled`` the pairs' first kills' second kills and the subject's extras."""
-        self.points[unit] = golden.outcome.crash_points if golden.outcome else []
+        self.points[unit] = self.subject.sweepable(unit, golden.outcome.crash_points) if golden.outcome else []
         if self.crash == "none" or golden.outcome is None:
             return
         wanted, tiers = self.chosen(unit, golden)

@@ -481,6 +481,7 @@ class _Run:
                              EXECUTOR)  # the engine identity that died (a K-worker recovery's is its own)
             out.deliveries.append({"kind": "kill", "worker": out.workers, "pid": victim,
                                    "crash_point": out.kill_log[-1]["crash_point"]})
+            self.deploy_at(out.kill_log[-1]["crash_point"])
         self.phase = "start" if _unsubmitted(self.target, run_dir) else "recover"
         return True
 
@@ -553,13 +554,24 @@ class _Run:
     def deploy(self, running: bool) -> bool:
         """A case's code deploy, once, while workflows wait: every later worker runs the version; ``True`` when it
         happened now."""
-        if not (self.injected.deploy and not self.deployed and running):
+        if not (self.injected.deploy and not self.injected.deploy_at and not self.deployed and running):
             return False
         self.deployed = self.injected.deploy
         self.out.deliveries.append({"kind": "deploy", "version": self.deployed, "worker": self.out.workers})
         self.out.notes.append(f"deployed version {self.deployed} after worker {self.out.workers}: every later worker "
                               "runs it")
         return True
+
+    def deploy_at(self, point: str) -> None:
+        """A case's deploy at a crash point (``{kind: deploy, version, at}``): the kill at ``point`` stopped the worker
+        of the old code there; every later worker runs the version."""
+        if self.injected.deploy_at != point or self.deployed:
+            return
+        self.deployed = self.injected.deploy
+        self.out.deliveries.append({"kind": "deploy", "version": self.deployed, "worker": self.out.workers,
+                                    "at": point})
+        self.out.notes.append(f"deployed version {self.deployed} at {point}: worker {self.out.workers}, running the old "
+                              "code, was stopped there (SIGKILL); every later worker runs it")
 
     # -------------------------------------------------------------- answer a human
 
@@ -641,7 +653,10 @@ class _Run:
         something it did not test (``not_tested``: an ``error``).
         """
         missed = []
-        if self.injected.deploy and not self.deployed:
+        if self.injected.deploy_at and not self.deployed:
+            self.out.faults_missed.append(f"deploy of {self.injected.deploy} at {self.injected.deploy_at} (the run "
+                                          "never passed it)")
+        elif self.injected.deploy and not self.deployed:
             missed.append(f"deploy of {self.injected.deploy}")
         if self.injected.server_crash and not self.server_crashed:
             missed.append("server crash")

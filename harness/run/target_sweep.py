@@ -222,6 +222,12 @@ class TargetSubject(Subject):
                                                                               self.target.expected(case)),
                                      calls=getattr(golden, "calls", ()), recovery_kinds=self._engine.recovery_kinds)
 
+    def sweepable(self, unit, points):
+        """Those after the case's own kills (a kill fault's, a deploy's ``at``): a sweep's kill fires during the
+        recovery from them, so a point the golden run passed before them is never reached again."""
+        own = self._of[unit][0].injection().kills
+        return crashpoints.recovery_points(points, own[-1]) if own and own[-1] in points else points
+
     def second(self, unit, first, recovery):
         return self._engine.sampled_second(recovery, first)
 

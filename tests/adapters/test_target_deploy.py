@@ -72,3 +72,55 @@ def test_a_deploy_of_a_langgraph_target_must_name_one_of_its_versions() -> None:
     data["cases"] = [{"name": "d", "deploy": "v9"}]
     with pytest.raises(CaseError, match="which versions does not name"):
         Target.from_data(data)
+
+
+# ---------------------------------------------------------------- a deploy while a workflow sleeps on a durable timer
+SLEEPING = EXAMPLES / "temporal_refund/sleeping_deploy.yaml"
+
+
+def _sleeping(timeout_s: float) -> Target:
+    """The sleeping-deploy example with an approval deadline of ``timeout_s`` (time compressed: about a second)."""
+    data = Target.from_file(SLEEPING).to_data()
+    data["inputs"][0]["input"]["approval_timeout_s"] = timeout_s
+    return Target.from_data(data, file=str(SLEEPING))
+
+
+def test_a_deploy_at_a_crash_point_is_written_in_the_case() -> None:
+    target = Target.from_file(SLEEPING)
+    case = target.case("deploy-v2-unpatched-while-sleeping")
+    injected = case.injection()
+    assert (injected.deploy, injected.deploy_at) == ("v2-unpatched", "timer_fired:refund-1004")
+    assert injected.kills == ["timer_fired:refund-1004"]  # the old code's worker is stopped there
+
+
+@pytest.mark.slow  # two golden runs with a deploy: 10 to 20 s each
+@pytest.mark.parametrize("timeout_s", [40, 3600])
+def test_a_deploy_while_the_workflow_sleeps_replays_on_the_new_code(tmp_path: Path, timeout_s: float) -> None:
+    """The new code's worker is there when the timer fires (40 s or an hour, default options): the unpatched v2 fails
+    with Temporal's nondeterminism error, the patched one replays and expires. Before: with ``deploy: NAME`` the
+    deploy waited for the run to rest, so a 40 s timer fired with no worker alive (the run ended waiting), and a
+    compressed one fired before the deploy (it never happened)."""
+    pytest.importorskip("temporalio")
+    target = _sleeping(timeout_s)
+    bad = run_one(target, target.case("deploy-v2-unpatched-while-sleeping"), "sync", tmp_path / "bad", None, None,
+                  keep=True)
+    assert bad.verdict == "failed" and _deployed(bad) == ["v2-unpatched"], (bad.error, bad.outcome.notes)
+    [stuck] = [f for f in bad.failures if f.rule == "target.ends_within_budget"]
+    assert "[TMPRL1100] Nondeterminism error" in stuck.message, stuck.message
+    good = run_one(target, target.case("deploy-v2-patched-while-sleeping"), "sync", tmp_path / "good", None, None,
+                   keep=True)
+    assert good.verdict == "passed", (good.error, [f.message for f in good.failures])
+    assert _deployed(good) == ["v2-patched"]
+    assert good.outcome.threads["refund-1004"]["values"]["result"]["status"] == "expired"
+
+
+def test_a_sweep_kills_only_where_the_run_goes_after_the_cases_own_kills() -> None:
+    """A sweep's kill fires during the recovery from the case's own kills (a deploy's ``at``): the points its golden
+    run passed before them are never reached again (before: 11 of the 40 runs of the patched case were ``error``,
+    "crash point activity:refund-1004@draft was never reached")."""
+    from crashpoint.harness.run.target_sweep import subject_of
+
+    subject = subject_of(Target.from_file(SLEEPING))
+    unit = next(u for u, (c, _) in subject._of.items() if c.name == "deploy-v2-patched-while-sleeping")
+    log = ["activity:refund-1004@draft", "timer_fired:refund-1004", "task_done:refund-1004#3"]
+    assert subject.sweepable(unit, log) == ["task_done:refund-1004#3"]

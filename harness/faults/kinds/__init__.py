@@ -117,6 +117,8 @@ class Injection:
         together: worker processes (count) that recover at once after each kill (the ``workers`` kind).
         duplicates: a target's requests delivered twice at once (``start``, ``answer``; the ``duplicate`` kind).
         deploy: the code version a target's workers run once workflows wait (the ``deploy`` kind), or ``None``.
+        deploy_at: the crash point the deploy happens at instead (its worker SIGKILLed there, the point also in
+            ``kills``), or ``None``: once workflows wait.
         server_crash: a target engine's server is SIGKILLed once workflows wait (the ``server_crash`` kind).
     """
 
@@ -126,6 +128,7 @@ class Injection:
     together: int = 1
     duplicates: list[str] = field(default_factory=list)
     deploy: str | None = None
+    deploy_at: str | None = None
     server_crash: bool = False
 
     def missed(self, fired: Sequence[str], paused: Sequence[str]) -> list[str]:
