@@ -54,6 +54,9 @@ class DBOS(Engine):
     recovery_kinds: ClassVar[tuple[str, ...]] = (*EFFECT_KINDS, "step:", "before_result:", "dequeued:")
     worker_identities: ClassVar[bool] = True
     options_key: ClassVar[str | None] = "dbos"
+    compressed_time: ClassVar[str | None] = (
+        "DBOS.sleep and DBOS.sleep_async, and the team's queues poll every dbos.poll_s (default 0.01 s) instead of "
+        "their polling_interval_sec; DBOS.recv and get_event timeouts run as written")
     retry_hint: ClassVar[str] = "give the step retries (@DBOS.step(retries_allowed=True, max_attempts=N))"
 
     def identity_args(self, label: str, identity: str, seen: list[str]) -> list[str]:

@@ -75,9 +75,10 @@ from crashpoint.fakes.world import LEDGER_FILE
 from crashpoint.harness.engines import dbos_warm
 from crashpoint.harness.engines.dbos_reads import SystemReads
 from crashpoint.harness.engines.effects import EffectSession, alive, digest
-from crashpoint.harness.engines.workerlib import (UNSUPPORTED_RC, append, barrier, barrier_exit, deployed,
-                                                   exit_after, load_object, mark_submitted, open_run, patch_effects,
-                                                   replace_json, submitted, worker_parser, worker_probe, write_threads)
+from crashpoint.harness.engines.workerlib import (TIME_SCALE, UNSUPPORTED_RC, append, barrier, barrier_exit,
+                                                   compressed_s, deployed, exit_after, load_object, mark_submitted,
+                                                   open_run, patch_effects, replace_json, submitted, worker_parser,
+                                                   worker_probe, write_threads)
 
 DBOS_FILE = "dbos.sqlite"
 ANSWERS_FILE = "answers.json"
@@ -237,6 +238,59 @@ def dbos_for_run(ours: dict[str, Any], run_dir: Path) -> Any:
         _building.on = False
     _ready = True
     return instance
+
+
+def compress_time(scale: float, poll_s: float) -> list[str]:
+    """Time compressed (``dbos.time_scale``, :func:`~crashpoint.harness.engines.workerlib.compressed_s`): the team's
+    ``DBOS.sleep`` / ``DBOS.sleep_async`` sleep the compressed seconds (DBOS records the wake-up time of the first
+    execution, so a recovered sleep keeps it), and the team's queues poll every ``poll_s`` at most instead of their
+    ``polling_interval_sec`` (a queue made from now on, in the code or from DBOS's table of database-backed queues,
+    and those the team's module made when imported), as DBOS's internal queue does. The same on dbos 2.2x and 3.x
+    (``Queue._polling_interval_sec``, read by each queue's worker thread at each poll; a release without it keeps its
+    polls). Returns what it changed, for the worker's log; nothing with ``scale`` 1."""
+    if scale <= 1:
+        return []
+    from dbos import DBOS
+    from dbos import _queue
+
+    changed = []
+    for name in ("sleep", "sleep_async"):
+        original = getattr(DBOS, name, None)
+        if original is None:
+            continue
+        inner = original.__func__
+        if name == "sleep":
+            def fast(cls: Any, seconds: float, inner: Any = inner) -> Any:
+                return inner(cls, compressed_s(seconds, scale))
+        else:
+            async def fast(cls: Any, seconds: float, inner: Any = inner) -> Any:  # type: ignore[misc]
+                return await inner(cls, compressed_s(seconds, scale))
+        setattr(DBOS, name, classmethod(fast))
+        changed.append(f"DBOS.{name}")
+    init = _queue.Queue.__init__
+
+    def fast_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        _poll_fast(self, poll_s)
+
+    _queue.Queue.__init__ = fast_init  # type: ignore[method-assign]
+    try:
+        from dbos._dbos import _get_or_create_dbos_registry
+
+        made = list(getattr(_get_or_create_dbos_registry(), "queue_info_map", {}).values())
+    except ImportError:
+        made = []
+    changed += [f"queue {q.name}" for q in made if _poll_fast(q, poll_s)]
+    return changed + ["the team's queues' polls"]
+
+
+def _poll_fast(queue: Any, poll_s: float) -> bool:
+    """Lower ``queue``'s poll interval to ``poll_s``; ``True`` when it was longer."""
+    now = getattr(queue, "_polling_interval_sec", None)
+    if isinstance(now, (int, float)) and now > poll_s:
+        queue._polling_interval_sec = poll_s
+        return True
+    return False
 
 
 def _mark(name: str) -> None:
@@ -622,6 +676,9 @@ def main(argv: list[str] | None = None) -> int:
     patch_effects(target["effects"], team=target["pythonpath"], run_dir=run_dir)
     url = opts.get("database_url") or f"sqlite:///{run_dir / DBOS_FILE}"
     poll_s = float(opts.get("poll_s", FAST_POLL_S))
+    compressed = compress_time(float(opts.get("time_scale", TIME_SCALE)), poll_s)
+    if compressed:
+        _mark(f"time compressed: {', '.join(compressed)}")
     if poll_s != DBOS_DEFAULT_POLL_S:  # crashpoint's way (README "Speed"); the naive way keeps DBOS's own start-up
         if not opts.get("database_url"):
             dbos_warm.seed_schema(run_dir / DBOS_FILE)
