@@ -109,3 +109,15 @@ def test_a_history_of_compressed_timers_replays_against_the_written_durations(tm
             server.kill()
 
     asyncio.run(main())
+
+
+@pytest.mark.slow  # one golden run: 3 to 6 s
+def test_a_sleep_is_compressed_even_while_a_reviewer_has_answers_to_give(tmp_path: Path) -> None:
+    """Only a deadline (a timer while the workflow awaits a wait_condition) runs as written for a thread with answers
+    to come: a plain sleep of that thread is compressed (read from the sandboxed instance's pending conditions)."""
+    pytest.importorskip("temporalio")
+    data = Target.from_file(DATA / "sleep.yaml").to_data()
+    data["human"] = {"approve": [{"resume": {"approved": True}}]}  # an answer no signal handler ever asks for
+    target = Target.from_data(data, file=str(DATA / "sleep.yaml"))
+    r = run_one(target, target.case("default"), "sync", tmp_path, None, None, keep=True)
+    assert r.outcome.threads["sleep-1"]["status"] == "finished"  # three days later, in seconds
