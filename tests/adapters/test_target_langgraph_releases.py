@@ -4,22 +4,18 @@ checked on the release installed: each probe runs once and must give the pinned 
 from __future__ import annotations
 
 import dataclasses
-from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 from installed import needs
-import yaml
+from release_pins import check, check_rows, pins
 
 pytestmark = needs("langgraph.checkpoint.sqlite")
 
 from crashpoint.harness.run.target_sweep import run_one  # noqa: E402
 from crashpoint.harness.load.target import Target  # noqa: E402
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples/langgraph_refund"
-PINS = yaml.safe_load((EXAMPLE / "known_findings.yaml").read_text())
-INSTALLED = version("langgraph")
-ROW = PINS["releases"].get(INSTALLED)
+EXAMPLE, PINS, INSTALLED, ROW = pins("langgraph_refund", "langgraph")
 
 
 @pytest.mark.slow
@@ -38,17 +34,8 @@ def test_the_installed_release_gives_its_pinned_findings(tmp_path: Path, probe: 
         golden = run_one(target, case, mode, tmp_path / "golden", None, None).outcome
     result = run_one(target, case, mode, tmp_path / "run", point, golden,
                      write_latency_ms=spec.get("write_latency_ms", 0.0))
-    want = ROW[probe]
-    if isinstance(want, str):
-        assert result.verdict == want, (result.verdict, result.error, [f.message for f in result.failures])
-    else:
-        assert result.verdict == "failed", (result.verdict, result.error)
-        assert set(want) <= {f.rule for f in result.failures}, [f.message for f in result.failures]
+    check(result, ROW[probe])
 
 
 def test_every_pinned_row_names_known_probes_and_outcomes() -> None:
-    for release, row in PINS["releases"].items():
-        assert set(row) <= set(PINS["probes"]), release
-        for want in row.values():
-            assert want in ("passed", "unsupported") or (isinstance(want, list) and all(
-                r.startswith(("target.", "side_effects.", "differential.")) for r in want)), (release, want)
+    check_rows(PINS, ("passed", "unsupported"), ("target.", "side_effects.", "differential."))
