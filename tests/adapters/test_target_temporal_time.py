@@ -81,11 +81,10 @@ def test_a_history_of_compressed_timers_replays_against_the_written_durations(tm
     from crashpoint.harness.engines import temporal_worker as tw
     from crashpoint.harness.engines.temporal import RunServer
 
+    # on sys.path for the whole test: the Replayer's sandbox imports the workflow's module again by name (removed
+    # right after the import, the test failed under -n 2 unless an earlier test had left DATA there)
     sys.path.insert(0, str(DATA))
-    try:
-        import sleeper
-    finally:
-        sys.path.remove(str(DATA))
+    import sleeper
 
     async def main() -> None:
         server = RunServer(tmp_path).start()
@@ -108,7 +107,10 @@ def test_a_history_of_compressed_timers_replays_against_the_written_durations(tm
         finally:
             server.kill()
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    finally:
+        sys.path.remove(str(DATA))
 
 
 @pytest.mark.slow  # one golden run: 3 to 6 s
