@@ -44,7 +44,7 @@ import crashpoint.api as effect_api
 from crashpoint.api import (OUTSIDE_FILE, EffectCall, EffectFault, EffectRateLimited, EffectSpec, EffectTimeout, _Outside,
                             bound_arguments)
 from crashpoint.fakes.ledger import Ledger, garbled, next_gseq
-from crashpoint.harness.engines.workerlib import alive, held_lock, rendezvous
+from crashpoint.harness.engines.workerlib import alive, held_lock, json_lines, rendezvous
 from crashpoint.protocols import no_probe
 
 _SCHEMA = """
@@ -320,28 +320,22 @@ def unseen_processes(run_dir: str | os.PathLike[str]) -> list[str]:
     observed"; ``[]`` when none was (a torn last line, its writer killed, is left out)."""
     notes = []
     for row in unseen_commands(run_dir):
-        where = f"{row['thread']}@{row['node']}" if row.get("thread") is not None else "no node crashpoint could place"
+        where = _started_in(row)
         notes.append(f"{UNSEEN_NOTE} (pid {row['pid']}, started by worker {row['worker']} in {where}: "
                      f"{row['command'][:200]}): its environment lacks the run's marker {effect_api.RUN_MARKER}, so effects it makes "
                      "are not observed (no ledger, no crash point, no outside-effects log)")
     return notes
 
 
+def _started_in(row: Mapping[str, Any]) -> str:
+    """Where a process of :func:`unseen_commands` was started: ``THREAD@NODE``, or that crashpoint could not place it."""
+    return f"{row['thread']}@{row['node']}" if row.get("thread") is not None else "no node crashpoint could place"
+
+
 def unseen_commands(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The processes the run's workers started outside the ledger's view (:func:`watch_processes`), as recorded:
     ``[{"pid", "command", "thread", "node", "worker"}]`` (a torn last line, its writer killed, is left out)."""
-    try:
-        with open(os.path.join(os.fspath(run_dir), UNSEEN_FILE)) as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return []
-    rows = []
-    for text in lines:
-        try:
-            rows.append(json.loads(text))
-        except ValueError:
-            continue
-    return rows
+    return json_lines(os.path.join(os.fspath(run_dir), UNSEEN_FILE))
 
 
 def unobserved(run_dir: str | os.PathLike[str], allowed: Sequence[str]) -> list[str]:
@@ -354,7 +348,7 @@ def unobserved(run_dir: str | os.PathLike[str], allowed: Sequence[str]) -> list[
     for row in unseen_commands(run_dir):
         if any(fnmatch.fnmatchcase(row["command"], pattern) for pattern in allowed):
             continue
-        where = f"{row['thread']}@{row['node']}" if row.get("thread") is not None else "no node crashpoint could place"
+        where = _started_in(row)
         out.append(f"process {row['pid']} ({row['command'][:200]}), started in {where}, ran without the run's marker "
                    f"{effect_api.RUN_MARKER}: a side effect it made is not observed, so the run cannot say whether "
                    "the workflow survived; start it with the marker in its environment (env={**os.environ, ...}), or, "

@@ -186,8 +186,7 @@ def held_originals(originals: dict[int, tuple[Any, str, str]], folders: Sequence
 def unwrapped_effects(run_dir: Path) -> list[str]:
     """Why the run cannot see some calls of its ``effects:`` entries: one text per global of the team's code that its
     workers found holding an original (:func:`patch_effects`), ``[]`` when none did."""
-    path = run_dir / UNWRAPPED_FILE
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    rows = json_lines(run_dir / UNWRAPPED_FILE)
     return list({(r["module"], r["name"], r["path"]): unwrapped_text(r) for r in rows}.values())
 
 
@@ -196,6 +195,23 @@ def unwrapped_text(found: dict[str, str]) -> str:
     return (f"{found['module']}.{found['name']} holds the effects: entry {found['effect']} ({found['path']}) unwrapped: "
             "calls through it are not observed: look it up through its module, or mark the function with "
             f"crashpoint.effect ({found['module']} imported it by name before crashpoint wrapped it)")
+
+
+def json_lines(path: str | os.PathLike[str]) -> list[Any]:
+    """The JSON lines of a run folder's log that workers append to (:func:`append`), in order; ``[]`` when there is
+    no such file. A line that does not parse (the last one, torn when its writer was killed) is left out."""
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    rows = []
+    for text in lines:
+        try:
+            rows.append(json.loads(text))
+        except ValueError:
+            continue
+    return rows
 
 
 def append(path: Path, text: str) -> None:
@@ -235,9 +251,7 @@ def log_invoke_error(run_dir: Path, thread: str, error: str) -> None:
 
 def invoke_errors(run_dir: Path, pids: set[int | None]) -> list[dict[str, Any]]:
     """The invoke errors processes ``pids`` recorded (:func:`log_invoke_error`), in order."""
-    path = run_dir / INVOKE_ERRORS_FILE
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
-    return [r for r in rows if r["pid"] in pids]
+    return [r for r in json_lines(run_dir / INVOKE_ERRORS_FILE) if r["pid"] in pids]
 
 
 def barrier(run_dir: Path, n: int) -> None:

@@ -35,20 +35,12 @@ def vacuity(outcome: "RunOutcome | TargetOutcome", golden: bool) -> tuple[list[s
     findings = [n for n in outcome.notes if n.startswith(("tool script never used", "event "))]
     findings += [f"fault never fired: {f}" for f in outcome.faults_missed]
     calls = outcome.calls
-    injected = {effect for effect, _, _ in schedule_faults(getattr(outcome, "crash_point", None))}
+    injected = {effect for effect, _, _ in parse(getattr(outcome, "crash_point", None)).faults}
     if calls and not any((c["outcome"] if isinstance(c, dict) else c.outcome) == "applied" for c in calls) \
             and not (injected and {getattr(c, "effect", None) for c in calls} <= injected):
         # (a run whose crash spec failed the only effects called, an effect-fault run, exercised what it claims)
         findings.append(f"every one of the {len(calls)} tool calls failed: no effect was exercised")
     return findings, golden and not calls
-
-
-def schedule_faults(spec: str | None) -> tuple[tuple[str, int, str], ...]:
-    """The effect faults ``(effect, call, outcome)`` a target run's crash spec injects (``()`` for none, a pack run's
-    spec or the golden run)."""
-    if not spec or spec == "none" or "fault:" not in spec:
-        return ()
-    return tuple(parse(spec).faults)
 
 
 def step_of(point: str, workflow: dict[str, Any] | None) -> str:

@@ -24,6 +24,8 @@ END_RULES = frozenset({"target.expected_end", "target.expected_effects", "target
 _TEXTS = {"timeout": ("timeout",), "lost_response": ("connection reset", "answer was lost"),
           "retryable": ("scripted", "retryable"), "rate_limited": ("429", "rate limited"),
           "empty_answer": (), "malformed_answer": ()}  # a garbled answer raises nothing of its own
+#: Where a stopped thread's note (:func:`apply`) says how to survive the fault (:func:`summary` reads the hint from it).
+SURVIVE = "To survive a transient failure there, "
 #: Thread statuses of a thread that did not go on (neither finished nor waiting for a human).
 _STOPPED = ("stuck", "error", "failed", "cancelled", "terminated")
 
@@ -60,7 +62,7 @@ def apply(findings: Sequence[Finding], run: Any, hint: str = "retry the call") -
     kept = [f for f in findings if not (f.rule in END_RULES and any(_names(f.message, t) for t in where))]
     notes = [f"thread {thread} stopped at the injected {outcome} of {effect} (call {call}): the code does not retry "
              "that call, so the end-state rules (" + ", ".join(sorted(END_RULES)) + ") were not applied to it; the "
-             f"others were. To survive a transient failure there, {hint}, and call it again under the same "
+             f"others were. {SURVIVE}{hint}, and call it again under the same "
              "idempotency key"
              for thread, (effect, call, outcome) in sorted(where.items())]
     return kept, notes
@@ -84,7 +86,7 @@ def summary(results: Sequence[Any]) -> list[str]:
             if m:
                 key = (m["effect"], m["outcome"])
                 where[key] = where.get(key, 0) + 1
-                hint = hint or n.split("To survive a transient failure there, ", 1)[-1]
+                hint = hint or n.split(SURVIVE, 1)[-1]
     if not where:
         return []
     lines = [f"not retried: {sum(where.values())} effect-fault run(s) stopped a thread at the call that failed (the "
