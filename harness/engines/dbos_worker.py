@@ -94,6 +94,8 @@ CHECKS_FILE = "checks.log"
 #: JSON lines ``{"pid", "wf", "holders"}``: a process executed a workflow another live process was executing.
 OVERLAPS_FILE = "overlaps.log"
 EXECUTING_DIR = "executing"
+#: ``PID EXECUTOR_ID`` lines: the DBOS executor id each worker process launched with (:func:`orphaned`).
+LAUNCHES_FILE = "launches.log"
 #: JSON ``[{"id", "name", "queue", "status", "waiting", "digest", "executor"}]``: DBOS's queued workflows at the end.
 QUEUED_FILE = "queued.json"
 WAITING_DIR = "waiting"
@@ -333,6 +335,40 @@ def where_am_i() -> dict[str, Any]:
 
 
 _held: dict[str, int] = {}
+#: The DBOS executor id this process launched with (set in :func:`main`).
+_me: str | None = None
+
+
+def _lock_path(run_dir: Path, workflow_id: str) -> Path:
+    """``RUN_DIR/executing/DIGEST.lock``: the file a process executing ``workflow_id`` holds an exclusive ``flock`` on."""
+    return run_dir / EXECUTING_DIR / f"{hashlib.sha256(workflow_id.encode()).hexdigest()[:32]}.lock"
+
+
+def orphaned(run_dir: Path, workflow_id: str, executor: str | None) -> bool:
+    """``True`` when the PENDING workflow ``workflow_id``, owned by DBOS executor ``executor``, is one no process of
+    the run advances until an operator recovers that executor: ``executor`` is not this process's, every worker
+    process that launched as it (``RUN_DIR/launches.log``) is dead (killed), this process never executed the
+    workflow, and no live process holds its execution lock (:func:`executing`). DBOS's ``launch()`` recovers its own
+    executor's pending workflows only, so such a workflow stays PENDING: a worker waiting for it to rest waited out
+    ``dbos.settle_s`` for nothing (20 s of each run whose second kill hit one of several recovering workers)."""
+    if executor is None or executor == _me or workflow_id in _held:
+        return False
+    try:
+        rows = [line.split() for line in (run_dir / LAUNCHES_FILE).read_text().splitlines()]
+    except OSError:
+        return False
+    pids = [int(r[0]) for r in rows if len(r) == 2 and r[1] == executor]
+    if not pids or any(alive(pid) for pid in pids):
+        return False
+    (run_dir / EXECUTING_DIR).mkdir(exist_ok=True)
+    fd = os.open(_lock_path(run_dir, workflow_id), os.O_RDWR | os.O_CREAT, 0o644)
+    try:  # a lock on another open file of the same process conflicts too: held means a live process executes it
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)  # drops the lock taken, if any
+    return True
 
 
 def executing(run_dir: Path, workflow_id: str) -> None:
@@ -342,9 +378,8 @@ def executing(run_dir: Path, workflow_id: str) -> None:
     processes executing one workflow at once (``holders``: the other live pids that executed it)."""
     if workflow_id in _held:
         return
-    folder = run_dir / EXECUTING_DIR
-    folder.mkdir(exist_ok=True)
-    fd = os.open(folder / f"{hashlib.sha256(workflow_id.encode()).hexdigest()[:32]}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    (run_dir / EXECUTING_DIR).mkdir(exist_ok=True)
+    fd = os.open(_lock_path(run_dir, workflow_id), os.O_RDWR | os.O_CREAT, 0o644)
     _held[workflow_id] = fd
     append(run_dir / EXECUTIONS_FILE, f"{os.getpid()} {workflow_id}\n")
     try:
@@ -512,7 +547,8 @@ def queued_work(dbos: Any, run_dir: Path, db: SystemReads, internal: str) -> tup
         waiting = _blocked(run_dir, db, st.workflow_id, st.status) is not None
         work.append({"id": st.workflow_id, "name": st.name, "queue": queue, "status": st.status, "waiting": waiting,
                      "digest": digest({"input": getattr(st, "input", None)}), "executor": getattr(st, "executor_id", None)})
-        if st.status not in TERMINAL and not waiting:
+        if st.status not in TERMINAL and not waiting and not (
+                st.status == "PENDING" and orphaned(run_dir, st.workflow_id, getattr(st, "executor_id", None))):
             rest = False
     return sorted(work, key=lambda w: w["id"]), rest
 
@@ -611,6 +647,10 @@ def report(dbos: Any, threads: list[str], done: set[str], run_dir: Path,
         elif wait is not None:
             entry["status"] = "waiting"
             entry["waiting"] = [{"node": wait["node"], "interrupt": wait["interrupt"], "value": None}]
+        elif st == "PENDING" and orphaned(run_dir, thread, entry["executor"]):
+            entry["status"] = "pending"
+            entry["error"] = (f"DBOS workflow status PENDING (executor {entry['executor']}, whose processes were "
+                              "killed; none of this run executes it until that executor is recovered)")
         else:
             rest = False
             entry["status"] = st.lower()
@@ -696,10 +736,13 @@ def main(argv: list[str] | None = None) -> int:
         barrier(run_dir, args.barrier)
     if args.phase == "answer":  # before launch: the workflows DBOS.launch() recovers find their message waiting
         deliver(url, app_name(target["target"]), json.loads((run_dir / ANSWERS_FILE).read_text()))
+    global _me
+    _me = opts.get("executor_id") or args.as_executor or args.executor_id
+    append(run_dir / LAUNCHES_FILE, f"{os.getpid()} {_me}\n")
     instance = dbos_for_run(dbos_warm.without_admin_server({
         "name": app_name(target["target"]), "system_database_url": url,
         "application_version": str(opts.get("application_version") or APP_VERSION),
-        "executor_id": opts.get("executor_id") or args.as_executor or args.executor_id, "log_level": "WARNING",
+        "executor_id": _me, "log_level": "WARNING",
         "notification_listener_polling_interval_sec": poll_s}), run_dir)
     fast_queue = getattr(instance._registry, "_register_internal_queue", None)
     if fast_queue is not None and poll_s != DBOS_DEFAULT_POLL_S:  # dbos >= 3.0; before it the internal queue keeps its 1 s poll
