@@ -360,15 +360,32 @@ def orphaned(run_dir: Path, workflow_id: str, executor: str | None) -> bool:
     pids = [int(r[0]) for r in rows if len(r) == 2 and r[1] == executor]
     if not pids or any(alive(pid) for pid in pids):
         return False
-    (run_dir / EXECUTING_DIR).mkdir(exist_ok=True)
-    fd = os.open(_lock_path(run_dir, workflow_id), os.O_RDWR | os.O_CREAT, 0o644)
-    try:  # a lock on another open file of the same process conflicts too: held means a live process executes it
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    finally:
-        os.close(fd)  # drops the lock taken, if any
-    return True
+    return _lock_path(run_dir, workflow_id).name not in held_locks(run_dir)
+
+
+def held_locks(run_dir: Path) -> frozenset[str]:
+    """The names of the execution lock files (``RUN_DIR/executing/``) some process holds a ``flock`` on, read from
+    ``/proc/locks`` (Linux): a look that takes no lock, so a worker taking one meanwhile never finds it held by the
+    looker (which :func:`executing` would record as an overlap). A killed process's lock is listed until its last
+    thread exited, after its pid already reads as a zombie. Empty when there is no such folder; every file when
+    ``/proc/locks`` cannot be read (nothing is then taken for free)."""
+    try:
+        files = {os.stat(entry.path).st_ino: entry.name for entry in os.scandir(run_dir / EXECUTING_DIR)}
+    except FileNotFoundError:
+        return frozenset()
+    try:
+        with open("/proc/locks") as f:
+            rows = [line.split() for line in f]
+    except OSError:
+        return frozenset(files.values())
+    held = set()
+    for row in rows:
+        kind = row[1] if row[1] != "->" else row[2]  # a waiter's line: "N: -> FLOCK ..."
+        if kind == "FLOCK" and len(row) >= 6:
+            inode = int(row[-3].rsplit(":", 1)[1])
+            if inode in files:
+                held.add(files[inode])
+    return frozenset(held)
 
 
 def executing(run_dir: Path, workflow_id: str) -> None:
@@ -554,8 +571,11 @@ def queued_work(dbos: Any, run_dir: Path, db: SystemReads, internal: str) -> tup
 
 
 def _state(db: SystemReads, run_dir: Path) -> tuple[Any, ...] | None:
-    """What rest is judged from: the system database's :meth:`~SystemReads.snapshot` and the ``recv`` marks
-    (``RUN_DIR/waiting/``, name, size and modification time); ``None`` when the snapshot is unknown."""
+    """What rest is judged from: the system database's :meth:`~SystemReads.snapshot`, the ``recv`` marks
+    (``RUN_DIR/waiting/``, name, size and modification time), the run's worker processes that died
+    (``RUN_DIR/launches.log``) and the execution locks held (:func:`held_locks`): a partner's death changes no row,
+    yet makes its workflows :func:`orphaned` once its last thread dropped their locks; ``None`` when the snapshot is
+    unknown."""
     snap = db.snapshot()
     if snap is None:
         return None
@@ -569,7 +589,16 @@ def _state(db: SystemReads, run_dir: Path) -> tuple[Any, ...] | None:
             marks.append((entry.name, st.st_size, st.st_mtime_ns))
     except FileNotFoundError:
         pass
-    return snap, tuple(sorted(marks))
+    return snap, tuple(sorted(marks)), _dead_launches(run_dir), held_locks(run_dir)
+
+
+def _dead_launches(run_dir: Path) -> tuple[int, ...]:
+    """The pids in ``RUN_DIR/launches.log`` no longer alive, sorted."""
+    try:
+        rows = [line.split() for line in (run_dir / LAUNCHES_FILE).read_text().splitlines()]
+    except OSError:
+        return ()
+    return tuple(sorted(int(r[0]) for r in rows if r and not alive(int(r[0]))))
 
 
 def stored_error(error: Any) -> str | None:
