@@ -11,6 +11,7 @@ version it started with for its whole life.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -137,10 +138,13 @@ class WorkflowDefinition:
     phases: tuple[Phase, ...]
     description: str = ""
 
-    @property
-    def tasks(self) -> list[tuple[int, int, Task]]:
-        """Every task as ``(phase_index, task_index, task)`` in execution order."""
-        return [(p, t, task) for p, phase in enumerate(self.phases) for t, task in enumerate(phase.tasks)]
+    @functools.cached_property
+    def tasks(self) -> tuple[tuple[int, int, Task], ...]:
+        """Every task as ``(phase_index, task_index, task)`` in execution order.
+
+        Made once per definition (the phases are a tuple of frozen phases): the engine asks for it at every
+        step, and on a workflow of N tasks a new list each time made a run's cost grow as N squared."""
+        return tuple((p, t, task) for p, phase in enumerate(self.phases) for t, task in enumerate(phase.tasks))
 
     def locate(self, task_id: str) -> tuple[int, int]:
         """``(phase_index, task_index)`` of ``task_id``; raises :class:`DefinitionError`."""

@@ -258,3 +258,20 @@ def test_a_skipped_task_says_why_in_the_trace(tmp_path: Path) -> None:
         out = Driver(ReferenceAdapter(), pack).run(case, tmp_path / name)
         (skipped,) = [e for e in out.trace if e["kind"] == "task_skipped"]
         assert why in skipped["error"]
+
+
+def test_definition_tasks_are_made_once_and_stay_its_own() -> None:
+    """``WorkflowDefinition.tasks`` is computed once per definition (the engine asks at every step): the same
+    object each time, in execution order, and a redeployed version's tasks are its own, not the first one's."""
+    def make(version: int, ids: list[list[str]]) -> WorkflowDefinition:
+        return WorkflowDefinition.from_dict({"workflow": "w", "version": version, "phases": [
+            {"id": f"p{n}", "tasks": [{"id": i, "tool": "notify.sendCustomerEmail"} for i in phase]}
+            for n, phase in enumerate(ids)]})
+
+    first = make(1, [["a", "b"], ["c"]])
+    assert first.tasks is first.tasks
+    assert [(p, t, task.id) for p, t, task in first.tasks] == [(0, 0, "a"), (0, 1, "b"), (1, 0, "c")]
+    second = make(2, [["a"], ["d", "c"]])
+    assert [task.id for _, _, task in second.tasks] == ["a", "d", "c"]
+    assert [task.id for _, _, task in first.tasks] == ["a", "b", "c"]
+    assert first.locate("c") == (1, 0) and second.locate("c") == (1, 1)
