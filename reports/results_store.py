@@ -449,11 +449,12 @@ class ResultStore:
 
     @_writer
     def finish_run(self, run_id: str, summary: dict[str, Any] | None = None,
-                   ended_at: datetime | None = None) -> None:
-        """Stamp the end of ``run_id``: ``complete = true``, ``ended_at``, and the ``summary`` JSON."""
+                   ended_at: datetime | None = None, complete: bool = True) -> None:
+        """Stamp the end of ``run_id``: ``complete`` (``true`` unless the session left runs of its selection out, as
+        a time budget does: then ``--resume`` finishes it), ``ended_at``, and the ``summary`` JSON."""
         with self.engine.begin() as conn:
             conn.execute(update(runs_table).where(runs_table.c.run_id == run_id)
-                         .values(complete=True, ended_at=_utc(ended_at) or _now(), summary=summary))
+                         .values(complete=complete, ended_at=_utc(ended_at) or _now(), summary=summary))
 
     # -- reading ---------------------------------------------------------------------------------
 

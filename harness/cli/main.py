@@ -408,8 +408,13 @@ def _sweep_and_report(args: argparse.Namespace, subject, executor, where: str) -
         json_report.write(args.json, data)
         print(f"results written to {args.json}")
     if recorder is not None:
-        recorder.finish(data)
-        print(f"run {recorder.recorder.run_id} recorded in {recorder.where}")
+        if recorder.finish(data):
+            print(f"run {recorder.recorder.run_id} recorded in {recorder.where}")
+        else:
+            left = len(data["budget"]["left_out"])
+            print(visible(f"run {recorder.recorder.run_id} recorded in {recorder.where}, incomplete: the time budget "
+                          f"left {left} run(s) out; the same command with --resume (and without --budget, or with "
+                          "another) runs them"))
     if args.save_traces:
         from crashpoint.harness.traces.tracefile import save_sweep_traces
 

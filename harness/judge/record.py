@@ -169,11 +169,13 @@ class Recorder:
         self.store.add_result(self.run_id, data)
         self.count += 1
 
-    def finish(self, document: dict[str, Any] | None = None) -> None:
-        """Mark the run complete; keep ``summary``, ``per_case``, ``coverage``, ``vacuity`` and
-        ``wall_s`` of the result ``document`` when given."""
+    def finish(self, document: dict[str, Any] | None = None, complete: bool = True) -> None:
+        """Mark the run ended (``complete`` false: runs of its selection were left out, for ``--resume`` to finish);
+        keep ``summary``, ``per_case``, ``coverage``, ``vacuity`` and ``wall_s`` of the result ``document`` when
+        given."""
         keep = ("summary", "per_case", "coverage", "vacuity", "wall_s", "crashpoint_version")
-        self.store.finish_run(self.run_id, {k: document[k] for k in keep if k in document} if document else None)
+        self.store.finish_run(self.run_id, {k: document[k] for k in keep if k in document} if document else None,
+                              complete=complete)
         self.abandon()
 
     def abandon(self) -> None:

@@ -53,9 +53,13 @@ class SweepRecorder:
                                      else None)
         self.recorder.add(stored_result(result, tuple(self.subject.tags(result.case_id)), repro))
 
-    def finish(self, document: dict[str, Any]) -> None:
-        """Mark the run complete and keep the document's summary and coverage."""
-        self.recorder.finish(document)
+    def finish(self, document: dict[str, Any]) -> bool:
+        """Keep the document's summary and coverage and mark the run complete, unless a time budget left runs out
+        (``document["budget"]["left_out"]``): the run then stays incomplete, for ``--resume`` to finish. Returns
+        whether it was marked complete."""
+        complete = not (document.get("budget") or {}).get("left_out")
+        self.recorder.finish(document, complete=complete)
+        return complete
 
 
 __all__ = ["SweepRecorder"]

@@ -74,3 +74,34 @@ def test_a_budget_of_1_s_ends_in_time_and_lists_what_it_left_out(tmp_path: Path)
     if started - samples - {"none"} - {p for p in started if " >> " in p}:
         assert {c["sample"][0] for c in classes} <= started
     assert any(tier == "instance" for _, tier in cut)  # the last tier is the first to go
+
+
+def test_a_budget_cut_sweep_is_stored_incomplete_and_resume_finishes_it(tmp_path: Path) -> None:
+    # a run a time budget left out is neither failed nor passed: the stored run says it is not done (before: complete,
+    # so --resume found nothing to finish), and --resume without the budget runs exactly what was left out
+    target, db = _target(tmp_path, "keyed"), tmp_path / "results.db"
+    code, out, cut = run_json(target, tmp_path / "cut.json", "--points", "all", "--budget", "1", "--results-db", str(db))
+    assert code == 0 and "incomplete: the time budget left" in out, out
+    from crashpoint.reports.results_store import ResultStore
+
+    store = ResultStore(str(db), create=False)
+    try:
+        (run,) = store.runs()
+        assert not run["complete"]
+    finally:
+        store.close()
+    left = {(r["case_id"], r["crash_point"]) for r in cut["budget"]["left_out"]}
+    code, out, resumed = run_json(target, tmp_path / "resumed.json", "--points", "all", "--resume",
+                                  "--results-db", str(db))
+    assert code == 0 and f"resuming run {run['run_id']}" in out, out
+    assert not resumed["budget"]["left_out"]
+    done = {(r["case_id"], r["crash_point"]) for r in resumed["results"]}
+    assert left <= done, left - done
+    assert len(resumed["results"]) == len(cut["results"]) + len(cut["budget"]["left_out"]), (
+        len(resumed["results"]), len(cut["results"]), sorted(done - left))
+    store = ResultStore(str(db), create=False)
+    try:
+        (run,) = store.runs()
+        assert run["complete"]
+    finally:
+        store.close()
