@@ -9,7 +9,8 @@ template database in a folder of its own, handed out once and never returned to 
 the next one. The run's database and server log are moved into the run folder once the run killed its server.
 
 Pool servers are started from the long-lived starter thread (``PR_SET_PDEATHSIG`` follows it: they die with the
-process) and killed (verified) by :func:`close_ahead` (a sweep's end) or at exit.
+process) and killed (verified) by :func:`close_ahead` (a sweep's end) or at exit. A crash group's server
+(:mod:`.temporal_groups`) comes from a pool of its own (:func:`take`: servers started with the group's namespaces).
 """
 
 from __future__ import annotations
@@ -27,33 +28,44 @@ from crashpoint.harness.engines.temporal import SERVER_LOG, TEMPORAL_DB, RunServ
 AHEAD = 3
 
 _lock = threading.Lock()
-_pool: list[Future[RunServer]] = []
+_pool: list[Future[RunServer]] = []  # servers with no namespace but ``default``
+#: The pools, by the namespaces their servers are started with (``--namespace``): ``()`` is :data:`_pool`.
+_pools: dict[tuple[str, ...], list[Future[RunServer]]] = {(): _pool}
 
 
-def _fresh() -> RunServer:
-    """A lean server on a fresh template copy in a new folder under the temp folder (removed if it fails)."""
+def _fresh(namespaces: tuple[str, ...] = ()) -> RunServer:
+    """A lean server (with ``namespaces`` made at its launch) on a fresh template copy in a new folder under the temp
+    folder (removed if it fails)."""
     folder = Path(tempfile.mkdtemp(prefix="crashpoint-temporal-ahead-"))
     try:
-        return RunServer(folder, lean=True).start()
+        return RunServer(folder, namespaces=namespaces, lean=True).start()
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
 
 
-def _take() -> RunServer:
-    """The oldest server of the pool (a new one when the pool is empty or its server died), the pool topped up."""
+def take(namespaces: tuple[str, ...] = (), keep: int | None = None) -> RunServer:
+    """The oldest server of the pool of servers started with ``namespaces`` (a new one when that pool is empty or its
+    server died), the pool topped up to ``keep`` servers (default :data:`AHEAD`). The caller owns the server: it
+    kills it (:meth:`RunServer.kill`) and removes its folder (``server.run_dir``).
+
+    Raises:
+        RuntimeError: no server could be started (see RunServer.start).
+    """
     with _lock:
-        future = _pool.pop(0) if _pool else _starter.submit(_fresh)
-        while len(_pool) < AHEAD:
-            _pool.append(_starter.submit(_fresh))
+        pool = _pools.setdefault(namespaces, [])
+        future = pool.pop(0) if pool else _starter.submit(_fresh, namespaces)
+        while len(pool) < (AHEAD if keep is None else keep):
+            pool.append(_starter.submit(_fresh, namespaces))
     server = future.result()
     if server.proc is None or server.proc.poll() is not None:  # died while it waited: never hand out a dead one
-        _drop(server)
-        server = _starter.submit(_fresh).result()
+        drop(server)
+        server = _starter.submit(_fresh, namespaces).result()
     return server
 
 
-def _drop(server: RunServer) -> None:
+def drop(server: RunServer) -> None:
+    """SIGKILL ``server`` (verified) and remove its folder."""
     try:
         server.kill()
     finally:
@@ -94,7 +106,7 @@ class AheadServer:
         return self.server.run_dir / TEMPORAL_DB
 
     def start(self) -> "AheadServer":
-        self.server = _take()
+        self.server = take()
         self.pids = self.server.pids  # the same list: a restart's pid is appended to it
         return self
 
@@ -119,17 +131,18 @@ def ahead(run_dir: Path) -> AheadServer:
 
 
 def close_ahead() -> int:
-    """Kill (verified) and remove every server of the pool not handed out; returns how many."""
+    """Kill (verified) and remove every server of the pools not handed out; returns how many."""
     with _lock:
-        every = list(_pool)
-        _pool.clear()
+        every = [f for pool in _pools.values() for f in pool]
+        for pool in _pools.values():
+            pool.clear()
     killed = 0
     for future in every:
         try:
             server = future.result()
         except Exception:  # noqa: BLE001 - it never started: its folder is already gone
             continue
-        _drop(server)
+        drop(server)
         killed += 1
     return killed
 
