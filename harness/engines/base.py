@@ -242,6 +242,23 @@ class Engine:
         own; ``worker`` one of its own, restarted before every worker (a benchmark's baseline)."""
         return None
 
+    def crash_server(self, server: EngineServer, left_s: float) -> None:
+        """A case's server crash, where the run's workers are at rest and its workflows wait: SIGKILL of ``server``
+        and a new one on the same durable state (``server.restart()``, verified). ``left_s``: the run's remaining
+        budget in seconds, what an engine whose runs share one crash (Temporal's crash groups) may wait for the
+        others in part.
+
+        Raises:
+            RuntimeError: the restart failed, or (a shared crash) it happened without this run (an ``error``).
+        """
+        server.restart()
+
+    def server_notes(self, server: EngineServer) -> tuple[list[str], list[str]]:
+        """``(notes, not_tested)`` of the run's server, asked once the run gave it back (``server.kill()``): what to
+        say of it (a crash shared with other runs), and why the run did not test what it claims (its server crashed
+        at a moment it did not choose: the verdict is ``error``). ``([], [])`` by default."""
+        return [], []
+
     def server_args(self, server: EngineServer) -> list[str]:
         """The worker arguments that point it at ``server``."""
         return ["--address", server.address, "--namespace", server.namespace]

@@ -545,7 +545,7 @@ class _Run:
             return
         self.server_crashed = True
         old = server.pids[-1]
-        server.restart()
+        self.engine.crash_server(server, self.deadline - time.monotonic())
         self.out.deliveries.append({"kind": "server_crash", "worker": self.out.workers, "killed": old,
                                     "pid": server.pids[-1]})
         self.out.notes.append(f"the {self.engine.title} server (pid {old}) was SIGKILLed after worker "
@@ -679,6 +679,9 @@ class _Run:
         out, run_dir = self.out, self.run_dir
         if self.server is not None:
             self.server.kill()
+            notes, untested = self.engine.server_notes(self.server)
+            out.notes += notes
+            out.not_tested += untested
         out.calls = read_calls(self.ledger)
         out.outside = outside_calls(run_dir) + unwrapped_effects(run_dir)  # + an effects: entry held by name
         out.notes += unseen_processes(run_dir)  # processes started without the run's marker: their effects unseen
