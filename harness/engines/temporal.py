@@ -80,20 +80,51 @@ class Temporal(Engine):
                 for key in ("workflows", "activities") for i, s in enumerate(target.options.get(key) or [])]
 
     def server_for(self, run_dir: Path, mode: str, crash: bool) -> EngineServer | None:
-        """A namespace of the run's own on a shared server (:func:`lease`); a case with a server crash, a server
-        started ahead (:func:`~crashpoint.harness.engines.temporal_ahead.ahead`); ``run`` / ``worker``, a
-        :class:`RunServer` in the run folder."""
-        from crashpoint.harness.engines import temporal_ahead
+        """A namespace of the run's own on a shared server (:func:`lease`); a case with a server crash, a namespace of
+        its own in a crash group (:class:`~crashpoint.harness.engines.temporal_groups.GroupLease`: one server and one
+        crash for several runs), or with ``CRASHPOINT_TEMPORAL_GROUPS=0`` a server of its own started ahead
+        (:func:`~crashpoint.harness.engines.temporal_ahead.ahead`); ``run`` / ``worker``, a :class:`RunServer` in the
+        run folder.
 
+        Raises:
+            ValueError: ``CRASHPOINT_TEMPORAL_GROUPS`` is not a whole number >= 0.
+        """
+        from crashpoint.harness.engines import temporal_ahead, temporal_groups
+
+        if mode == "shared" and crash:
+            if temporal_groups.group_size():
+                return temporal_groups.GroupLease(run_dir)
+            return temporal_ahead.ahead(run_dir)
         if mode == "shared":
-            return temporal_ahead.ahead(run_dir) if crash else lease(run_dir)
+            return lease(run_dir)
         return RunServer(run_dir)
 
+    def crash_server(self, server: EngineServer, left_s: float) -> None:
+        """A run in a crash group (:mod:`~crashpoint.harness.engines.temporal_groups`) arrives at the group's one
+        crash, waiting for the others at most ``WAIT_SHARE`` of ``left_s``; any other server restarts at once."""
+        from crashpoint.harness.engines import temporal_groups
+
+        if isinstance(server, temporal_groups.GroupLease):
+            server.restart(max(left_s, 0.0) * temporal_groups.WAIT_SHARE)
+        else:
+            server.restart()
+
+    def server_notes(self, server: EngineServer) -> tuple[list[str], list[str]]:
+        """A crash group's member: how many runs shared its crash, or that the crash went ahead without it."""
+        from crashpoint.harness.engines import temporal_groups
+
+        if isinstance(server, temporal_groups.GroupLease):
+            return server.notes(), server.untested()
+        return [], []
+
     def close_after_sweep(self) -> None:
-        """Kill the shared servers no run uses (SIGKILLed, verified) and the servers started ahead that no run took."""
+        """Kill the shared servers no run uses (SIGKILLed, verified), the servers started ahead that no run took and
+        the crash groups' servers no run is in."""
         from crashpoint.harness.engines.temporal_ahead import close_ahead
+        from crashpoint.harness.engines.temporal_groups import close_groups
 
         close_idle()
+        close_groups()
         close_ahead()
 
 

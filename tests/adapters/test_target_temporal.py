@@ -205,17 +205,26 @@ def test_an_update_killed_while_handled_is_applied_once(target: Target, tmp_path
     assert judge(target, out, golden) == ([], [])
 
 
-def test_a_server_crash_while_the_refund_waits_keeps_its_history(target: Target, golden, tmp_path: Path) -> None:
+@pytest.mark.parametrize("groups", ["0", "10"])
+def test_a_server_crash_while_the_refund_waits_keeps_its_history(target: Target, golden, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch, groups: str) -> None:
     """Case server-crash: the server is SIGKILLed (verified) while the refund waits for its approval and a new one
     starts on the same database file; the approval goes to the new server and the refund ends as in the golden
-    run, its effects once each."""
+    run, its effects once each. On a server of its own (``CRASHPOINT_TEMPORAL_GROUPS=0``) the database is then moved
+    into the run folder; in a crash group (here of one run) the group's server and folder are gone with its last run."""
+    from crashpoint.harness.engines.temporal_groups import ENV
+
+    monkeypatch.setenv(ENV, groups)
     out = run_target(target, target.case("server-crash"), "sync", tmp_path)
     [server] = [d for d in out.deliveries if d["kind"] == "server"]
-    assert not server["shared"]  # a server of its own (started ahead, on a database of its own)
+    assert not server["shared"]  # not a namespace of the long-lived shared server
     [crash] = [d for d in out.deliveries if d["kind"] == "server_crash"]
     assert not alive(crash["killed"]) and crash["pid"] != crash["killed"] and not alive(crash["pid"])
     assert _servers_of(Path(server["database"]).parent) == []  # no process of the run's database left
-    assert (tmp_path / "temporal.db").exists()  # moved into the run folder once its server was killed
+    if groups == "0":
+        assert (tmp_path / "temporal.db").exists()  # moved into the run folder once its server was killed
+    else:
+        assert server["namespace"].startswith("crashpoint-group-") and not Path(server["database"]).exists()
     assert out.threads["refund-1001"]["status"] == "finished"
     assert judge(target, out, golden) == ([], [])
 
@@ -237,12 +246,26 @@ class _AmnesicServer:
         self.inner.start()
 
 
-@pytest.mark.slow
-def test_a_server_that_loses_its_database_in_a_crash_is_caught(target: Target, golden, tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    from crashpoint.harness.engines import temporal_ahead
+def _amnesic_restart(self) -> None:
+    """RunServer.restart forgetting the database (a crash group's server)."""
+    self.kill()
+    (self.run_dir / "temporal.db").unlink()
+    self.start()
 
-    monkeypatch.setattr(temporal_ahead, "ahead", _AmnesicServer)  # the server-crash case's own server
+
+@pytest.mark.slow
+@pytest.mark.parametrize("groups", ["0", "10"])
+def test_a_server_that_loses_its_database_in_a_crash_is_caught(target: Target, golden, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch, groups: str) -> None:
+    from crashpoint.harness.engines import temporal_ahead
+    from crashpoint.harness.engines.temporal import RunServer
+    from crashpoint.harness.engines.temporal_groups import ENV
+
+    monkeypatch.setenv(ENV, groups)
+    if groups == "0":
+        monkeypatch.setattr(temporal_ahead, "ahead", _AmnesicServer)  # the server-crash case's own server
+    else:
+        monkeypatch.setattr(RunServer, "restart", _amnesic_restart)  # the crash group's server
     out = run_target(target, target.case("server-crash"), "sync", tmp_path)
     failures, _ = judge(target, out, golden)
     assert failures, out.threads
