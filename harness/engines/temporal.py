@@ -14,8 +14,9 @@ long-lived shared dev server (:func:`lease`, :class:`SharedServer`: started with
 namespaces are used up and its last run ended). A namespace is Temporal's unit of isolation (its own workflow
 ids, task queues, sticky queues and histories), so a worker kill meets what it meets on a run's own server (the
 server alive, the history kept), without a server start (about 2 CPU seconds and 1 to 3 s of a run's wall time:
-the start, then the server's own start-up work). A case with a server crash, and the benchmark's baselines, get
-a :class:`RunServer` of their own.
+the start, then the server's own start-up work). The runs of a case with a server crash share a server and its
+crash in a crash group (:mod:`.temporal_groups`; ``CRASHPOINT_TEMPORAL_GROUPS=0``: a server of their own, started
+ahead, :mod:`.temporal_ahead`); the benchmark's baselines get a :class:`RunServer` of their own.
 
 Offline, ``WorkflowEnvironment.start_local()`` / ``start_time_skipping()`` cannot download their binaries,
 and no time-skipping test server is on PyPI: the worker compresses durable timers itself instead (``time_scale``,

@@ -539,7 +539,8 @@ class _Run:
 
     def crash_server(self, running: bool) -> None:
         """A case's server crash, once, while workflows wait: SIGKILL of the engine's server and a new one on the
-        same durable state."""
+        same durable state (:meth:`~crashpoint.harness.engines.base.Engine.crash_server`, given the run's remaining
+        budget)."""
         server = self.server
         if not (self.injected.server_crash and server is not None and not self.server_crashed and running):
             return
