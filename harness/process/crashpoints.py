@@ -288,7 +288,7 @@ class CrashProbe:
                         os.write(self.wfd, line)
                     hold = ident in self.holds and ident not in self.held
                     pending = self.targets[len(self.fired):]
-                    kill = bool(pending) and ident == pending[0]
+                    kill = bool(pending) and ident == pending[0] and claim_kill(self.run_dir, len(self.fired))
                     early = kill and self._race_early(ident)
                     self._race_awaited = self._race_awaited or early
                     self._dying, self._killer = kill and not hold and not self.simulate and not early, me
@@ -446,6 +446,23 @@ def probe_arg(run_dir: str | Path, crash_point: str | None, holds: list[str] | t
     if witness:
         spec["witness"] = True
     return json.dumps(spec)
+
+
+#: ``RUN_DIR/kill.claimed.N``: made by the one process of a run that fires its schedule's kill number ``N`` (0-based).
+KILL_CLAIM_PREFIX = "kill.claimed."
+
+
+def claim_kill(run_dir: str | Path, index: int) -> bool:
+    """Whether this process fires the run's kill number ``index``: the first to create ``RUN_DIR/kill.claimed.N``
+    (``O_EXCL``). Occurrences are counted per process from the log as it was when the process started, so two
+    workers recovering at once can both count their pass of a point as its ``#2``; the kill is then one kill, as a
+    hold is one hold (:func:`claim_hold`), and the other worker goes on (before, both killed themselves and the run
+    was an ``error``: "the probe fired 2 times")."""
+    try:
+        os.close(os.open(Path(run_dir) / f"{KILL_CLAIM_PREFIX}{index}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    except FileExistsError:
+        return False
+    return True
 
 
 def claim_hold(run_dir: str | Path, ident: str) -> int | None:
