@@ -74,6 +74,7 @@ suspend's input model, its class name: ``Approval``) and leaves with ``os._exit`
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import hashlib
 import json
@@ -198,6 +199,26 @@ def install_hooks() -> None:
     _hook_flow_runs()
     _hook_results()
     _hook_transactions()
+    _hook_heartbeats()
+
+
+def _hook_heartbeats() -> None:
+    """A flow run's heartbeat thread stops without the flow run waiting for it, as Prefect's async engine does
+    (``_send_heartbeats(engine, join_on_exit=False)``). The heartbeats are events (Prefect's crash detection reads
+    them; nothing of the run's state), and the thread sleeps in 1 s steps, so the sync engine's join at each flow
+    run's end sat out up to a second per execution (benchmarks/RESULTS.md, "2026-12-06: Prefect"). The thread still
+    sends its first heartbeat, and none once told to stop. A release without ``_send_heartbeats`` is left as it is."""
+    send = getattr(prefect.flow_engine, "_send_heartbeats", None)
+    if send is None or getattr(send, "_crashpoint", False):
+        return
+
+    @contextlib.contextmanager
+    def send_heartbeats(engine: Any, join_on_exit: bool = True) -> Any:
+        with send(engine, join_on_exit=False):
+            yield
+
+    send_heartbeats._crashpoint = True  # type: ignore[attr-defined]
+    prefect.flow_engine._send_heartbeats = send_heartbeats
 
 
 def _hook_flow_runs() -> None:
