@@ -11,6 +11,13 @@ changed.
   logs the hook's error and goes on, so the declined refund's draft is never voided (``target.rollback_complete``).
 * :func:`refund_draft_first`: drafts the refund before asking for the approval (``target.approval_gate``: the
   draft is gated on the approval).
+* :func:`refund_task_retries_in_transaction`: issues through a task that Prefect retries (``retries`` with a
+  ``retry_condition_fn``) inside the transaction: the first attempt's timeout rolls the whole transaction back, so the
+  draft's hook voids the draft, and then the retried attempt issues the refund
+  (``target.invariant:issued_or_voided_never_both``).
+* :func:`refund_declines_on_any_error`: takes every error of the payments API for a decline, a timeout or a lost
+  answer included, and does not retry it: the answer of an issued refund lost on its way back voids the draft of a
+  refund that was issued (``target.invariant:issued_or_voided_never_both``).
 """
 
 from __future__ import annotations
@@ -24,16 +31,18 @@ from prefect.flow_runs import suspend_flow_run
 from prefect.transactions import Transaction, get_transaction, transaction
 
 from prefect_refund import services
-from prefect_refund.flows import (APPROVAL_TIMEOUT_S, Approval, PaymentDeclined, draft_refund, issue_refund,
-                                  notify_customer)
+from prefect_refund.flows import (APPROVAL_TIMEOUT_S, RETRIES, RETRY_DELAY_S, Approval, PaymentDeclined, draft_refund,
+                                  is_transient, issue_refund, notify_customer, retry_transient, with_retries)
 
 
 @task(cache_policy=INPUTS, persist_result=True)
 def issue_without_key(draft_id: str, amount_cents: int) -> dict[str, Any]:
     """Issues the refund with no idempotency key: the payments API cannot tell a repeat."""
     try:
-        return services.issue_refund(draft_id, amount_cents)
+        return with_retries(lambda: services.issue_refund(draft_id, amount_cents))
     except Exception as exc:  # noqa: BLE001
+        if is_transient(exc):
+            raise
         raise PaymentDeclined(f"{draft_id}: {exc}") from exc
 
 
@@ -45,7 +54,7 @@ def _clock_key(context: Any, parameters: dict[str, Any]) -> str:
 @task(cache_key_fn=_clock_key, persist_result=True)
 def draft_clock_key(order_id: str, amount_cents: int) -> dict[str, Any]:
     """The draft, under a cache key with the wall clock in it."""
-    drafted = services.draft_refund(order_id, amount_cents, idempotency_key=f"draft-{order_id}")
+    drafted = with_retries(lambda: services.draft_refund(order_id, amount_cents, idempotency_key=f"draft-{order_id}"))
     get_transaction().set("draft_id", drafted["draft_id"])
     return drafted
 
@@ -53,7 +62,7 @@ def draft_clock_key(order_id: str, amount_cents: int) -> dict[str, Any]:
 @task(cache_policy=INPUTS, persist_result=True)
 def draft_hook_raises(order_id: str, amount_cents: int) -> dict[str, Any]:
     """The draft, whose rollback hook reads a value it never set."""
-    return services.draft_refund(order_id, amount_cents, idempotency_key=f"draft-{order_id}")
+    return with_retries(lambda: services.draft_refund(order_id, amount_cents, idempotency_key=f"draft-{order_id}"))
 
 
 @draft_hook_raises.on_rollback
@@ -61,7 +70,7 @@ def void_unknown_draft(txn: Transaction) -> None:
     """Voids the draft named by ``txn.get("draft")``, which the draft task never set: Prefect raises ValueError
     ("Could not retrieve value for unknown key")."""
     draft_id = txn.get("draft")
-    services.void_draft(draft_id, idempotency_key=f"void-{draft_id}")
+    with_retries(lambda: services.void_draft(draft_id, idempotency_key=f"void-{draft_id}"))
 
 
 def _refund(order_id: str, amount_cents: int, draft: Any, issue: Any) -> dict[str, Any]:
@@ -110,3 +119,36 @@ def refund_draft_first(order_id: str, amount_cents: int) -> dict[str, Any]:
     refund = issue_refund(drafted["draft_id"], amount_cents)
     notify_customer(order_id, "refunded")
     return {"order_id": order_id, "status": "issued", "refund_id": refund["refund_id"]}
+
+
+@task(cache_policy=INPUTS, persist_result=True)
+def issue_declines_on_any_error(draft_id: str, amount_cents: int) -> dict[str, Any]:
+    """Issues the refund, and takes any error of the payments API for a decline (no retries)."""
+    try:
+        return services.issue_refund(draft_id, amount_cents, idempotency_key=f"issue-{draft_id}")
+    except Exception as exc:  # noqa: BLE001
+        raise PaymentDeclined(f"{draft_id}: {exc}") from exc
+
+
+@flow(name="refund-declines-on-any-error", persist_result=True)
+def refund_declines_on_any_error(order_id: str, amount_cents: int) -> dict[str, Any]:
+    """Issues through :func:`issue_declines_on_any_error`."""
+    return _refund(order_id, amount_cents, draft_refund, issue_declines_on_any_error)
+
+
+@task(cache_policy=INPUTS, persist_result=True, retries=RETRIES, retry_delay_seconds=RETRY_DELAY_S,
+      retry_condition_fn=retry_transient)
+def issue_retried_by_prefect(draft_id: str, amount_cents: int) -> dict[str, Any]:
+    """Issues the refund; a transient error is raised for Prefect to retry the task."""
+    try:
+        return services.issue_refund(draft_id, amount_cents, idempotency_key=f"issue-{draft_id}")
+    except Exception as exc:  # noqa: BLE001
+        if is_transient(exc):
+            raise
+        raise PaymentDeclined(f"{draft_id}: {exc}") from exc
+
+
+@flow(name="refund-task-retries-in-transaction", persist_result=True)
+def refund_task_retries_in_transaction(order_id: str, amount_cents: int) -> dict[str, Any]:
+    """Issues through :func:`issue_retried_by_prefect`, inside the transaction."""
+    return _refund(order_id, amount_cents, draft_refund, issue_retried_by_prefect)

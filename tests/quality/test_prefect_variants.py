@@ -29,12 +29,18 @@ def variant(flow: str) -> Target:
      "the retry computed another key"),
     ("refund_hook_raises", "payment-declined", None, "target.rollback_complete",
      "raised ValueError: Could not retrieve value"),
-    ("refund_draft_first", "approved", None, "target.approval_gate", "draft_refund")])
+    ("refund_draft_first", "approved", None, "target.approval_gate", "draft_refund"),
+    ("refund_task_retries_in_transaction", "approved", "fault:issue_refund#1=timeout",
+     "target.invariant:issued_or_voided_never_both", "issued and its draft voided"),
+    ("refund_declines_on_any_error", "approved", "fault:issue_refund#1=lost_response",
+     "target.invariant:issued_or_voided_never_both", "issued and its draft voided")])
 def test_a_broken_variant_is_caught_3_of_3(tmp_path: Path, flow: str, case: str, point: str | None, rule: str,
                                             says: str) -> None:
     """The key-less issue repeats the payment after a kill before the transaction's commit; the wall-clock cache key
     makes the retried flow run miss the draft's persisted result; the raising rollback hook leaves the declined
-    refund's draft un-voided (a golden run shows it); the draft made before the approval breaks the gate."""
+    refund's draft un-voided (a golden run shows it); the draft made before the approval breaks the gate; a task
+    Prefect retries inside the transaction rolls it back (the draft voided) at its first attempt's timeout, then
+    issues the refund; an issue whose lost answer is taken for a decline voids the draft of an issued refund."""
     target = variant(flow)
     golden = run_one(target, target.case(case), "sync", tmp_path / "golden", None, None, keep=True)
     if point is None:  # caught by the golden run itself
