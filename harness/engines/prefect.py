@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import atexit
 import hashlib
-import json
 import os
 import shutil
 import signal
@@ -54,7 +53,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from crashpoint.harness.engines.base import EFFECT_KINDS, Engine, EngineServer, rule
-from crashpoint.harness.engines.workerlib import kill_group
+from crashpoint.harness.engines.workerlib import json_lines, kill_group
 from crashpoint.harness.model.outcomes import TargetOutcome
 from crashpoint.harness.model.rules import Finding
 
@@ -419,25 +418,13 @@ TASKS_FILE = "prefect-tasks.log"
 TXNS_FILE = "prefect-transactions.log"
 
 
-def _json_lines(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    rows = []
-    for line in path.read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except ValueError:  # a line torn by a SIGKILL mid-write: not a record
-            continue
-    return rows
-
-
 def facts(run_dir: Path) -> dict[str, Any]:
     """What the run's Prefect workers recorded beyond effects: ``tasks`` (``[{"pid", "thread", "flow_run",
     "attempt", "task", "call", "key", "event": "lookup" | "persisted", "hit"?}]``: each cache lookup of a task call,
     the ``call``-th call of that task in that attempt of the flow run, and each result written under a key) and
     ``transactions`` (``[{"pid", "thread", "flow_run", "attempt", "txn", "event": "rollback" | "rolled_back" |
     "committed" | "hook", "hook"?, "ok"?, "error"?}]``)."""
-    return {"tasks": _json_lines(Path(run_dir) / TASKS_FILE), "transactions": _json_lines(Path(run_dir) / TXNS_FILE)}
+    return {"tasks": json_lines(Path(run_dir) / TASKS_FILE), "transactions": json_lines(Path(run_dir) / TXNS_FILE)}
 
 
 def _killed(run: TargetOutcome) -> set[int]:
