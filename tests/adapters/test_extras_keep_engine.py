@@ -31,7 +31,7 @@ COVERED = {"dbos": {"dbos": ["2.20.0", "2.31.1", "3.0.0", "3.2.0", "3.4.0"]},
            "langgraph": {"langgraph": ["0.6.11", "1.0.10", "1.2.24"],
                          "langgraph-checkpoint-sqlite": ["2.0.11", "3.0.3", "3.1.2"]},
            "temporal": {"temporalio": ["1.20.0", "1.25.0", "1.30.0", "1.35.0"]},
-           "prefect": {"prefect": ["3.9.1"]}}
+           "prefect": {"prefect": ["3.6.29", "3.9.1"]}}
 
 
 def _extras() -> dict[str, list[Requirement]]:
