@@ -46,7 +46,9 @@ which recovers the PENDING workflows of this executor id and application version
   then find their message waiting, whatever thread runs first).
 
 Then the worker waits until every submitted workflow is at rest: terminal, or PENDING blocked in a ``recv``
-(its durable timeout recorded) with no message waiting for it (``waiting``), or ``dbos.settle_s`` seconds pass. It
+(its durable timeout recorded) with no message waiting for it (``waiting``), or PENDING under another executor whose
+processes were all killed and which no live process executes (:func:`orphaned`: it waits for that executor's
+recovery, ``pending``), or ``dbos.settle_s`` seconds pass. It
 looks every 10 ms, through DBOS's API only when a plain read of the SQLite system database's rows (and the ``recv``
 marks) changed since the last look (a look through DBOS's API costs about 10 ms of CPU, the plain read under 1 ms;
 PostgreSQL: every look, and once more at the deadline). It writes
